@@ -1,0 +1,43 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 The dsgd authors
+# SPDX-License-Identifier: Apache-2.0
+#
+# Finds what dsgd's headers need. Included by the top-level CMakeLists.txt and, after
+# installation, by dsgdConfig.cmake, so a consumer finds the same dependencies the same way.
+include(CMakeFindDependencyMacro)
+
+find_dependency(Threads)
+find_dependency(Boost 1.74 COMPONENTS serialization)
+find_dependency(OpenSSL)
+find_dependency(ZLIB)
+find_dependency(nlohmann_json 3.10)
+find_package(OpenMP QUIET COMPONENTS CXX)
+find_package(CUDAToolkit QUIET)
+
+# Thrust: CCCL from the CUDA toolkit when there is one (Thrust 3), else Debian's libthrust-dev.
+if(NOT TARGET dsgd::thrust)
+  set(dsgd_thrust_hints "")
+  if(CUDAToolkit_INCLUDE_DIRS)
+    foreach(dir IN LISTS CUDAToolkit_INCLUDE_DIRS)
+      list(APPEND dsgd_thrust_hints "${dir}/cccl" "${dir}")
+    endforeach()
+  endif()
+  find_path(DSGD_THRUST_INCLUDE_DIR thrust/version.h
+    HINTS ${dsgd_thrust_hints}
+    PATHS /usr/local/cuda/include/cccl /usr/local/cuda/include
+    DOC "Directory holding thrust/version.h (CCCL or libthrust-dev)")
+  if(NOT DSGD_THRUST_INCLUDE_DIR)
+    message(FATAL_ERROR "dsgd needs Thrust: install the CUDA toolkit (CCCL) or Debian's "
+                        "libthrust-dev, or set DSGD_THRUST_INCLUDE_DIR")
+  endif()
+  add_library(dsgd::thrust INTERFACE IMPORTED)
+  set_target_properties(dsgd::thrust PROPERTIES
+    INTERFACE_SYSTEM_INCLUDE_DIRECTORIES "${DSGD_THRUST_INCLUDE_DIR}"
+    INTERFACE_INCLUDE_DIRECTORIES "${DSGD_THRUST_INCLUDE_DIR}"
+    # Host compilers see Thrust's "device" system as the sequential host backend; nvcc keeps CUDA.
+    INTERFACE_COMPILE_DEFINITIONS
+      "$<$<COMPILE_LANGUAGE:CXX>:THRUST_DEVICE_SYSTEM=THRUST_DEVICE_SYSTEM_CPP>")
+  if(OpenMP_CXX_FOUND)
+    # FindOpenMP guards its compile flag by language, so nvcc translation units are unaffected.
+    set_property(TARGET dsgd::thrust APPEND PROPERTY INTERFACE_LINK_LIBRARIES OpenMP::OpenMP_CXX)
+  endif()
+endif()

@@ -82,10 +82,20 @@ inline error_code make_error_code(errc e) noexcept {
 }
 
 /// The exception dsgd throws: an error_code plus a message naming what and where.
+///
+/// what() is the message exactly as given (system_error would append ": " and the code's
+/// message, which breaks multi-line messages such as a caret under a bad character); code()
+/// says which errc it is.
 class error : public boost::system::system_error {
  public:
-  error(errc e, const std::string& what) : boost::system::system_error(make_error_code(e), what) {}
-  error(error_code ec, const std::string& what) : boost::system::system_error(ec, what) {}
+  error(errc e, const std::string& what)
+      : boost::system::system_error(make_error_code(e), what), what_(what) {}
+  error(error_code ec, const std::string& what) : boost::system::system_error(ec, what), what_(what) {}
+
+  const char* what() const noexcept override { return what_.c_str(); }
+
+ private:
+  std::string what_;
 };
 
 }  // namespace dsgd

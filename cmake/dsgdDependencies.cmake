@@ -30,6 +30,14 @@ if(NOT TARGET dsgd::thrust)
                         "libthrust-dev, or set DSGD_THRUST_INCLUDE_DIR")
   endif()
   add_library(dsgd::thrust INTERFACE IMPORTED)
+  # sqrtf may set errno, which keeps GCC and Clang from vectorising the Adagrad and Adam
+  # kernels (0.4x of memory bandwidth instead of 1.2x; docs/benchmarks.md). No result changes;
+  # only errno stops being set by math functions in translation units that use dsgd.
+  option(DSGD_NO_MATH_ERRNO "Compile users of dsgd with -fno-math-errno" ON)
+  if(DSGD_NO_MATH_ERRNO)
+    set_property(TARGET dsgd::thrust APPEND PROPERTY INTERFACE_COMPILE_OPTIONS
+      "$<$<AND:$<COMPILE_LANGUAGE:CXX>,$<OR:$<CXX_COMPILER_ID:GNU>,$<CXX_COMPILER_ID:Clang>>>:-fno-math-errno>")
+  endif()
   set_target_properties(dsgd::thrust PROPERTIES
     INTERFACE_SYSTEM_INCLUDE_DIRECTORIES "${DSGD_THRUST_INCLUDE_DIR}"
     INTERFACE_INCLUDE_DIRECTORIES "${DSGD_THRUST_INCLUDE_DIR}"

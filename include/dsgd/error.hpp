@@ -43,6 +43,7 @@ namespace detail {
 
 class dsgd_category final : public boost::system::error_category {
  public:
+  using boost::system::error_category::message;  // keep the (int, char*, size_t) overload
   const char* name() const noexcept override { return "dsgd"; }
   std::string message(int ev) const override {
     switch (static_cast<errc>(ev)) {

@@ -20,13 +20,17 @@ namespace detail {
 struct sgd_kernel {
   float* w;
   const float* g;
-  float step;  // learning_rate * grad_scale
-  DSGD_HOST_DEVICE void operator()(std::size_t i) const { w[i] -= step * g[i]; }
+  float learning_rate;
+  float grad_scale;
+  // Scaling g first keeps the rounding identical to the other optimizers' `g = grad_scale * g`.
+  DSGD_HOST_DEVICE void operator()(std::size_t i) const {
+    w[i] -= learning_rate * (grad_scale * g[i]);
+  }
 };
 
 }  // namespace detail
 
-/// Plain SGD: `w <- w - learning_rate * grad_scale * g`.
+/// Plain SGD: with `g = grad_scale * grad`, `w <- w - learning_rate * g`.
 struct sgd {
   float learning_rate = 0.01f;
 
@@ -41,7 +45,7 @@ struct sgd {
   void apply(const D& device, state<D>&, float* w, const float* g, std::size_t n,
              float grad_scale = 1.f) const {
     thrust::for_each_n(device.policy(), thrust::counting_iterator<std::size_t>(0), n,
-                       detail::sgd_kernel{w, g, learning_rate * grad_scale});
+                       detail::sgd_kernel{w, g, learning_rate, grad_scale});
   }
 };
 

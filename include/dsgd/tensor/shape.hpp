@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <initializer_list>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,9 @@ class shape {
   }
 
   friend bool operator==(const shape&, const shape&) = default;
+
+  /// Writes to_string().
+  friend std::ostream& operator<<(std::ostream& os, const shape& s) { return os << s.to_string(); }
 
  private:
   std::vector<std::size_t> extents_;

@@ -19,6 +19,10 @@
 
 namespace dsgd {
 
+/// An initialiser fills a host span of T (see tensor/init.hpp).
+template <class I, class T>
+concept initialiser_for = requires(I& init, std::span<T> out) { init(out); };
+
 /// A dense, row-major tensor of @p T in the memory of device @p D.
 ///
 /// @tparam D where the elements live and kernels on them run (device::cpu, device::cuda)
@@ -44,8 +48,7 @@ class tensor {
 
   /// A tensor of @p s on @p device, elements produced by initialiser @p init on the host and
   /// copied to the device (so a seeded initialiser gives the same values on every device).
-  template <class Init>
-    requires requires(Init& i, std::span<T> out) { i(out); }
+  template <initialiser_for<T> Init>
   tensor(D device, dsgd::shape s, Init init) : device_(std::move(device)), shape_(std::move(s)) {
     std::vector<T> host(shape_.elements());
     init(std::span<T>(host));
@@ -99,5 +102,11 @@ class tensor {
   dsgd::shape shape_;
   vector_type data_;
 };
+
+// Deduction guides: `dsgd::tensor w(cpu, {2, 2}, init::constant{2.f})` is a tensor of float.
+template <Device D>
+tensor(D, dsgd::shape) -> tensor<D, float>;
+template <Device D, class Init>
+tensor(D, dsgd::shape, Init) -> tensor<D, float>;
 
 }  // namespace dsgd

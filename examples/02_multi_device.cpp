@@ -1,0 +1,201 @@
+// SPDX-FileCopyrightText: Copyright (c) 2026 The dsgd authors
+// SPDX-License-Identifier: Apache-2.0
+//
+// Case 2 of the article: one machine, several devices. The parameters and their update live on
+// the CPU; each replica (a thread on the CPU, or one per GPU) computes the gradient of its own
+// batch; the holder averages the replicas' gradients and applies them once per step.
+//
+//   replica 0 (cpu thread | cuda:0) ─┐  push gradient   ┌──────────────────────────────┐
+//   replica 1 (cpu thread | cuda:1) ─┼─────────────────►│ holder on the CPU:           │
+//   ...                              │◄─────────────────┤ mean of N gradients, momentum│
+//                                    └  pull values     └──────────────────────────────┘
+//
+// The holder is update::sync_average, the same rule a ps task runs, here in-process.
+//
+// Run:      ./02_multi_device --model mlp --replicas 2 --epochs 12
+//           ./02_multi_device_cuda --devices cuda          (CUDA build: one replica per GPU)
+// Expected: progress per epoch, then "final test accuracy 0.88.." (MLP) and exit 0 when the
+//           accuracy reaches --target.
+#include <dsgd/data/fashion_mnist.hpp>
+#include <dsgd/model/blas.hpp>
+#include <dsgd/model/mlp.hpp>
+#include <dsgd/model/softmax_regression.hpp>
+#include <dsgd/model/train.hpp>
+#include <dsgd/optim/exponential_decay.hpp>
+#include <dsgd/optim/momentum.hpp>
+#include <dsgd/update/sync_average.hpp>
+#if DSGD_HAS_CUDA
+#include <dsgd/device/cuda.cuh>
+#include <dsgd/model/cublas.cuh>
+#endif
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using cpu = dsgd::device::cpu;
+using optimizer = dsgd::optim::exponential_decay<dsgd::optim::momentum>;
+using holder_shard = dsgd::update::sync_average::shard<cpu, optimizer>;
+
+struct settings {
+  std::string model = "mlp";
+  std::string devices = "cpu";
+  std::size_t replicas = 2;
+  std::size_t epochs = 12;
+  std::size_t batch = 64;
+  float lr = 0.05f;
+  float momentum = 0.9f;
+  float decay = 0.7f;  // learning rate multiplier per epoch
+  double target = 0;
+};
+
+// One replica's view of the holder: pulls values into its model and pushes its gradients.
+template <class Model>
+class replica_link {
+ public:
+  replica_link(std::vector<std::unique_ptr<holder_shard>>& holder, std::size_t index)
+      : holder_(holder), index_(index) {}
+
+  void pull(Model& net, std::uint64_t step) {
+    auto deadline = dsgd::update::clock_type::now() + std::chrono::minutes(10);
+    auto& params = net.parameters();
+    for (std::size_t v = 0; v < params.size(); ++v) {
+      if constexpr (Model::device_type::is_host) {
+        holder_[v]->pull(index_, step, params[v].data(), deadline);  // straight into the model
+      } else {
+        staging_.resize(params[v].size());
+        holder_[v]->pull(index_, step, staging_.data(), deadline);
+        params[v].assign(staging_);
+      }
+    }
+  }
+
+  void push(Model& net, std::uint64_t step) {
+    auto deadline = dsgd::update::clock_type::now() + std::chrono::minutes(10);
+    auto& grads = net.gradients();
+    for (std::size_t v = 0; v < grads.size(); ++v) {
+      if constexpr (Model::device_type::is_host) {
+        holder_[v]->push(index_, step, grads[v].data(), deadline);
+      } else {
+        staging_ = grads[v].to_host();
+        holder_[v]->push(index_, step, staging_.data(), deadline);
+      }
+    }
+  }
+
+ private:
+  std::vector<std::unique_ptr<holder_shard>>& holder_;
+  std::size_t index_;
+  std::vector<float> staging_;
+};
+
+template <class Model, dsgd::Device D>
+int train(const settings& s, const std::vector<D>& devices) {
+  const auto train_set = dsgd::data::fashion_mnist::load(dsgd::data::fashion_mnist::split::train);
+  const auto test_set = dsgd::data::fashion_mnist::load(dsgd::data::fashion_mnist::split::test);
+  const std::size_t n = devices.size();
+
+  // Replicas start identical (same seed); the holder starts from replica 0's values.
+  std::vector<std::unique_ptr<Model>> nets;
+  for (const auto& d : devices) nets.push_back(std::make_unique<Model>(d));
+  // The rate decays once per epoch: one step per batch of a replica.
+  const std::size_t batches = (train_set.size() / n + s.batch - 1) / s.batch;
+  const optimizer opt{{s.lr, s.momentum, false}, s.decay, batches, true};
+  std::vector<std::unique_ptr<holder_shard>> holder;
+  for (const auto& p : nets[0]->parameters()) {
+    auto values = p.to_host();
+    holder.push_back(std::make_unique<holder_shard>(cpu{}, values, opt, n));
+  }
+  std::printf("%s on %zu replica(s) (%s), batch %zu per replica, momentum SGD lr %.3g\n", s.model.c_str(), n,
+              devices[0].name().c_str(), s.batch, static_cast<double>(s.lr));
+
+  // Replica threads share the cores: each gets its share of the BLAS threads.
+  dsgd::model::set_blas_threads(std::max<int>(1, static_cast<int>(std::thread::hardware_concurrency() / n)));
+
+  double accuracy = 0;
+  std::vector<std::thread> threads;
+  for (std::size_t r = 0; r < n; ++r) {
+    threads.emplace_back([&, r] {
+      replica_link<Model> link(holder, r);
+      Model& net = *nets[r];
+      dsgd::model::shuffled_batches batches(train_set, {.batch = s.batch, .seed = 100 + r, .shard = r, .shards = n});
+      std::uint64_t step = 0;
+      link.pull(net, step);
+      for (std::size_t epoch = 1; epoch <= s.epochs; ++epoch) {
+        auto stats = batches.run_epoch([&](const dsgd::model::batch_view& b) {
+          float loss = net.forward_backward(b.images, b.labels, b.size);
+          link.push(net, step);
+          link.pull(net, ++step);
+          return loss;
+        });
+        if (r == 0) {
+          accuracy = net.accuracy(test_set);
+          std::printf("epoch %2zu  step %6llu  loss %.4f  %8.0f examples/s  test accuracy %.4f\n", epoch,
+                      static_cast<unsigned long long>(step), stats.mean_loss,
+                      stats.examples_per_second() * static_cast<double>(n), accuracy);
+          std::fflush(stdout);
+        }
+      }
+      for (auto& h : holder) h->finish(r);
+    });
+  }
+  for (auto& t : threads) t.join();
+  std::printf("final test accuracy %.4f\n", accuracy);
+  return accuracy >= s.target ? 0 : 1;
+}
+
+template <template <dsgd::Device> class Model>
+int train_on(const settings& s) {
+  if (s.devices == "cpu") return train<Model<cpu>>(s, std::vector<cpu>(s.replicas));
+#if DSGD_HAS_CUDA
+  if (s.devices == "cuda") {
+    std::vector<dsgd::device::cuda> gpus;
+    for (int i = 0; i < dsgd::device::cuda::count(); ++i) gpus.emplace_back(i);
+    if (gpus.empty()) throw dsgd::error(dsgd::errc::device_unavailable, "--devices cuda: no CUDA device found");
+    return train<Model<dsgd::device::cuda>>(s, gpus);
+  }
+#endif
+  throw dsgd::error(dsgd::errc::device_unavailable,
+                    "--devices " + s.devices + ": expected cpu" + (DSGD_HAS_CUDA ? " or cuda" : " (this build has no CUDA)"));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  settings s;
+  try {
+    for (int i = 1; i < argc; ++i) {
+      std::string a = argv[i];
+      auto value = [&]() -> std::string {
+        if (i + 1 >= argc) throw dsgd::error(dsgd::errc::invalid_argument, a + " needs a value");
+        return argv[++i];
+      };
+      if (a == "--model") s.model = value();
+      else if (a == "--devices") s.devices = value();
+      else if (a == "--replicas") s.replicas = std::stoul(value());
+      else if (a == "--epochs") s.epochs = std::stoul(value());
+      else if (a == "--batch") s.batch = std::stoul(value());
+      else if (a == "--lr") s.lr = std::stof(value());
+      else if (a == "--momentum") s.momentum = std::stof(value());
+      else if (a == "--decay") s.decay = std::stof(value());
+      else if (a == "--target") s.target = std::stod(value());
+      else throw dsgd::error(dsgd::errc::invalid_argument, "unknown option " + a);
+    }
+    if (s.replicas == 0) throw dsgd::error(dsgd::errc::invalid_argument, "--replicas must be at least 1");
+    if (s.model == "mlp") return train_on<dsgd::model::mlp>(s);
+    if (s.model == "softmax") return train_on<dsgd::model::softmax_regression>(s);
+    throw dsgd::error(dsgd::errc::invalid_argument, "--model " + s.model + ": expected mlp or softmax");
+  } catch (const dsgd::error& e) {
+    std::fprintf(stderr, "02_multi_device: %s\n", e.what());
+    return 2;
+  } catch (const std::logic_error& e) {
+    std::fprintf(stderr, "02_multi_device: bad option value (%s)\n", e.what());
+    return 2;
+  }
+}

@@ -1,0 +1,109 @@
+// SPDX-FileCopyrightText: Copyright (c) 2026 The dsgd authors
+// SPDX-License-Identifier: Apache-2.0
+//
+/// @file
+/// optim::adam: Adam with bias correction, epsilon added to sqrt(v_hat) as in PyTorch.
+#pragma once
+
+#include <dsgd/config.hpp>
+#include <dsgd/device/concepts.hpp>
+#include <dsgd/error.hpp>
+
+#include <thrust/for_each.h>
+#include <thrust/iterator/counting_iterator.h>
+#include <thrust/memory.h>
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace dsgd::optim {
+
+namespace detail {
+
+struct adam_kernel {
+  float* w;
+  float* m;
+  float* v;
+  const float* g;
+  float learning_rate;
+  float beta1;
+  float one_minus_beta1;
+  float beta2;
+  float one_minus_beta2;
+  float inv_correction1;  // 1 / (1 - beta1^t)
+  float inv_correction2;  // 1 / (1 - beta2^t)
+  float epsilon;
+  float grad_scale;
+  DSGD_HOST_DEVICE void operator()(std::size_t i) const {
+    const float gi = grad_scale * g[i];
+    const float mi = beta1 * m[i] + one_minus_beta1 * gi;
+    const float vi = beta2 * v[i] + one_minus_beta2 * (gi * gi);
+    m[i] = mi;
+    v[i] = vi;
+    const float m_hat = mi * inv_correction1;
+    const float v_hat = vi * inv_correction2;
+    w[i] -= (learning_rate * m_hat) / (sqrtf(v_hat) + epsilon);
+  }
+};
+
+}  // namespace detail
+
+/// Adam (Kingma & Ba) with bias correction.
+///
+/// With `g = grad_scale * grad` and t the 1-based step count, every element is updated by
+/// `m <- beta1 * m + (1 - beta1) * g`, `v <- beta2 * v + (1 - beta2) * g * g`,
+/// `m_hat = m / (1 - beta1^t)`, `v_hat = v / (1 - beta2^t)`, then
+/// `w <- w - learning_rate * m_hat / (sqrt(v_hat) + epsilon)`.
+/// Epsilon is added to `sqrt(v_hat)`, as in PyTorch's torch.optim.Adam and the paper's
+/// Algorithm 1, not to the uncorrected `sqrt(v)` as TensorFlow 1.x's AdamOptimizer does; the two
+/// differ only while `v` is tiny.
+struct adam {
+  float learning_rate = 1e-3f;
+  float beta1 = 0.9f;
+  float beta2 = 0.999f;
+  float epsilon = 1e-8f;
+
+  /// The per-variable slots: first and second moments per element, in @p D's memory, and the
+  /// number of steps taken.
+  template <Device D>
+  struct state {
+    /// Allocates @p n zero first and second moments on @p device.
+    state(const D&, std::size_t n) : m(n, 0.f), v(n, 0.f) {}
+    /// The first moment (running mean of gradients).
+    typename D::template vector<float> m;
+    /// The second moment (running mean of squared gradients).
+    typename D::template vector<float> v;
+    /// How many updates have been applied (t of the last update).
+    std::uint64_t t = 0;
+  };
+
+  /// Applies one update to the @p n elements at @p w from the gradient at @p g (raw pointers into
+  /// @p device's memory; @p w and @p g must not overlap), in one fused pass; advances `s.t`.
+  /// @throws dsgd::error (errc::shape_mismatch) when @p s was made for a different size.
+  template <Device D>
+  void apply(const D& device, state<D>& s, float* w, const float* g, std::size_t n,
+             float grad_scale = 1.f) const {
+    if (s.m.size() != n || s.v.size() != n) {
+      throw error(errc::shape_mismatch, "optim::adam::apply: the state holds " +
+                                            std::to_string(s.m.size()) + " moments but n = " +
+                                            std::to_string(n));
+    }
+    const std::uint64_t t = s.t + 1;
+    // The corrections are computed in double: beta2^t loses most of its digits in float when
+    // beta2 is close to 1.
+    const double correction1 = 1.0 - std::pow(static_cast<double>(beta1), static_cast<double>(t));
+    const double correction2 = 1.0 - std::pow(static_cast<double>(beta2), static_cast<double>(t));
+    thrust::for_each_n(
+        device.policy(), thrust::counting_iterator<std::size_t>(0), n,
+        detail::adam_kernel{w, thrust::raw_pointer_cast(s.m.data()),
+                            thrust::raw_pointer_cast(s.v.data()), g, learning_rate, beta1,
+                            1.f - beta1, beta2, 1.f - beta2,
+                            static_cast<float>(1.0 / correction1),
+                            static_cast<float>(1.0 / correction2), epsilon, grad_scale});
+    s.t = t;
+  }
+};
+
+}  // namespace dsgd::optim

@@ -1,0 +1,455 @@
+// SPDX-FileCopyrightText: Copyright (c) 2026 The dsgd authors
+// SPDX-License-Identifier: Apache-2.0
+//
+/// @file
+/// server::parameter_server: a ps task over TCP, the counterpart of
+/// `tf.train.Server(cluster, job_name="ps", task_index=i).join()`.
+#pragma once
+
+#include <dsgd/device/cpu.hpp>
+#include <dsgd/server/protocol.hpp>
+#include <dsgd/transport/asio_tcp.hpp>
+#include <dsgd/update/concepts.hpp>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/address.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <list>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace dsgd::server {
+
+/// Settings of a ps task.
+template <class U, class O>
+struct ps_options {
+  std::string token;  ///< the cluster token every task shares (handshake)
+  O optimizer{};      ///< how a combined gradient changes a variable
+  U rule{};           ///< how gradients are combined (sync_average, async, ...)
+  /// A pull that the rule makes wait (sync: the step is not complete) fails after this with a
+  /// message naming the workers it waits for.
+  std::chrono::milliseconds step_timeout{60'000};
+  /// A wait_ready fails after this when the chief has not created every shard.
+  std::chrono::milliseconds ready_timeout{120'000};
+  transport::limits limits{};
+  std::size_t chunk_bytes = std::size_t{4} << 20;
+  bool checksum_payloads = true;
+  /// Where the ps logs (one line per event); stderr by default.
+  std::function<void(std::string_view)> log;
+};
+
+/// A parameter-server task: holds the shards the placement gives it, applies the update rule
+/// to the gradients workers push, and answers pulls. It listens on exactly the address the
+/// cluster spec gives ps task @p task_index, authenticates every peer with the cluster token,
+/// and serves until the chief sends shutdown; join() then returns.
+///
+/// One thread (the one calling join()) serves every connection: a pull that must wait is
+/// parked and answered when a push completes the step, or with an error at its deadline.
+///
+/// @tparam U an UpdateRule; @tparam O an Optimizer; @tparam D where the shards live (host).
+template <UpdateRule U, class O, Device D = device::cpu>
+class parameter_server {
+  static_assert(D::is_host, "parameter_server keeps its shards in host memory: use device::cpu");
+
+ public:
+  using options = ps_options<U, O>;
+  using shard_type = typename U::template shard<D, O>;
+  using endpoint_type = boost::asio::ip::tcp::endpoint;
+
+  /// Binds the address of ps task @p task_index in @p spec (port 0 there picks a free port).
+  /// @throws dsgd::error for an unknown task or an address that cannot be bound
+  parameter_server(cluster::cluster_spec spec, int task_index, options opts, D device = {})
+      : spec_(std::move(spec)),
+        self_{"ps", task_index},
+        opts_(std::move(opts)),
+        device_(std::move(device)),
+        replicas_(replicas::count(spec_)),
+        sweep_(ioc_) {
+    if (!opts_.log) opts_.log = [](std::string_view s) { std::fprintf(stderr, "%.*s\n", int(s.size()), s.data()); };
+    if (replicas_ == 0)
+      throw error(errc::bad_cluster_spec, "parameter_server: the cluster has no worker or chief task");
+    const auto& addr = spec_.address("ps", task_index);
+    listener_ = transport::tcp_listener::create(ioc_.get_executor(), resolve(addr), tcp());
+  }
+
+  parameter_server(const parameter_server&) = delete;
+  parameter_server& operator=(const parameter_server&) = delete;
+
+  /// @returns the bound address (with the real port when the spec said port 0).
+  endpoint_type local_endpoint() const { return listener_->local_endpoint(); }
+
+  /// Serves until the chief shuts the cluster down (or stop() is called), then returns.
+  void join() {
+    listener_->start([this](std::shared_ptr<transport::tcp_connection> c) { on_connection(std::move(c)); });
+    arm_sweep();
+    log(self_.to_string() + " serving on " + transport::detail::to_string(local_endpoint()));
+    ioc_.run();
+  }
+
+  /// Stops serving from any thread; join() returns soon after.
+  void stop() {
+    boost::asio::post(ioc_, [this] { close_all("stopped"); });
+  }
+
+  /// @returns the shard (variable, shard) or nullptr; for tests and checkpoints, after join().
+  const shard_type* find(std::uint32_t variable, std::uint32_t shard) const {
+    auto it = shards_.find(key(variable, shard));
+    return it == shards_.end() ? nullptr : it->second.get();
+  }
+
+ private:
+  struct peer {
+    std::shared_ptr<transport::tcp_connection> conn;
+    std::size_t replica = 0;
+    bool registered = false;
+    std::vector<std::byte> control;
+    std::vector<float> incoming;  // init_shard values or a pushed gradient, received in place
+    std::map<std::uint64_t, std::vector<float>> snapshots;  // pull replies in flight
+  };
+  struct parked_request {
+    std::shared_ptr<peer> from;
+    transport::frame_header request;
+    update::clock_type::time_point deadline;
+  };
+
+  static std::uint64_t key(std::uint32_t v, std::uint32_t s) { return (std::uint64_t{v} << 32) | s; }
+
+  static endpoint_type resolve(const cluster::task_address& a) {
+    error_code ec;
+    auto ip = boost::asio::ip::make_address(a.host == "localhost" ? "127.0.0.1" : a.host, ec);
+    if (!ec) return {ip, a.port};
+    boost::asio::io_context ctx;
+    boost::asio::ip::tcp::resolver r(ctx);
+    auto results = r.resolve(a.host, std::to_string(a.port), ec);
+    if (ec || results.empty())
+      throw error(errc::bad_cluster_spec, "cannot resolve ps address " + a.to_string() + ": " + ec.message());
+    return *results.begin();
+  }
+
+  transport::tcp_options tcp() const {
+    transport::tcp_options t;
+    t.identity = self_.to_string();
+    t.token = opts_.token;
+    t.caps = opts_.limits;
+    t.chunk_bytes = opts_.chunk_bytes;
+    t.checksum_payloads = opts_.checksum_payloads;
+    t.log = opts_.log;
+    t.frame_timeout = std::chrono::hours(24);  // workers may compute for long between requests
+    auto spec = spec_;
+    t.accept_peer = [spec](std::string_view who) {
+      auto colon = who.find(':');
+      if (colon == std::string_view::npos) return false;
+      std::string job(who.substr(0, colon));
+      if (job != "worker" && job != "chief") return false;
+      try {
+        return spec.contains({job, std::stoi(std::string(who.substr(colon + 1)))});
+      } catch (...) {
+        return false;
+      }
+    };
+    return t;
+  }
+
+  void log(const std::string& s) const { opts_.log(s); }
+
+  void on_connection(std::shared_ptr<transport::tcp_connection> conn) {
+    auto p = std::make_shared<peer>();
+    p->conn = std::move(conn);
+    peers_.push_back(p);
+    receive(p);
+  }
+
+  void receive(const std::shared_ptr<peer>& p) {
+    p->conn->async_receive(
+        [this, p](const transport::frame_header& h, error_code& ec) { return destination(*p, h, ec); },
+        [this, p](error_code ec, transport::frame_header h) {
+          if (ec) return drop(p, ec);
+          if (h.last_chunk()) {
+            try {
+              dispatch(p, h);
+            } catch (const dsgd::error& e) {
+              reply_error(p, h, e.code(), e.what());
+            }
+          }
+          if (!closed_) receive(p);
+        });
+  }
+
+  // Where a frame's payload goes: straight into the buffer that will use it.
+  boost::asio::mutable_buffer destination(peer& p, const transport::frame_header& h, error_code& ec) {
+    auto type = static_cast<message>(h.type);
+    if (type == message::register_worker) {
+      p.control.resize(h.payload_length);
+      return boost::asio::buffer(p.control);
+    }
+    if (type == message::init_shard || type == message::push) {
+      std::size_t floats = h.total_length / sizeof(float);
+      if (h.total_length % sizeof(float) != 0) {
+        ec = make_error_code(errc::bad_frame);
+        return {};
+      }
+      if (type == message::push) {
+        auto it = shards_.find(key(h.variable, h.shard));
+        if (it == shards_.end() || it->second->size() != floats) {
+          ec = make_error_code(errc::bad_frame);  // a push for a shard this ps does not hold
+          return {};
+        }
+      }
+      if (h.chunk_offset == 0) p.incoming.resize(floats);
+      return transport::chunk_destination(boost::asio::buffer(p.incoming), h, ec);
+    }
+    if (h.payload_length != 0) ec = make_error_code(errc::bad_frame);
+    return {};
+  }
+
+  void dispatch(const std::shared_ptr<peer>& p, const transport::frame_header& h) {
+    auto type = static_cast<message>(h.type);
+    if (type != message::register_worker && !p->registered)
+      throw error(errc::invalid_argument, std::string(to_string(type)) + " before register_worker");
+    switch (type) {
+      case message::register_worker: return on_register(p, h);
+      case message::init_shard: return on_init(p, h);
+      case message::wait_ready:
+      case message::pull: return park_or_answer(p, h);
+      case message::push: return on_push(p, h);
+      case message::finish:
+        for (auto& [k, s] : shards_) s->finish(p->replica);
+        finished_.insert(p->replica);
+        reply(p, h, message::reply_ok);
+        return retry_parked();
+      case message::shutdown: return park_or_answer(p, h);
+      default:
+        throw error(errc::bad_frame, "unknown message type " + std::to_string(h.type));
+    }
+  }
+
+  void on_register(const std::shared_ptr<peer>& p, const transport::frame_header& h) {
+    auto r = decode_control<register_request>(
+        std::string_view(reinterpret_cast<const char*>(p->control.data()), p->control.size()), "register_worker");
+    if (r.task != p->conn->peer_identity())
+      throw error(errc::handshake_failed, "register_worker claims " + r.task + " but the handshake proved " +
+                                              p->conn->peer_identity());
+    if (r.replica >= replicas_)
+      throw error(errc::invalid_argument, r.task + " claims replica " + std::to_string(r.replica) +
+                                              " of " + std::to_string(replicas_));
+    if (placement_.empty()) {
+      placement_ = r.placement;
+      fingerprint_ = r.fingerprint;
+      expected_shards_ = r.shards;
+    } else if (r.fingerprint != fingerprint_ || r.placement != placement_) {
+      throw error(errc::placement_mismatch,
+                  "placement of " + r.task + " differs from the one " + self_.to_string() +
+                      " holds (were variables created in another order or with other shapes?)\n  " +
+                      self_.to_string() + ": " + placement_ + "\n  " + r.task + ": " + r.placement);
+    }
+    p->replica = r.replica;
+    p->registered = true;
+    reply(p, h, message::reply_ok);
+  }
+
+  void on_init(const std::shared_ptr<peer>& p, const transport::frame_header& h) {
+    auto k = key(h.variable, h.shard);
+    if (!shards_.contains(k)) {
+      shards_.emplace(k, opts_.rule.template make_shard<D, O>(device_, p->incoming, opts_.optimizer, replicas_));
+      if (shards_.size() == expected_shards_)
+        log(self_.to_string() + " ready: " + std::to_string(shards_.size()) + " shards");
+    }
+    reply(p, h, message::reply_ok);
+    retry_parked();
+  }
+
+  void on_push(const std::shared_ptr<peer>& p, const transport::frame_header& h) {
+    auto& s = *shards_.at(key(h.variable, h.shard));
+    auto outcome = s.push(p->replica, h.step, p->incoming.data(), update::clock_type::now() + opts_.step_timeout);
+    auto type = outcome == update::push_outcome::applied       ? message::push_applied
+                : outcome == update::push_outcome::accumulated ? message::push_accumulated
+                                                               : message::push_dropped;
+    reply(p, h, type, s.step());
+    if (outcome == update::push_outcome::applied) retry_parked();
+  }
+
+  // Shuts down once every replica has finished (or the step timeout passed), so a chief that
+  // is done first does not cut off workers still training on uneven data.
+  void shutdown_now(const std::shared_ptr<peer>& p, const transport::frame_header& h) {
+    log(self_.to_string() + ": shutdown requested by " + p->conn->peer_identity());
+    shutting_down_ = true;
+    listener_->close();
+    // Close once the reply is written, so the chief sees it before the socket goes.
+    send(p, reply_header(h, message::reply_ok), {}, [this](error_code) { close_all("cluster shut down"); });
+  }
+
+  std::string unfinished() const {
+    std::string out;
+    for (std::size_t r = 0; r < replicas_; ++r)
+      if (!finished_.contains(r)) out += (out.empty() ? "replica " : ", replica ") + std::to_string(r);
+    return out;
+  }
+
+  bool ready() const { return expected_shards_ > 0 && shards_.size() >= expected_shards_; }
+
+  // Answers a wait_ready or pull now if allowed, else parks it until a push or the deadline.
+  void park_or_answer(const std::shared_ptr<peer>& p, const transport::frame_header& h) {
+    if (try_answer(p, h)) return;
+    auto timeout = static_cast<message>(h.type) == message::wait_ready ? opts_.ready_timeout : opts_.step_timeout;
+    parked_.push_back({p, h, update::clock_type::now() + timeout});
+  }
+
+  bool try_answer(const std::shared_ptr<peer>& p, const transport::frame_header& h) {
+    if (static_cast<message>(h.type) == message::shutdown) {
+      if (finished_.size() < replicas_) return false;
+      shutdown_now(p, h);
+      return true;
+    }
+    if (static_cast<message>(h.type) == message::wait_ready) {
+      if (!ready()) return false;
+      reply(p, h, message::reply_ok);
+      return true;
+    }
+    auto it = shards_.find(key(h.variable, h.shard));
+    if (it == shards_.end())
+      throw error(errc::not_found, "pull of variable " + std::to_string(h.variable) + " shard " +
+                                       std::to_string(h.shard) + ", which " + self_.to_string() + " does not hold");
+    auto& snapshot = p->snapshots[key(h.variable, h.shard)];
+    snapshot.resize(it->second->size());
+    auto step = it->second->try_pull(p->replica, h.step, snapshot.data());
+    if (!step) return false;
+    auto header = reply_header(h, message::pull_reply);
+    header.step = *step;
+    send(p, header, boost::asio::buffer(snapshot), [](error_code) {});
+    return true;
+  }
+
+  void retry_parked() {
+    for (auto it = parked_.begin(); it != parked_.end();) {
+      bool done = false;
+      try {
+        done = !it->from->conn->is_open() || try_answer(it->from, it->request);
+      } catch (const dsgd::error& e) {
+        reply_error(it->from, it->request, e.code(), e.what());
+        done = true;
+      }
+      it = done ? parked_.erase(it) : std::next(it);
+    }
+  }
+
+  // Every 50 ms: answer parked requests whose deadline passed with the reason they waited.
+  void arm_sweep() {
+    sweep_.expires_after(std::chrono::milliseconds(50));
+    sweep_.async_wait([this](error_code ec) {
+      if (ec || closed_) return;
+      auto now = update::clock_type::now();
+      for (auto it = parked_.begin(); it != parked_.end();) {
+        if (it->deadline > now) { ++it; continue; }
+        if (static_cast<message>(it->request.type) == message::shutdown) {
+          log(self_.to_string() + ": shutting down without " + unfinished() + " having finished");
+          auto from = it->from;
+          auto request = it->request;
+          parked_.erase(it);
+          shutdown_now(from, request);
+          return;
+        }
+        reply_error(it->from, it->request, make_error_code(errc::timed_out), why_waiting(*it));
+        it = parked_.erase(it);
+      }
+      arm_sweep();
+    });
+  }
+
+  std::string why_waiting(const parked_request& r) const {
+    if (static_cast<message>(r.request.type) == message::wait_ready)
+      return self_.to_string() + ": variables not initialised before the deadline (" +
+             std::to_string(shards_.size()) + " of " +
+             (expected_shards_ ? std::to_string(expected_shards_) : std::string("?")) +
+             " shards created; is the chief running?)";
+    auto it = shards_.find(key(r.request.variable, r.request.shard));
+    return self_.to_string() + ": " + (it == shards_.end() ? std::string("no such shard")
+                                                           : it->second->wait_reason(r.from->replica, r.request.step));
+  }
+
+  static transport::frame_header reply_header(const transport::frame_header& request, message type) {
+    transport::frame_header h;
+    h.type = static_cast<std::uint16_t>(type);
+    h.request_id = request.request_id;
+    h.variable = request.variable;
+    h.shard = request.shard;
+    h.step = request.step;
+    return h;
+  }
+
+  void reply(const std::shared_ptr<peer>& p, const transport::frame_header& request, message type) {
+    send(p, reply_header(request, type), {}, [](error_code) {});
+  }
+  void reply(const std::shared_ptr<peer>& p, const transport::frame_header& request, message type,
+             std::uint64_t step) {
+    auto h = reply_header(request, type);
+    h.step = step;
+    send(p, h, {}, [](error_code) {});
+  }
+
+  void reply_error(const std::shared_ptr<peer>& p, const transport::frame_header& request, error_code ec,
+                   const std::string& what) {
+    auto body = std::make_shared<std::string>(encode_control(error_reply{ec.value(), what}));
+    auto h = reply_header(request, message::reply_error);
+    h.flags = transport::frame_flags::control;
+    send(p, h, boost::asio::buffer(*body), [body](error_code) {});
+  }
+
+  template <class Handler>
+  void send(const std::shared_ptr<peer>& p, const transport::frame_header& h, boost::asio::const_buffer payload,
+            Handler&& done) {
+    if (!p->conn->is_open()) return;
+    p->conn->async_send(h, payload, std::forward<Handler>(done));
+  }
+
+  void drop(const std::shared_ptr<peer>& p, error_code ec) {
+    if (!closed_ && !shutting_down_ && ec != boost::asio::error::operation_aborted) {
+      std::string who = p->conn->peer_identity().empty() ? "a peer" : p->conn->peer_identity();
+      bool clean = ec == boost::asio::error::eof && finished_.contains(p->replica);
+      if (!clean) log(self_.to_string() + ": lost " + who + " (" + ec.message() + ")");
+    }
+    p->conn->close();
+    std::erase(peers_, p);
+    std::erase_if(parked_, [&](const parked_request& r) { return r.from == p; });
+  }
+
+  void close_all(const std::string& why) {
+    if (!closed_ && shutting_down_) log(self_.to_string() + ": " + why);
+    if (closed_) return;
+    closed_ = true;
+    listener_->close();
+    sweep_.cancel();
+    parked_.clear();
+    for (auto& p : peers_) p->conn->close();
+    peers_.clear();
+    ioc_.stop();
+  }
+
+  cluster::cluster_spec spec_;
+  cluster::task_id self_;
+  options opts_;
+  D device_;
+  std::size_t replicas_;
+  boost::asio::io_context ioc_;
+  std::shared_ptr<transport::tcp_listener> listener_;
+  boost::asio::steady_timer sweep_;
+  std::vector<std::shared_ptr<peer>> peers_;
+  std::list<parked_request> parked_;
+  std::map<std::uint64_t, std::unique_ptr<shard_type>> shards_;
+  std::set<std::size_t> finished_;
+  std::string placement_;
+  std::uint64_t fingerprint_ = 0;
+  std::size_t expected_shards_ = 0;
+  bool shutting_down_ = false;
+  bool closed_ = false;
+};
+
+}  // namespace dsgd::server

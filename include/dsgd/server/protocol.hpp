@@ -1,0 +1,146 @@
+// SPDX-FileCopyrightText: Copyright (c) 2026 The dsgd authors
+// SPDX-License-Identifier: Apache-2.0
+//
+/// @file
+/// The parameter-server protocol on top of the transport's frames: message types, the control
+/// messages (Boost.Serialization), and who sends what. Tensor payloads never go through
+/// Boost.Serialization: they travel as raw bytes after the frame header.
+#pragma once
+
+#include <dsgd/cluster/cluster_spec.hpp>
+#include <dsgd/error.hpp>
+#include <dsgd/transport/frame.hpp>
+
+#include <boost/archive/binary_iarchive.hpp>
+#include <boost/archive/binary_oarchive.hpp>
+#include <boost/serialization/string.hpp>
+
+#include <cstdint>
+#include <sstream>
+#include <string>
+
+namespace dsgd::server {
+
+/// frame_header::type values. Requests go worker -> ps; replies echo the request_id.
+///
+/// | request | payload | reply |
+/// |---|---|---|
+/// | register_worker | control: register_request | ok, or error (placement mismatch, ...) |
+/// | init_shard (chief) | raw floats: initial values of (variable, shard) | ok |
+/// | wait_ready | none | ok once every shard this ps holds exists |
+/// | pull (step = step or clock) | none | pull_reply: raw floats, step = shard step |
+/// | push (step = computed at) | raw floats: gradient | push_applied / push_accumulated / push_dropped |
+/// | finish | none | ok |
+/// | shutdown (chief) | none | ok, then the ps closes and join() returns |
+enum class message : std::uint16_t {
+  register_worker = 1,
+  init_shard = 2,
+  wait_ready = 3,
+  pull = 4,
+  push = 5,
+  finish = 6,
+  shutdown = 7,
+  reply_ok = 64,
+  reply_error = 65,
+  pull_reply = 66,
+  push_applied = 67,
+  push_accumulated = 68,
+  push_dropped = 69,
+};
+
+/// @returns the message's name for logs ("pull", "reply_error").
+inline const char* to_string(message m) noexcept {
+  switch (m) {
+    case message::register_worker: return "register_worker";
+    case message::init_shard: return "init_shard";
+    case message::wait_ready: return "wait_ready";
+    case message::pull: return "pull";
+    case message::push: return "push";
+    case message::finish: return "finish";
+    case message::shutdown: return "shutdown";
+    case message::reply_ok: return "reply_ok";
+    case message::reply_error: return "reply_error";
+    case message::pull_reply: return "pull_reply";
+    case message::push_applied: return "push_applied";
+    case message::push_accumulated: return "push_accumulated";
+    case message::push_dropped: return "push_dropped";
+  }
+  return "unknown";
+}
+
+/// A worker introduces itself to a ps task: who it is and the placement it computed.
+struct register_request {
+  std::string task;             ///< "worker:1", "chief:0"
+  std::uint32_t replica = 0;    ///< the worker's index among the training replicas
+  bool chief = false;           ///< the chief creates and initialises the variables
+  std::uint64_t fingerprint = 0;  ///< placement::plan::fingerprint()
+  std::string placement;        ///< placement::plan::describe()
+  std::uint32_t shards = 0;     ///< how many shards the plan gives this ps task
+
+  template <class Archive>
+  void serialize(Archive& ar, unsigned /*version*/) {
+    ar & task & replica & chief & fingerprint & placement & shards;
+  }
+};
+
+/// Why a request failed, sent back to the worker that made it.
+struct error_reply {
+  std::int32_t code = 0;  ///< a dsgd::errc value
+  std::string message;
+
+  template <class Archive>
+  void serialize(Archive& ar, unsigned /*version*/) {
+    ar & code & message;
+  }
+};
+
+/// @returns @p m serialized as a control payload.
+template <class M>
+std::string encode_control(const M& m) {
+  std::ostringstream out(std::ios::binary);
+  {
+    boost::archive::binary_oarchive ar(out, boost::archive::no_header);
+    ar << m;
+  }
+  return std::move(out).str();
+}
+
+/// Decodes a control payload received from an authenticated peer.
+/// @throws dsgd::error(errc::bad_frame) naming @p what when the bytes do not decode.
+template <class M>
+M decode_control(std::string_view bytes, const char* what) {
+  M m;
+  try {
+    std::istringstream in(std::string(bytes), std::ios::binary);
+    boost::archive::binary_iarchive ar(in, boost::archive::no_header);
+    ar >> m;
+  } catch (const std::exception& e) {
+    throw error(errc::bad_frame, std::string("malformed ") + what + " control message: " + e.what());
+  }
+  return m;
+}
+
+/// The training replicas of a cluster: a separate "chief" job (TF2 style) is replica 0 and the
+/// workers follow; without one, worker i is replica i and worker 0 is the chief (TF1 style).
+struct replicas {
+  /// @returns how many replicas (chief + workers) train.
+  static std::size_t count(const cluster::cluster_spec& spec) {
+    std::size_t n = spec.has_job("worker") ? spec.num_tasks("worker") : 0;
+    return n + (spec.has_job("chief") ? spec.num_tasks("chief") : 0);
+  }
+  /// @returns the replica index of @p task; throws for a task that does not train.
+  static std::size_t index_of(const cluster::cluster_spec& spec, const cluster::task_id& task) {
+    std::size_t chiefs = spec.has_job("chief") ? spec.num_tasks("chief") : 0;
+    if (task.job == "chief") return static_cast<std::size_t>(task.index);
+    if (task.job == "worker") return chiefs + static_cast<std::size_t>(task.index);
+    throw error(errc::invalid_argument, "task " + task.to_string() + " is not a training replica "
+                                        "(only \"chief\" and \"worker\" tasks train)");
+  }
+  /// @returns whether @p task is the chief.
+  static bool is_chief(const cluster::cluster_spec& spec, const cluster::task_id& task) {
+    return spec.has_job("chief") ? task.job == "chief" && task.index == 0
+                                 : task.job == "worker" && task.index == 0;
+  }
+};
+
+}  // namespace dsgd::server

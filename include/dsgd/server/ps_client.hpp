@@ -1,0 +1,382 @@
+// SPDX-FileCopyrightText: Copyright (c) 2026 The dsgd authors
+// SPDX-License-Identifier: Apache-2.0
+//
+/// @file
+/// server::ps_client: a worker's connections to every ps task, and the blocking
+/// register / initialise / pull / push calls a training loop makes.
+#pragma once
+
+#include <dsgd/placement/plan.hpp>
+#include <dsgd/server/protocol.hpp>
+#include <dsgd/transport/asio_tcp.hpp>
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <future>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace dsgd::server {
+
+/// Settings of a worker's connections to the ps tasks.
+struct client_options {
+  std::string token;  ///< the cluster token (handshake)
+  /// connect() retries an unreachable ps with exponential backoff until this has passed, then
+  /// fails naming every ps task it could not reach (a worker may start before its ps).
+  std::chrono::milliseconds startup_timeout{60'000};
+  std::chrono::milliseconds initial_backoff{50};
+  std::chrono::milliseconds max_backoff{2'000};
+  /// A request without an answer after this fails with errc::timed_out naming the ps task. Keep
+  /// it above the ps's step_timeout, so that a slow step is reported by the ps with its reason.
+  std::chrono::milliseconds request_timeout{180'000};
+  std::size_t chunk_bytes = std::size_t{4} << 20;
+  bool checksum_payloads = true;
+  transport::limits limits{};
+  std::function<void(std::string_view)> log;  ///< stderr by default
+};
+
+/// The answer to one request.
+struct reply {
+  message type = message::reply_ok;
+  std::uint64_t step = 0;
+};
+
+/// A worker's side of the cluster: one authenticated connection per ps task, driven by a
+/// background thread; the calls below block the caller, each with a deadline.
+class ps_client {
+ public:
+  /// @param me this task ("worker:1", "chief:0"); it must be a task of @p spec.
+  ps_client(cluster::cluster_spec spec, cluster::task_id me, client_options opts)
+      : spec_(std::move(spec)), me_(std::move(me)), opts_(std::move(opts)), work_(ioc_.get_executor()) {
+    if (!opts_.log) opts_.log = [](std::string_view s) { std::fprintf(stderr, "%.*s\n", int(s.size()), s.data()); };
+    if (!spec_.contains(me_))
+      throw error(errc::bad_cluster_spec, "task " + me_.to_string() + " is not in the cluster spec");
+    if (!spec_.has_job("ps") || spec_.num_tasks("ps") == 0)
+      throw error(errc::bad_cluster_spec, "the cluster spec has no ps task");
+    conns_.resize(spec_.num_tasks("ps"));
+    pending_.resize(conns_.size());
+    thread_ = std::thread([this] { ioc_.run(); });
+  }
+
+  ~ps_client() {
+    boost::asio::post(ioc_, [this] {
+      for (auto& c : conns_)
+        if (c) c->close();
+    });
+    work_.reset();
+    ioc_.stop();
+    if (thread_.joinable()) thread_.join();
+  }
+
+  ps_client(const ps_client&) = delete;
+  ps_client& operator=(const ps_client&) = delete;
+
+  /// @returns the number of ps tasks.
+  std::size_t ps_tasks() const noexcept { return conns_.size(); }
+
+  /// Connects to every ps task, retrying with exponential backoff.
+  /// @throws dsgd::error(errc::peer_unreachable) after startup_timeout, naming every ps task
+  ///         (and address) not reached; errc::handshake_failed when a ps rejects the token
+  void connect() {
+    auto deadline = std::chrono::steady_clock::now() + opts_.startup_timeout;
+    std::vector<std::size_t> missing(conns_.size());
+    for (std::size_t i = 0; i < missing.size(); ++i) missing[i] = i;
+    auto backoff = opts_.initial_backoff;
+    std::string last_error;
+    while (true) {
+      std::vector<std::size_t> still;
+      for (auto i : missing) {
+        auto ep = endpoint(i);
+        std::promise<std::pair<error_code, std::shared_ptr<transport::tcp_connection>>> done;
+        auto result = done.get_future();
+        transport::async_connect(ioc_.get_executor(), ep, tcp(),
+                                 [&done](error_code ec, std::shared_ptr<transport::tcp_connection> c) {
+                                   done.set_value({ec, std::move(c)});
+                                 });
+        auto [ec, conn] = result.get();  // bounded by the transport's handshake_timeout
+        if (!ec) {
+          boost::asio::post(ioc_, [this, i, conn] {
+            conns_[i] = conn;
+            receive(i);
+          });
+          continue;
+        }
+        if (ec == errc::handshake_failed)
+          throw error(ec, me_.to_string() + ": ps:" + std::to_string(i) + " at " +
+                              spec_.address("ps", int(i)).to_string() + " rejected the handshake: " + ec.message());
+        last_error = ec.message();
+        still.push_back(i);
+      }
+      missing = std::move(still);
+      if (missing.empty()) return;
+      if (std::chrono::steady_clock::now() + backoff > deadline) {
+        std::string names;
+        for (auto i : missing)
+          names += (names.empty() ? "" : ", ") + ("ps:" + std::to_string(i)) + " (" +
+                   spec_.address("ps", int(i)).to_string() + ")";
+        throw error(errc::peer_unreachable, me_.to_string() + ": could not reach " + names + " within " +
+                                                std::to_string(opts_.startup_timeout.count()) +
+                                                " ms (last error: " + last_error + ")");
+      }
+      std::this_thread::sleep_for(backoff);
+      backoff = std::min(backoff * 2, opts_.max_backoff);
+    }
+  }
+
+  /// Tells every ps task who this worker is and the placement it computed; a ps holding a
+  /// different placement answers with errc::placement_mismatch naming both.
+  void register_worker(const placement::plan& plan, std::size_t replica, bool chief) {
+    std::vector<request> batch;
+    std::vector<std::string> bodies(conns_.size());
+    for (std::size_t i = 0; i < conns_.size(); ++i) {
+      std::uint32_t shards = 0;
+      for (const auto& s : plan.shards()) shards += s.ps_task == i;
+      bodies[i] = encode_control(register_request{me_.to_string(), static_cast<std::uint32_t>(replica), chief,
+                                                  plan.fingerprint(), plan.describe(), shards});
+      request r{i, header(message::register_worker, 0, 0, 0), boost::asio::buffer(bodies[i]), {}};
+      r.h.flags = transport::frame_flags::control;
+      batch.push_back(r);
+    }
+    run(batch);
+  }
+
+  /// Chief only: creates every shard on its ps task with the initial values of its variable.
+  /// @param values one host span per variable, in creation order
+  void initialize(const placement::plan& plan, std::span<const std::span<const float>> values) {
+    std::vector<request> batch;
+    for_each_shard(plan, [&](const placement::shard& s, std::uint32_t index) {
+      batch.push_back({s.ps_task, header(message::init_shard, s.variable, index, 0),
+                       span_buffer(values[s.variable].subspan(s.offset, s.elements)), {}});
+    });
+    run(batch);
+  }
+
+  /// Waits until every ps task holds all its shards (the chief has initialised them).
+  void wait_ready() {
+    std::vector<request> batch;
+    for (std::size_t i = 0; i < conns_.size(); ++i) batch.push_back({i, header(message::wait_ready, 0, 0, 0), {}, {}});
+    run(batch);
+  }
+
+  /// Reads every variable at @p step (sync: the global step; SSP: this worker's clock) straight
+  /// into @p dest, one host span per variable. @returns the smallest step the shards reported.
+  std::uint64_t pull(const placement::plan& plan, std::uint64_t step, std::span<const std::span<float>> dest) {
+    std::vector<request> batch;
+    for_each_shard(plan, [&](const placement::shard& s, std::uint32_t index) {
+      batch.push_back({s.ps_task, header(message::pull, s.variable, index, step), {},
+                       span_buffer(dest[s.variable].subspan(s.offset, s.elements))});
+    });
+    auto replies = run(batch);
+    std::uint64_t lowest = ~std::uint64_t{0};
+    for (const auto& r : replies) lowest = std::min(lowest, r.step);
+    return replies.empty() ? step : lowest;
+  }
+
+  /// Sends the gradient of every variable, computed at @p step, one host span per variable.
+  /// @returns how many shards dropped it (stale or duplicate).
+  std::size_t push(const placement::plan& plan, std::uint64_t step, std::span<const std::span<const float>> grads) {
+    std::vector<request> batch;
+    for_each_shard(plan, [&](const placement::shard& s, std::uint32_t index) {
+      batch.push_back({s.ps_task, header(message::push, s.variable, index, step),
+                       span_buffer(grads[s.variable].subspan(s.offset, s.elements)), {}});
+    });
+    auto replies = run(batch);
+    return static_cast<std::size_t>(std::count_if(replies.begin(), replies.end(), [](const reply& r) {
+      return r.type == message::push_dropped;
+    }));
+  }
+
+  /// Tells every ps task this worker has no more data (uneven data ends cleanly).
+  void finish() { broadcast(message::finish); }
+
+  /// Chief only: shuts every ps task down; their join() returns.
+  void shutdown_cluster() { broadcast(message::shutdown); }
+
+ private:
+  struct request {
+    std::size_t ps = 0;
+    transport::frame_header h;
+    boost::asio::const_buffer payload;
+    boost::asio::mutable_buffer reply_into;  // where a pull_reply's payload goes
+  };
+  struct pending_request {
+    boost::asio::mutable_buffer reply_into;
+    std::vector<std::byte> control;
+    std::promise<reply> done;
+  };
+
+  transport::tcp_options tcp() const {
+    transport::tcp_options t;
+    t.identity = me_.to_string();
+    t.token = opts_.token;
+    t.caps = opts_.limits;
+    t.chunk_bytes = opts_.chunk_bytes;
+    t.checksum_payloads = opts_.checksum_payloads;
+    t.log = opts_.log;
+    t.accept_peer = [](std::string_view who) { return who.starts_with("ps:"); };
+    t.frame_timeout = opts_.request_timeout;
+    return t;
+  }
+
+  boost::asio::ip::tcp::endpoint endpoint(std::size_t ps) const {
+    const auto& a = spec_.address("ps", int(ps));
+    error_code ec;
+    auto ip = boost::asio::ip::make_address(a.host == "localhost" ? "127.0.0.1" : a.host, ec);
+    if (!ec) return {ip, a.port};
+    boost::asio::io_context ctx;
+    boost::asio::ip::tcp::resolver r(ctx);
+    auto results = r.resolve(a.host, std::to_string(a.port), ec);
+    if (ec || results.empty())
+      throw error(errc::bad_cluster_spec, "cannot resolve ps:" + std::to_string(ps) + " address " + a.to_string());
+    return *results.begin();
+  }
+
+  static boost::asio::const_buffer span_buffer(std::span<const float> s) {
+    return boost::asio::buffer(s.data(), s.size_bytes());
+  }
+  static boost::asio::mutable_buffer span_buffer(std::span<float> s) {
+    return boost::asio::buffer(s.data(), s.size_bytes());
+  }
+
+  static transport::frame_header header(message type, std::size_t variable, std::uint32_t shard, std::uint64_t step) {
+    transport::frame_header h;
+    h.type = static_cast<std::uint16_t>(type);
+    h.variable = static_cast<std::uint32_t>(variable);
+    h.shard = shard;
+    h.step = step;
+    return h;
+  }
+
+  // Calls f(shard, index of the shard within its variable) for every shard of the plan.
+  template <class F>
+  static void for_each_shard(const placement::plan& plan, F&& f) {
+    std::vector<std::uint32_t> next(plan.variables().size(), 0);
+    for (const auto& s : plan.shards()) f(s, next[s.variable]++);
+  }
+
+  void broadcast(message type) {
+    std::vector<request> batch;
+    for (std::size_t i = 0; i < conns_.size(); ++i) batch.push_back({i, header(type, 0, 0, 0), {}, {}});
+    run(batch);
+  }
+
+  // Sends every request (pipelined on each connection) and waits for all the answers.
+  std::vector<reply> run(std::vector<request>& batch) {
+    std::vector<std::future<reply>> answers;
+    auto deadline = std::chrono::steady_clock::now() + opts_.request_timeout;
+    for (auto& r : batch) {
+      auto p = std::make_shared<pending_request>();
+      p->reply_into = r.reply_into;
+      answers.push_back(p->done.get_future());
+      boost::asio::post(ioc_, [this, r, p] {
+        auto& conn = conns_[r.ps];
+        if (!conn || !conn->is_open()) {
+          p->done.set_exception(std::make_exception_ptr(lost(r.ps)));
+          return;
+        }
+        auto h = r.h;
+        h.request_id = ++next_id_;
+        pending_[r.ps][h.request_id] = p;
+        conn->async_send(h, r.payload, [](error_code) {});  // a failed send closes; receive reports it
+      });
+    }
+    std::vector<reply> out;
+    std::exception_ptr first_error;
+    for (std::size_t i = 0; i < answers.size(); ++i) {
+      if (answers[i].wait_until(deadline) != std::future_status::ready) {
+        abandon();
+        throw error(errc::timed_out, me_.to_string() + ": no answer from ps:" + std::to_string(batch[i].ps) +
+                                         " to " + to_string(static_cast<message>(batch[i].h.type)) + " within " +
+                                         std::to_string(opts_.request_timeout.count()) + " ms");
+      }
+      try {
+        out.push_back(answers[i].get());
+      } catch (...) {
+        if (!first_error) first_error = std::current_exception();
+      }
+    }
+    if (first_error) std::rethrow_exception(first_error);
+    return out;
+  }
+
+  dsgd::error lost(std::size_t ps) const {
+    auto c = conns_[ps];
+    return error(errc::peer_lost, me_.to_string() + ": connection to ps:" + std::to_string(ps) + " lost" +
+                                      (c ? " (" + c->close_reason() + ")" : std::string()));
+  }
+
+  // A request timed out: its buffers may be gone, so no late reply may be written anywhere.
+  void abandon() {
+    std::promise<void> done;
+    boost::asio::post(ioc_, [this, &done] {
+      for (auto& c : conns_)
+        if (c) c->close();
+      done.set_value();
+    });
+    done.get_future().wait();
+  }
+
+  void receive(std::size_t ps) {
+    auto conn = conns_[ps];
+    conn->async_receive(
+        [this, ps](const transport::frame_header& h, error_code& ec) -> boost::asio::mutable_buffer {
+          auto it = pending_[ps].find(h.request_id);
+          if (it == pending_[ps].end()) {
+            ec = make_error_code(errc::bad_frame);  // a reply to nothing we asked
+            return {};
+          }
+          auto type = static_cast<message>(h.type);
+          if (type == message::pull_reply) return transport::chunk_destination(it->second->reply_into, h, ec);
+          if (type == message::reply_error) {
+            it->second->control.resize(h.payload_length);
+            return boost::asio::buffer(it->second->control);
+          }
+          if (h.payload_length != 0) ec = make_error_code(errc::bad_frame);
+          return {};
+        },
+        [this, ps, conn](error_code ec, transport::frame_header h) {
+          if (ec) {
+            for (auto& [id, p] : pending_[ps]) p->done.set_exception(std::make_exception_ptr(lost(ps)));
+            pending_[ps].clear();
+            return;
+          }
+          if (h.last_chunk()) {
+            auto node = pending_[ps].extract(h.request_id);
+            auto& p = node.mapped();
+            auto type = static_cast<message>(h.type);
+            if (type == message::reply_error) {
+              auto e = decode_control<error_reply>(
+                  std::string_view(reinterpret_cast<const char*>(p->control.data()), p->control.size()), "reply_error");
+              p->done.set_exception(std::make_exception_ptr(
+                  error(error_code(e.code, dsgd::category()), "ps:" + std::to_string(ps) + ": " + e.message)));
+            } else {
+              p->done.set_value({type, h.step});
+            }
+          }
+          receive(ps);
+        });
+  }
+
+  cluster::cluster_spec spec_;
+  cluster::task_id me_;
+  client_options opts_;
+  boost::asio::io_context ioc_;
+  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_;
+  std::vector<std::shared_ptr<transport::tcp_connection>> conns_;
+  std::vector<std::map<std::uint64_t, std::shared_ptr<pending_request>>> pending_;
+  std::uint64_t next_id_ = 0;
+  std::thread thread_;
+};
+
+}  // namespace dsgd::server

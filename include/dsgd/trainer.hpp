@@ -1,0 +1,217 @@
+// SPDX-FileCopyrightText: Copyright (c) 2026 The dsgd authors
+// SPDX-License-Identifier: Apache-2.0
+//
+/// @file
+/// dsgd::trainer: one task of a training cluster, composed from the policies a program picks.
+///
+/// Every process of a cluster runs the same program; the trainer tells it what it is (from
+/// TF_CONFIG, Slurm or Open MPI, or given explicitly) and does that part:
+///
+/// @code
+/// using trainer = dsgd::trainer<dsgd::device::cpu, dsgd::placement::round_robin,
+///                               dsgd::update::sync_average, dsgd::optim::momentum>;
+/// trainer t = trainer::from_environment({.token = "..."});
+/// if (t.is_ps()) return t.join(), 0;              // tf.train.Server(...).join()
+/// t.create_variables(model.parameters(), model.names());  // chief initialises, others wait
+/// for (auto batch : batches) {
+///   t.pull(model.parameters());                   // values for this step
+///   model.forward_backward(batch...);
+///   t.push(model.gradients());                    // the ps applies the rule
+/// }
+/// t.finish();                                     // the chief then shuts the cluster down
+/// @endcode
+#pragma once
+
+#include <dsgd/cluster/environment.hpp>
+#include <dsgd/cluster/tf_config.hpp>
+#include <dsgd/device/cpu.hpp>
+#include <dsgd/optim/sgd.hpp>
+#include <dsgd/placement/round_robin.hpp>
+#include <dsgd/server/parameter_server.hpp>
+#include <dsgd/server/ps_client.hpp>
+#include <dsgd/tensor/tensor.hpp>
+#include <dsgd/update/sync_average.hpp>
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace dsgd {
+
+/// Settings of a trainer; the policies are values with defaults.
+template <class P, class U, class O>
+struct trainer_options {
+  std::string token;  ///< the cluster token; every task must use the same one
+  O optimizer{};
+  U rule{};
+  P placement{};
+  /// ps: a pull that waits longer than this for a step fails naming the missing workers.
+  std::chrono::milliseconds step_timeout{120'000};
+  /// ps: workers wait this long for the chief to initialise the variables.
+  std::chrono::milliseconds ready_timeout{300'000};
+  /// workers: how long to keep retrying an unreachable ps at start.
+  std::chrono::milliseconds startup_timeout{120'000};
+  std::function<void(std::string_view)> log;  ///< stderr by default
+};
+
+/// One task of a training cluster.
+///
+/// @tparam D the device a worker computes on (the ps keeps its shards on the host)
+/// @tparam P a Placement: which ps task holds which variable
+/// @tparam U an UpdateRule: how the ps combines gradients
+/// @tparam O an Optimizer: how a combined gradient changes a variable
+template <Device D = device::cpu, Placement P = placement::round_robin, UpdateRule U = update::sync_average,
+          class O = optim::sgd>
+  requires Optimizer<O, device::cpu>
+class trainer {
+ public:
+  using device_type = D;
+  using placement_type = P;
+  using update_rule_type = U;
+  using optimizer_type = O;
+  using options = trainer_options<P, U, O>;
+
+  /// The task @p task of @p spec.
+  /// @throws dsgd::error when the task is not in the spec or the spec has no ps or worker
+  trainer(cluster::cluster_spec spec, cluster::task_id task, options opts, D device = {})
+      : spec_(std::move(spec)), task_(std::move(task)), opts_(std::move(opts)), device_(std::move(device)) {
+    if (!opts_.log) opts_.log = [](std::string_view s) { std::fprintf(stderr, "%.*s\n", int(s.size()), s.data()); };
+    if (!spec_.contains(task_))
+      throw error(errc::bad_cluster_spec, "task " + task_.to_string() + " is not in the cluster spec");
+    if (!is_ps()) {
+      replica_ = server::replicas::index_of(spec_, task_);
+      server::client_options c;
+      c.token = opts_.token;
+      c.startup_timeout = opts_.startup_timeout;
+      c.request_timeout = std::max(opts_.step_timeout, opts_.ready_timeout) + std::chrono::seconds(30);
+      c.log = opts_.log;
+      client_ = std::make_unique<server::ps_client>(spec_, task_, c);
+    }
+  }
+
+  /// The task this process is, from TF_CONFIG, else Open MPI or Slurm (see
+  /// cluster/environment.hpp; @p layout says how many ranks are ps tasks there).
+  static trainer from_environment(options opts, cluster::rank_layout layout = {}, D device = {}) {
+    auto role = cluster::resolve_from_environment(layout);
+    return trainer(role.cluster, role.task, std::move(opts), std::move(device));
+  }
+
+  trainer(trainer&&) = default;
+
+  bool is_ps() const noexcept { return task_.job == "ps"; }
+  bool is_chief() const { return !is_ps() && server::replicas::is_chief(spec_, task_); }
+  /// @returns this worker's index among the training replicas (0 is the chief).
+  std::size_t replica() const noexcept { return replica_; }
+  /// @returns how many replicas (workers, chief included) train.
+  std::size_t replicas() const { return server::replicas::count(spec_); }
+  const cluster::task_id& task() const noexcept { return task_; }
+  const cluster::cluster_spec& cluster() const noexcept { return spec_; }
+  /// @returns the placement computed by create_variables().
+  const placement::plan& plan() const noexcept { return plan_; }
+  /// @returns the step of the values last pulled.
+  std::uint64_t step() const noexcept { return step_; }
+
+  /// ps only: serves until the chief shuts the cluster down, then returns.
+  void join() {
+    if (!is_ps()) throw error(errc::invalid_argument, "join(): " + task_.to_string() + " is not a ps task");
+    server::ps_options<U, O> o;
+    o.token = opts_.token;
+    o.optimizer = opts_.optimizer;
+    o.rule = opts_.rule;
+    o.step_timeout = opts_.step_timeout;
+    o.ready_timeout = opts_.ready_timeout;
+    o.log = opts_.log;
+    server::parameter_server<U, O> ps(spec_, task_.index, o);
+    ps.join();
+  }
+
+  /// Places the variables (in creation order) over the ps tasks, connects to them, checks
+  /// every worker placed alike, and (chief) creates them with their current values; the
+  /// others wait until the chief has. Values are then pulled into @p variables.
+  void create_variables(std::vector<tensor<D>>& variables, const std::vector<std::string>& names) {
+    std::vector<placement::variable_info> info;
+    for (std::size_t i = 0; i < variables.size(); ++i)
+      info.push_back({i < names.size() ? names[i] : "var" + std::to_string(i), variables[i].shape()});
+    plan_ = opts_.placement.place(info, spec_.num_tasks("ps"));
+    client_->connect();
+    client_->register_worker(plan_, replica_, is_chief());
+    if (is_chief()) {
+      auto host = host_views(variables);
+      std::vector<std::span<const float>> values(host.begin(), host.end());
+      client_->initialize(plan_, values);
+      auto report = plan_.load_report();
+      report.pop_back();  // the final newline; log adds its own
+      opts_.log(task_.to_string() + ": variables placed\n" + report);
+    }
+    client_->wait_ready();
+    pull(variables);
+  }
+
+  /// Reads the values this worker may compute on next into @p variables: for sync the next
+  /// step (waiting for the slowest replica), for SSP within the staleness bound, for async the
+  /// latest. @returns their step.
+  std::uint64_t pull(std::vector<tensor<D>>& variables) {
+    auto want = pushes_ == 0 ? 0 : U::next_pull(pushed_at_, pushes_);
+    auto views = host_views(variables);
+    step_ = client_->pull(plan_, want, views);
+    copy_back(variables);
+    return step_;
+  }
+
+  /// Sends @p gradients, computed on the values of step(). @returns how many shards dropped
+  /// them (a backup worker that came late).
+  std::size_t push(const std::vector<tensor<D>>& gradients) {
+    auto views = host_views(gradients);
+    std::vector<std::span<const float>> values(views.begin(), views.end());
+    auto dropped = client_->push(plan_, step_, values);
+    pushed_at_ = step_;
+    ++pushes_;
+    return dropped;
+  }
+
+  /// This worker has no more data. The chief then waits for every worker to finish and shuts
+  /// the ps tasks down, which ends their join().
+  void finish() {
+    client_->finish();
+    if (is_chief()) client_->shutdown_cluster();
+  }
+
+ private:
+  // Host views of the tensors: the tensors' own memory on a host device (pulls land straight
+  // in the model), staging copies otherwise.
+  template <class Tensors>
+  std::vector<std::span<float>> host_views(Tensors& tensors) {
+    std::vector<std::span<float>> out;
+    if constexpr (D::is_host) {
+      for (auto& t : tensors) out.emplace_back(const_cast<float*>(t.data()), t.size());
+    } else {
+      staging_.resize(tensors.size());
+      for (std::size_t i = 0; i < tensors.size(); ++i) {
+        staging_[i] = tensors[i].to_host();
+        out.emplace_back(staging_[i]);
+      }
+    }
+    return out;
+  }
+  void copy_back(std::vector<tensor<D>>& tensors) {
+    if constexpr (!D::is_host)
+      for (std::size_t i = 0; i < tensors.size(); ++i) tensors[i].assign(staging_[i]);
+  }
+
+  cluster::cluster_spec spec_;
+  cluster::task_id task_;
+  options opts_;
+  D device_;
+  std::size_t replica_ = 0;
+  std::unique_ptr<server::ps_client> client_;
+  placement::plan plan_;
+  std::uint64_t step_ = 0;
+  std::uint64_t pushed_at_ = 0;
+  std::uint64_t pushes_ = 0;
+  std::vector<std::vector<float>> staging_;
+};
+
+}  // namespace dsgd

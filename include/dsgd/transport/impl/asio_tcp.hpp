@@ -1,0 +1,456 @@
+// SPDX-FileCopyrightText: Copyright (c) 2026 The dsgd authors
+// SPDX-License-Identifier: Apache-2.0
+//
+/// @file
+/// Out-of-line members of tcp_connection and tcp_listener (declared in asio_tcp.hpp).
+// IWYU pragma: private, include <dsgd/transport/asio_tcp.hpp>
+#pragma once
+
+#include <dsgd/transport/asio_tcp.hpp>
+
+#include <boost/asio/error.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/write.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+
+namespace dsgd::transport {
+
+namespace detail {
+
+inline std::string to_string(const boost::asio::ip::tcp::endpoint& ep) {
+  error_code ec;
+  auto address = ep.address().to_string(ec);
+  if (ep.address().is_v6()) address = "[" + address + "]";
+  return address + ":" + std::to_string(ep.port());
+}
+
+}  // namespace detail
+
+inline tcp_connection::tcp_connection(private_tag, socket_type socket, tcp_options options)
+    : socket_(std::move(socket)),
+      options_(std::move(options)),
+      write_timer_(socket_.get_executor()),
+      read_timer_(socket_.get_executor()) {
+  if (socket_.is_open()) {
+    error_code ec;
+    remote_ = socket_.remote_endpoint(ec);
+    apply_socket_options();
+  }
+}
+
+inline tcp_connection::endpoint_type tcp_connection::local_endpoint() const {
+  error_code ec;
+  auto ep = socket_.local_endpoint(ec);
+  return ec ? endpoint_type{} : ep;
+}
+
+inline void tcp_connection::apply_socket_options() {
+  error_code ignored;  // a socket option the system refuses costs speed, not correctness
+  socket_.set_option(boost::asio::ip::tcp::no_delay(true), ignored);
+  if (options_.socket_buffer_bytes > 0) {
+    socket_.set_option(boost::asio::socket_base::send_buffer_size(options_.socket_buffer_bytes),
+                       ignored);
+    socket_.set_option(
+        boost::asio::socket_base::receive_buffer_size(options_.socket_buffer_bytes), ignored);
+  }
+}
+
+inline void tcp_connection::log(std::string_view what) const {
+  std::string line = "dsgd transport: peer " + detail::to_string(remote_);
+  if (!peer_identity_.empty()) line += " (" + peer_identity_ + ")";
+  line += ": ";
+  line += what;
+  if (options_.log)
+    options_.log(line);
+  else
+    std::fprintf(stderr, "%s\n", line.c_str());
+}
+
+inline void tcp_connection::close_with(error_code ec, std::string reason, bool log_it) {
+  if (closed_) return;
+  closed_ = true;
+  close_ec_ = ec;
+  close_reason_ = std::move(reason);
+  if (log_it) log(close_reason_);
+  error_code ignored;
+  socket_.shutdown(socket_type::shutdown_both, ignored);
+  socket_.close(ignored);
+  disarm(write_timer_, write_seq_);
+  disarm(read_timer_, read_seq_);
+}
+
+inline error_code tcp_connection::io_error(error_code ec) const {
+  // An operation aborted because we closed the socket reports why we closed it.
+  return closed_ && close_ec_ ? close_ec_ : ec;
+}
+
+inline void tcp_connection::arm(boost::asio::steady_timer& timer, std::uint64_t& seq,
+                                std::chrono::milliseconds after, std::string what) {
+  const auto my_seq = ++seq;
+  if (after.count() <= 0) return;
+  timer.expires_after(after);
+  // The sequence number tells a stale expiry (its operation already finished) from a live one.
+  timer.async_wait([self = shared_from_this(), &seq, my_seq, what = std::move(what)](error_code ec) {
+    if (ec || seq != my_seq) return;
+    self->close_with(errc::timed_out, what);
+  });
+}
+
+inline void tcp_connection::disarm(boost::asio::steady_timer& timer, std::uint64_t& seq) {
+  ++seq;
+  timer.cancel();
+}
+
+// --- connect and handshake -------------------------------------------------------------------
+
+inline void tcp_connection::start_connect(const endpoint_type& to, done_type done) {
+  remote_ = to;
+  arm(read_timer_, read_seq_, options_.handshake_timeout,
+      "connect timed out after " + std::to_string(options_.handshake_timeout.count()) + " ms");
+  socket_.async_connect(to, [self = shared_from_this(), done = std::move(done)](
+                                error_code ec) mutable {
+    if (ec) {
+      const auto why = self->io_error(ec);
+      self->close_with(why, "connect failed: " + why.message(), false);
+      done->complete(true, why);
+      return;
+    }
+    self->apply_socket_options();
+    self->start_handshake(handshake::role::initiator, std::move(done));  // re-arms the deadline
+  });
+}
+
+inline void tcp_connection::start_handshake(handshake::role side, done_type done) {
+  if (closed_ || authenticated_ || handshake_) {
+    const auto ec = closed_ ? io_error(boost::asio::error::not_connected)
+                            : make_error_code(errc::invalid_argument);
+    done->complete(false, ec);
+    return;
+  }
+  try {
+    handshake_.emplace(side, options_.identity, options_.token);
+  } catch (const error& e) {
+    finish_handshake(e.code(), e.what(), std::move(done));
+    return;
+  }
+  arm(read_timer_, read_seq_, options_.handshake_timeout,
+      "handshake timed out after " + std::to_string(options_.handshake_timeout.count()) + " ms");
+  handshake_step(0, {}, std::move(done));
+}
+
+// Steps: 0 send hello, 1 read peer hello, 2 check it and send proof, 3 read peer proof,
+// 4 check it. Both sides write before they read, and a hello fits any socket buffer, so the
+// symmetric exchange cannot deadlock.
+inline void tcp_connection::handshake_step(int step, error_code ec, done_type done) {
+  if (ec) {
+    if (ec == boost::asio::error::eof || ec == boost::asio::error::connection_reset)
+      return finish_handshake(errc::handshake_failed,
+                              "peer closed the connection during the handshake (it rejected "
+                              "our token, version or identity?)",
+                              std::move(done));
+    const auto why = io_error(ec);
+    return finish_handshake(why, "handshake I/O error: " + why.message(), std::move(done));
+  }
+  // The completion travels inside the pending operation (see receive_op for why).
+  auto next = [&] {
+    return [self = shared_from_this(), step, done = std::move(done)](error_code e,
+                                                                     std::size_t) mutable {
+      self->handshake_step(step + 1, e, std::move(done));
+    };
+  };
+  std::string reason;
+  switch (step) {
+    case 0:
+      boost::asio::async_write(socket_, boost::asio::buffer(handshake_->hello()), next());
+      return;
+    case 1:
+      boost::asio::async_read(socket_, boost::asio::buffer(peer_hello_), next());
+      return;
+    case 2:
+      if (auto e = handshake_->receive_hello(peer_hello_, reason))
+        return finish_handshake(e, reason, std::move(done));
+      if (options_.accept_peer && !options_.accept_peer(handshake_->peer_identity()))
+        return finish_handshake(errc::handshake_failed,
+                                "unknown peer identity '" + handshake_->peer_identity() + "'",
+                                std::move(done));
+      own_proof_ = handshake_->proof();
+      boost::asio::async_write(socket_, boost::asio::buffer(own_proof_), next());
+      return;
+    case 3:
+      boost::asio::async_read(socket_, boost::asio::buffer(peer_proof_), next());
+      return;
+    default:
+      if (auto e = handshake_->verify_proof(peer_proof_, reason))
+        return finish_handshake(e, reason, std::move(done));
+      peer_identity_ = handshake_->peer_identity();
+      authenticated_ = true;
+      return finish_handshake({}, {}, std::move(done));
+  }
+}
+
+inline void tcp_connection::finish_handshake(error_code ec, const std::string& reason,
+                                             done_type done) {
+  disarm(read_timer_, read_seq_);
+  handshake_.reset();  // drops the token copy and the nonces
+  if (ec) close_with(ec, "handshake failed: " + reason);
+  done->complete(true, ec);
+}
+
+// --- sending ---------------------------------------------------------------------------------
+
+inline void tcp_connection::enqueue(frame_header header,
+                                    std::vector<boost::asio::const_buffer> payload,
+                                    done_type done) {
+  std::uint64_t total = 0;
+  for (const auto& b : payload) total += b.size();
+  std::string why;
+  error_code ec;
+  if (closed_ || !authenticated_) {
+    ec = closed_ ? io_error(boost::asio::error::not_connected)
+                 : make_error_code(errc::handshake_failed);
+  } else if (!queue_.empty() && (queue_.size() >= options_.max_queued_sends ||
+                                 queued_bytes_ + total > options_.max_queued_bytes)) {
+    ec = boost::asio::error::no_buffer_space;  // backpressure: the caller retries or waits
+  } else {
+    header.version = protocol_version;
+    header.total_length = total;
+    header.chunk_offset = 0;
+    header.payload_length = (header.flags & frame_flags::control) != 0
+                                ? total
+                                : std::min<std::uint64_t>(total, options_.chunk_bytes);
+    header.flags &= ~frame_flags::payload_crc;
+    if (options_.checksum_payloads) header.flags |= frame_flags::payload_crc;
+    // A message the peer would reject is refused here, with the same reason.
+    if (options_.chunk_bytes == 0)
+      ec = make_error_code(errc::invalid_argument), why = "chunk_bytes is 0";
+    else
+      ec = check_frame_header(header, options_.caps, why);
+    if (ec) ec = make_error_code(errc::invalid_argument);
+  }
+  if (ec) {
+    if (!why.empty()) log("send refused: " + why);
+    done->complete(false, ec);
+    return;
+  }
+  queued_bytes_ += total;
+  queue_.push_back(send_entry{header, std::move(payload), total, 0, std::move(done)});
+  if (!writing_) write_next();
+}
+
+inline void tcp_connection::write_next() {
+  if (queue_.empty() || closed_) {
+    writing_ = false;
+    return;
+  }
+  writing_ = true;
+  send_entry& e = queue_.front();
+  frame_header h = e.header;
+  h.chunk_offset = e.sent;
+  h.payload_length = (h.flags & frame_flags::control) != 0
+                         ? e.total
+                         : std::min<std::uint64_t>(e.total - e.sent, options_.chunk_bytes);
+  tx_length_ = h.payload_length;
+  tx_gather_.clear();
+  tx_gather_.push_back(boost::asio::buffer(tx_header_));
+  // The slice [sent, sent + length) of the caller's buffers, as views: no tensor byte is copied.
+  std::uint64_t skip = e.sent, want = h.payload_length;
+  std::uint32_t crc = 0;
+  for (const auto& b : e.payload) {
+    if (want == 0) break;
+    if (skip >= b.size()) {
+      skip -= b.size();
+      continue;
+    }
+    const auto n = std::min<std::uint64_t>(b.size() - skip, want);
+    auto slice = boost::asio::buffer(static_cast<const char*>(b.data()) + skip,
+                                     static_cast<std::size_t>(n));
+    if ((h.flags & frame_flags::payload_crc) != 0)
+      crc = crc32c_extend(crc, {static_cast<const std::byte*>(slice.data()), slice.size()});
+    tx_gather_.push_back(slice);
+    want -= n;
+    skip = 0;
+  }
+  h.payload_crc = crc;
+  tx_header_ = encode(h);
+  arm(write_timer_, write_seq_, options_.write_timeout,
+      "write stalled for " + std::to_string(options_.write_timeout.count()) +
+          " ms (peer not reading)");
+  boost::asio::async_write(socket_, tx_gather_,
+                           [guard = write_guard(shared_from_this())](error_code ec,
+                                                                     std::size_t) mutable {
+                             auto self = std::move(guard.self);
+                             self->on_written(ec);
+                           });
+}
+
+inline void tcp_connection::on_written(error_code ec) {
+  disarm(write_timer_, write_seq_);
+  if (ec || closed_) {
+    const auto why = io_error(ec ? ec : boost::asio::error::operation_aborted);
+    if (!closed_) close_with(why, "write failed: " + why.message());
+    auto failed = std::move(queue_);
+    queue_.clear();
+    queued_bytes_ = 0;
+    writing_ = false;
+    for (auto& entry : failed) entry.done->complete(true, why);
+    return;
+  }
+  send_entry& e = queue_.front();
+  e.sent += tx_length_;
+  if (e.sent >= e.total) {
+    auto done = std::move(e.done);
+    queued_bytes_ -= e.total;
+    queue_.pop_front();
+    write_next();
+    done->complete(true, {});
+    return;
+  }
+  write_next();
+}
+
+// --- receiving -------------------------------------------------------------------------------
+
+inline void tcp_connection::start_receive(receive_op op) {
+  if (receiving_) {
+    op.done->complete(false, boost::asio::error::already_started, frame_header{});
+    return;
+  }
+  if (closed_ || !authenticated_) {
+    op.done->complete(false,
+                      closed_ ? io_error(boost::asio::error::not_connected)
+                              : make_error_code(errc::handshake_failed),
+                      frame_header{});
+    return;
+  }
+  receiving_ = true;
+  boost::asio::async_read(socket_, boost::asio::buffer(rx_header_bytes_),
+                          [self = shared_from_this(), op = std::move(op)](
+                              error_code ec, std::size_t) mutable {
+                            self->on_header(ec, std::move(op));
+                          });
+}
+
+inline void tcp_connection::on_header(error_code ec, receive_op op) {
+  if (ec) {
+    const auto why = io_error(ec);
+    if (why != boost::asio::error::eof)
+      close_with(why, "read failed: " + why.message());
+    else
+      close_with(why, "peer closed the connection", false);
+    return finish_receive(why, {}, std::move(op));
+  }
+  std::string reason;
+  if (auto e = decode(rx_header_bytes_, options_.caps, rx_header_, reason)) {
+    close_with(e, "malformed frame header: " + reason);
+    return finish_receive(e, {}, std::move(op));
+  }
+  error_code sink_ec;
+  rx_dest_ = op.sink->destination(rx_header_, sink_ec);
+  if (sink_ec) {
+    close_with(sink_ec, "receiver rejected frame (type " + std::to_string(rx_header_.type) +
+                            ", variable " + std::to_string(rx_header_.variable) +
+                            "): " + sink_ec.message());
+    return finish_receive(sink_ec, rx_header_, std::move(op));
+  }
+  if (rx_dest_.size() != rx_header_.payload_length) {
+    close_with(errc::invalid_argument,
+               "receive sink supplied " + std::to_string(rx_dest_.size()) +
+                   " bytes for a payload of " + std::to_string(rx_header_.payload_length));
+    return finish_receive(errc::invalid_argument, rx_header_, std::move(op));
+  }
+  arm(read_timer_, read_seq_, options_.frame_timeout,
+      "frame payload incomplete after " + std::to_string(options_.frame_timeout.count()) + " ms");
+  boost::asio::async_read(socket_, rx_dest_,
+                          [self = shared_from_this(), op = std::move(op)](
+                              error_code e, std::size_t) mutable {
+                            self->on_payload(e, std::move(op));
+                          });
+}
+
+inline void tcp_connection::on_payload(error_code ec, receive_op op) {
+  disarm(read_timer_, read_seq_);
+  if (ec) {
+    const auto why = io_error(ec);
+    close_with(why, "read failed inside a frame payload: " + why.message());
+    return finish_receive(why, rx_header_, std::move(op));
+  }
+  if ((rx_header_.flags & frame_flags::payload_crc) != 0) {
+    const auto actual =
+        crc32c({static_cast<const std::byte*>(rx_dest_.data()), rx_dest_.size()});
+    if (actual != rx_header_.payload_crc) {
+      close_with(errc::bad_frame, "payload checksum mismatch (type " +
+                                      std::to_string(rx_header_.type) + ", variable " +
+                                      std::to_string(rx_header_.variable) + ")");
+      return finish_receive(errc::bad_frame, rx_header_, std::move(op));
+    }
+  }
+  finish_receive({}, rx_header_, std::move(op));
+}
+
+inline void tcp_connection::finish_receive(error_code ec, const frame_header& h, receive_op op) {
+  receiving_ = false;
+  op.sink.reset();
+  op.done->complete(true, ec, h);
+}
+
+// --- listener --------------------------------------------------------------------------------
+
+inline tcp_listener::tcp_listener(private_tag, executor_type ex, const endpoint_type& bind_to,
+                                  tcp_options options)
+    : acceptor_(ex), retry_timer_(ex), options_(std::move(options)) {
+  error_code ec;
+  auto fail = [&](const char* what) {
+    throw error(ec, std::string("tcp_listener: cannot ") + what + " " +
+                        detail::to_string(bind_to) + ": " + ec.message());
+  };
+  if (acceptor_.open(bind_to.protocol(), ec)) fail("open a socket for");
+  if (acceptor_.set_option(boost::asio::socket_base::reuse_address(true), ec))
+    fail("set SO_REUSEADDR on");
+  if (acceptor_.bind(bind_to, ec)) fail("bind");
+  if (acceptor_.listen(boost::asio::socket_base::max_listen_connections, ec)) fail("listen on");
+}
+
+inline void tcp_listener::start(on_connection_type on_connection) {
+  on_connection_ = std::move(on_connection);
+  accept_next();
+}
+
+inline void tcp_listener::close() {
+  closed_ = true;
+  error_code ignored;
+  acceptor_.close(ignored);
+  retry_timer_.cancel();
+}
+
+inline void tcp_listener::accept_next() {
+  if (closed_) return;
+  acceptor_.async_accept([self = shared_from_this()](error_code ec,
+                                                     tcp_connection::socket_type socket) {
+    if (self->closed_) return;
+    if (ec) {
+      // Out of descriptors and the like: log, pause briefly, keep serving.
+      std::string line = "dsgd transport: accept failed: " + ec.message();
+      if (self->options_.log) self->options_.log(line);
+      else std::fprintf(stderr, "%s\n", line.c_str());
+      self->retry_timer_.expires_after(std::chrono::milliseconds(100));
+      self->retry_timer_.async_wait([self](error_code e) {
+        if (!e) self->accept_next();
+      });
+      return;
+    }
+    auto conn = tcp_connection::create(std::move(socket), self->options_);
+    conn->async_handshake(handshake::role::acceptor, [self, conn](error_code e) {
+      if (e) {
+        ++self->rejected_;  // the connection logged why and closed itself
+        return;
+      }
+      if (self->on_connection_) self->on_connection_(conn);
+    });
+    self->accept_next();
+  });
+}
+
+}  // namespace dsgd::transport

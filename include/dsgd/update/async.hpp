@@ -1,0 +1,58 @@
+// SPDX-FileCopyrightText: Copyright (c) 2026 The dsgd authors
+// SPDX-License-Identifier: Apache-2.0
+//
+/// @file
+/// update::async: asynchronous SGD, each gradient applied as it arrives.
+#pragma once
+
+#include <dsgd/update/detail/shard_storage.hpp>
+
+#include <memory>
+
+namespace dsgd::update {
+
+/// Asynchronous SGD (Hogwild-style on the ps, but shard-consistent): each push is applied at
+/// once under the shard's lock, so a pull never sees a shard half-updated. The step counts
+/// applied gradients. Update for a gradient g from any worker: w <- opt(w, g).
+struct async {
+  /// Async never waits: any step will do.
+  static constexpr std::uint64_t next_pull(std::uint64_t, std::uint64_t) noexcept { return 0; }
+
+  template <Device D, class O>
+  class shard : public detail::shard_storage<shard<D, O>, D, O> {
+    using base = detail::shard_storage<shard<D, O>, D, O>;
+    friend base;
+
+   public:
+    shard(D device, std::span<const float> initial, O optimizer, std::size_t workers)
+        : base(device, initial, std::move(optimizer), workers) {}
+
+    push_outcome push(std::size_t worker, std::uint64_t, const float* grad, clock_type::time_point) {
+      std::lock_guard lock(this->mutex_);
+      this->check_worker(worker, "async::push");
+      this->apply(grad, 1.f);
+      ++this->step_;
+      return push_outcome::applied;
+    }
+
+
+    void finish(std::size_t worker) {
+      std::lock_guard lock(this->mutex_);
+      this->check_worker(worker, "async::finish");
+      this->finished_[worker] = true;
+    }
+
+   private:
+    bool ready_locked(std::size_t, std::uint64_t) const { return true; }
+    std::string reason_locked(std::size_t, std::uint64_t) const { return {}; }
+  };
+
+  /// @returns a new shard of this rule holding @p initial, for @p workers workers.
+  template <Device D, class O>
+  std::unique_ptr<shard<D, O>> make_shard(D device, std::span<const float> initial, O optimizer,
+                                          std::size_t workers) const {
+    return std::make_unique<shard<D, O>>(std::move(device), initial, std::move(optimizer), workers);
+  }
+};
+
+}  // namespace dsgd::update

@@ -1,0 +1,92 @@
+// SPDX-FileCopyrightText: Copyright (c) 2026 The dsgd authors
+// SPDX-License-Identifier: Apache-2.0
+//
+/// @file
+/// update::bounded_staleness<S>: stale synchronous parallel (SSP) SGD.
+#pragma once
+
+#include <dsgd/update/detail/shard_storage.hpp>
+
+#include <memory>
+
+#include <algorithm>
+#include <limits>
+#include <string>
+
+namespace dsgd::update {
+
+/// Stale synchronous parallel: gradients are applied on arrival, as in async, but a worker at
+/// clock c (it has pushed c gradients) may pull only while the slowest unfinished worker is at
+/// clock c - S or later. S = 0 is lockstep without averaging; S -> infinity is async.
+/// Past the deadline a waiting pull throws errc::timed_out naming the slowest workers.
+template <std::size_t S>
+struct bounded_staleness {
+  static constexpr std::size_t staleness = S;
+
+  /// A worker pulls at its own clock: the number of gradients it has pushed.
+  static constexpr std::uint64_t next_pull(std::uint64_t, std::uint64_t pushes) noexcept { return pushes; }
+
+  template <Device D, class O>
+  class shard : public detail::shard_storage<shard<D, O>, D, O> {
+    using base = detail::shard_storage<shard<D, O>, D, O>;
+    friend base;
+
+   public:
+    shard(D device, std::span<const float> initial, O optimizer, std::size_t workers)
+        : base(device, initial, std::move(optimizer), workers), clocks_(workers, 0) {}
+
+    push_outcome push(std::size_t worker, std::uint64_t, const float* grad, clock_type::time_point) {
+      std::lock_guard lock(this->mutex_);
+      this->check_worker(worker, "bounded_staleness::push");
+      this->apply(grad, 1.f);
+      ++this->step_;
+      ++clocks_[worker];
+      this->cv_.notify_all();
+      return push_outcome::applied;
+    }
+
+
+    void finish(std::size_t worker) {
+      std::lock_guard lock(this->mutex_);
+      this->check_worker(worker, "bounded_staleness::finish");
+      this->finished_[worker] = true;
+      this->cv_.notify_all();
+    }
+
+    /// @returns the clock of @p worker.
+    std::uint64_t clock_of(std::size_t worker) const { std::lock_guard lock(this->mutex_); return clocks_.at(worker); }
+
+   private:
+    // For SSP the step a worker pulls at is its own clock (the gradients it has pushed).
+    bool ready_locked(std::size_t, std::uint64_t clock) const {
+      return clock <= S || slowest() >= clock - S;
+    }
+    std::string reason_locked(std::size_t worker, std::uint64_t clock) const {
+      return "bounded_staleness<" + std::to_string(S) + ">: worker " + std::to_string(worker) +
+             " at clock " + std::to_string(clock) + " waited past its deadline for " + laggards(clock);
+    }
+    std::uint64_t slowest() const {
+      std::uint64_t m = std::numeric_limits<std::uint64_t>::max();
+      for (std::size_t w = 0; w < clocks_.size(); ++w)
+        if (!this->finished_[w]) m = std::min(m, clocks_[w]);
+      return m;
+    }
+    std::string laggards(std::uint64_t clock) const {
+      std::string out;
+      for (std::size_t w = 0; w < clocks_.size(); ++w)
+        if (!this->finished_[w] && clocks_[w] + S < clock)
+          out += (out.empty() ? "" : ", ") + ("worker:" + std::to_string(w)) + " (clock " + std::to_string(clocks_[w]) + ")";
+      return out;
+    }
+    std::vector<std::uint64_t> clocks_;
+  };
+
+  /// @returns a new shard of this rule holding @p initial, for @p workers workers.
+  template <Device D, class O>
+  std::unique_ptr<shard<D, O>> make_shard(D device, std::span<const float> initial, O optimizer,
+                                          std::size_t workers) const {
+    return std::make_unique<shard<D, O>>(std::move(device), initial, std::move(optimizer), workers);
+  }
+};
+
+}  // namespace dsgd::update

@@ -1,0 +1,133 @@
+// SPDX-FileCopyrightText: Copyright (c) 2026 The dsgd authors
+// SPDX-License-Identifier: Apache-2.0
+//
+/// @file
+/// update::sync_average: synchronous SGD with SyncReplicasOptimizer semantics.
+#pragma once
+
+#include <dsgd/optim/mean.hpp>
+#include <dsgd/update/detail/shard_storage.hpp>
+
+#include <memory>
+
+#include <thrust/fill.h>
+
+#include <algorithm>
+#include <string>
+
+namespace dsgd::update {
+
+/// Synchronous data-parallel SGD: per step, the mean of the first `replicas_to_aggregate`
+/// fresh gradients is applied once and the global step advances.
+///
+/// - A gradient is tagged with the step it was computed at; one older than the shard's step is
+///   dropped and counted (a backup worker that came late), as is a second push by the same
+///   worker in one step.
+/// - With `total_num_replicas > replicas_to_aggregate` the slowest workers are backups: their
+///   gradients arrive after the step was applied and are dropped.
+/// - `pull(worker, s, ...)` waits until the step is at least s; past the deadline it throws
+///   errc::timed_out naming the workers that have not pushed for the current step.
+/// - A finished worker (uneven data) no longer counts: the step completes with the rest.
+///
+/// Update, for gradients g_1..g_R of step t:  w_{t+1} = opt(w_t, (1/R) sum_i g_i).
+struct sync_average {
+  std::size_t replicas_to_aggregate = 0;  ///< R; 0 means "all workers"
+
+  /// The step a worker asks for after pushing a gradient computed at @p pushed_at: the next one.
+  static constexpr std::uint64_t next_pull(std::uint64_t pushed_at, std::uint64_t /*pushes*/) noexcept {
+    return pushed_at + 1;
+  }
+
+  template <Device D, class O>
+  class shard : public detail::shard_storage<shard<D, O>, D, O> {
+    using base = detail::shard_storage<shard<D, O>, D, O>;
+    friend base;
+
+   public:
+    shard(D device, std::span<const float> initial, O optimizer, std::size_t workers,
+          std::size_t replicas_to_aggregate = 0)
+        : base(device, initial, std::move(optimizer), workers),
+          accumulator_(initial.size(), 0.f),
+          pushed_(workers, false),
+          replicas_(replicas_to_aggregate == 0 ? workers : replicas_to_aggregate) {
+      if (replicas_ > workers)
+        throw error(errc::invalid_argument,
+                    "sync_average: replicas_to_aggregate (" + std::to_string(replicas_) +
+                        ") exceeds the number of workers (" + std::to_string(workers) + ")");
+    }
+
+    push_outcome push(std::size_t worker, std::uint64_t step, const float* grad,
+                      clock_type::time_point /*deadline*/) {
+      std::lock_guard lock(this->mutex_);
+      this->check_worker(worker, "sync_average::push");
+      if (step > this->step_)
+        throw error(errc::invalid_argument,
+                    "sync_average::push: worker " + std::to_string(worker) + " pushed for step " +
+                        std::to_string(step) + " but the shard is at step " +
+                        std::to_string(this->step_));
+      if (step < this->step_ || pushed_[worker]) {
+        ++this->dropped_;
+        return push_outcome::dropped;
+      }
+      optim::accumulate(this->device_, thrust::raw_pointer_cast(accumulator_.data()), grad,
+                        accumulator_.size());
+      pushed_[worker] = true;
+      ++count_;
+      return maybe_apply() ? push_outcome::applied : push_outcome::accumulated;
+    }
+
+
+    void finish(std::size_t worker) {
+      std::lock_guard lock(this->mutex_);
+      this->check_worker(worker, "sync_average::finish");
+      this->finished_[worker] = true;
+      maybe_apply();
+      this->cv_.notify_all();
+    }
+
+   private:
+    bool ready_locked(std::size_t, std::uint64_t step) const { return this->step_ >= step; }
+    std::string reason_locked(std::size_t worker, std::uint64_t step) const {
+      return "sync_average: worker " + std::to_string(worker) + " waited past its deadline for step " +
+             std::to_string(step) + " (shard at step " + std::to_string(this->step_) +
+             "; no gradient yet from " + missing() + ")";
+    }
+
+    // Caller holds the lock. Applies the mean once enough fresh gradients are in.
+    bool maybe_apply() {
+      std::size_t needed = std::min(replicas_, this->active_workers());
+      if (count_ == 0 || count_ < needed) return false;
+      this->apply(thrust::raw_pointer_cast(accumulator_.data()), 1.f / static_cast<float>(count_));
+      thrust::fill(this->device_.policy(), accumulator_.begin(), accumulator_.end(), 0.f);
+      this->device_.synchronize();
+      std::fill(pushed_.begin(), pushed_.end(), false);
+      count_ = 0;
+      ++this->step_;
+      this->cv_.notify_all();
+      return true;
+    }
+
+    std::string missing() const {
+      std::string out;
+      for (std::size_t w = 0; w < pushed_.size(); ++w)
+        if (!pushed_[w] && !this->finished_[w]) out += (out.empty() ? "worker:" : ", worker:") + std::to_string(w);
+      return out.empty() ? "nobody" : out;
+    }
+
+    typename D::template vector<float> accumulator_;
+    std::vector<bool> pushed_;
+    std::size_t replicas_;
+    std::size_t count_ = 0;
+  };
+
+  /// @returns a shard of this rule for @p workers workers.
+  /// @returns a new shard of this rule holding @p initial, for @p workers workers.
+  template <Device D, class O>
+  std::unique_ptr<shard<D, O>> make_shard(D device, std::span<const float> initial, O optimizer,
+                                          std::size_t workers) const {
+    return std::make_unique<shard<D, O>>(std::move(device), initial, std::move(optimizer), workers,
+                       replicas_to_aggregate);
+  }
+};
+
+}  // namespace dsgd::update

@@ -1,0 +1,291 @@
+// SPDX-FileCopyrightText: Copyright (c) 2026 The dsgd authors
+// SPDX-License-Identifier: Apache-2.0
+//
+// Tests for <dsgd/optim/sgd.hpp>, <dsgd/optim/momentum.hpp>, <dsgd/optim/adagrad.hpp> and
+// <dsgd/optim/adam.hpp>: each fused kernel against the scalar references in
+// support/reference_optim.hpp, plus hand-computed first steps.
+#include <dsgd/device/cpu.hpp>
+#include <dsgd/optim/adagrad.hpp>
+#include <dsgd/optim/adam.hpp>
+#include <dsgd/optim/concepts.hpp>
+#include <dsgd/optim/mean.hpp>
+#include <dsgd/optim/momentum.hpp>
+#include <dsgd/optim/sgd.hpp>
+
+#include <support/reference_optim.hpp>
+
+#include <boost/test/unit_test.hpp>
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <random>
+#include <span>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+static_assert(dsgd::Optimizer<dsgd::optim::sgd, dsgd::device::cpu>);
+static_assert(dsgd::Optimizer<dsgd::optim::momentum, dsgd::device::cpu>);
+static_assert(dsgd::Optimizer<dsgd::optim::adagrad, dsgd::device::cpu>);
+static_assert(dsgd::Optimizer<dsgd::optim::adam, dsgd::device::cpu>);
+static_assert(!dsgd::Optimizer<int, dsgd::device::cpu>);
+
+namespace {
+
+namespace tt = boost::test_tools;
+using cpu = dsgd::device::cpu;
+using cpu_vector = cpu::vector<float>;
+
+std::vector<float> random_values(std::size_t n, std::uint32_t seed, float lo, float hi) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> out(n);
+  for (float& x : out) x = dist(gen);
+  return out;
+}
+
+std::vector<float> to_std(const cpu_vector& v) { return {v.begin(), v.end()}; }
+
+// Settings under test for each optimizer, each paired with its reference. Values differ from the
+// defaults so that a kernel reading the wrong field cannot pass.
+template <class O>
+struct configurations;
+
+template <>
+struct configurations<dsgd::optim::sgd> {
+  static auto get() {
+    return std::vector{std::pair{dsgd::optim::sgd{0.05f}, dsgd::test::reference_sgd{0.05f}}};
+  }
+};
+
+template <>
+struct configurations<dsgd::optim::momentum> {
+  static auto get() {
+    using dsgd::optim::momentum;
+    using dsgd::test::reference_momentum;
+    return std::vector{
+        std::pair{momentum{0.03f, 0.8f, false}, reference_momentum{0.03f, 0.8f, false, {}}},
+        std::pair{momentum{0.03f, 0.8f, true}, reference_momentum{0.03f, 0.8f, true, {}}}};
+  }
+};
+
+template <>
+struct configurations<dsgd::optim::adagrad> {
+  static auto get() {
+    using dsgd::optim::adagrad;
+    using dsgd::test::reference_adagrad;
+    return std::vector{
+        std::pair{adagrad{0.1f, 0.25f, 1e-6f}, reference_adagrad{0.1f, 0.25f, 1e-6f, {}}},
+        std::pair{adagrad{}, reference_adagrad{0.01f, 0.1f, 1e-7f, {}}}};
+  }
+};
+
+template <>
+struct configurations<dsgd::optim::adam> {
+  static auto get() {
+    using dsgd::optim::adam;
+    using dsgd::test::reference_adam;
+    return std::vector{
+        std::pair{adam{2e-3f, 0.8f, 0.99f, 1e-6f},
+                  reference_adam{2e-3f, 0.8f, 0.99f, 1e-6f, {}, {}, 0}},
+        std::pair{adam{}, reference_adam{1e-3f, 0.9f, 0.999f, 1e-8f, {}, {}, 0}}};
+  }
+};
+
+using optimizers = std::tuple<dsgd::optim::sgd, dsgd::optim::momentum, dsgd::optim::adagrad,
+                              dsgd::optim::adam>;
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(optimizers_on_cpu)
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(every_step_matches_the_scalar_reference, O, optimizers) {
+  constexpr std::size_t n = 4099;  // not a multiple of any vector width or thread count
+  constexpr int steps = 6;
+  std::uint32_t seed = 11;
+  for (auto [optimizer, reference] : configurations<O>::get()) {
+    for (float grad_scale : {1.f, 0.25f}) {
+      BOOST_TEST_CONTEXT("seed " << seed << ", grad_scale " << grad_scale) {
+        std::vector<float> expected = random_values(n, seed++, -1.f, 1.f);
+        cpu_vector w(expected.begin(), expected.end());
+        typename O::template state<cpu> state(cpu{}, n);
+        auto ref = reference;
+        for (int step = 1; step <= steps; ++step) {
+          BOOST_TEST_CONTEXT("step " << step) {
+            std::vector<float> grad = random_values(n, seed++, -2.f, 2.f);
+            cpu_vector g(grad.begin(), grad.end());
+            optimizer.apply(cpu{}, state, thrust::raw_pointer_cast(w.data()),
+                            thrust::raw_pointer_cast(g.data()), n, grad_scale);
+            ref.step(expected, grad, grad_scale);
+            BOOST_TEST(to_std(w) == expected, tt::tolerance(1e-6f) << tt::per_element());
+            BOOST_TEST(to_std(g) == grad, tt::per_element());  // the gradient is read-only
+          }
+        }
+      }
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(a_sum_of_k_gradients_scaled_by_1_over_k_is_the_mean, O, optimizers) {
+  // The sync rule's two ways to average: accumulate then apply with grad_scale = 1/k, or
+  // mean_of then apply. Both compute (sum in order) * (1/k), so they agree exactly.
+  constexpr std::size_t n = 777, k = 3;
+  std::vector<std::vector<float>> grads;
+  for (std::size_t j = 0; j < k; ++j) {
+    grads.push_back(random_values(n, 40 + std::uint32_t(j), -1.f, 1.f));
+  }
+  std::vector<const float*> pointers;
+  for (const auto& g : grads) pointers.push_back(g.data());
+  std::vector<float> sum(n, 0.f), mean(n);
+  for (const auto& g : grads) dsgd::optim::accumulate(cpu{}, sum.data(), g.data(), n);
+  dsgd::optim::mean_of(cpu{}, mean.data(), std::span<const float* const>(pointers), n);
+
+  const auto w0 = random_values(n, 39, -1.f, 1.f);
+  auto w_sum = w0, w_mean = w0;
+  const O optimizer = configurations<O>::get().front().first;
+  typename O::template state<cpu> s_sum(cpu{}, n), s_mean(cpu{}, n);
+  for (int step = 0; step < 3; ++step) {
+    optimizer.apply(cpu{}, s_sum, w_sum.data(), sum.data(), n, 1.f / float(k));
+    optimizer.apply(cpu{}, s_mean, w_mean.data(), mean.data(), n);
+  }
+  BOOST_TEST(w_sum == w_mean, tt::per_element());
+  BOOST_TEST(w_sum != w0);
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(an_empty_variable_is_a_no_op, O, optimizers) {
+  typename O::template state<cpu> state(cpu{}, 0);
+  O{}.apply(cpu{}, state, nullptr, nullptr, 0, 1.f);
+}
+
+BOOST_AUTO_TEST_CASE(sgd_steps_against_the_scaled_gradient) {
+  cpu_vector w(3, 1.f);
+  const cpu_vector g = std::vector<float>{2.f, -4.f, 0.f};
+  dsgd::optim::sgd::state<cpu> s(cpu{}, 3);
+  dsgd::optim::sgd{0.5f}.apply(cpu{}, s, w.data(), g.data(), 3, 0.5f);
+  BOOST_TEST(to_std(w) == (std::vector<float>{0.5f, 2.f, 1.f}), tt::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(momentum_accumulates_velocity_as_tensorflow_does) {
+  // lr 0.1, m 0.9, g = 1 twice: v = 1 then 1.9; w = 1 - 0.1 = 0.9, then 0.9 - 0.19 = 0.71.
+  cpu_vector w(1, 1.f);
+  const cpu_vector g(1, 1.f);
+  const dsgd::optim::momentum opt{0.1f, 0.9f, false};
+  dsgd::optim::momentum::state<cpu> s(cpu{}, 1);
+  opt.apply(cpu{}, s, w.data(), g.data(), 1);
+  BOOST_TEST(w[0] == 0.9f, tt::tolerance(1e-6f));
+  opt.apply(cpu{}, s, w.data(), g.data(), 1);
+  BOOST_TEST(s.velocity[0] == 1.9f, tt::tolerance(1e-6f));
+  BOOST_TEST(w[0] == 0.71f, tt::tolerance(1e-6f));
+}
+
+BOOST_AUTO_TEST_CASE(nesterov_looks_ahead_with_the_updated_velocity) {
+  // v = 1: w = 1 - 0.1 (1 + 0.9) = 0.81; v = 1.9: w = 0.81 - 0.1 (1 + 1.71) = 0.539.
+  cpu_vector w(1, 1.f);
+  const cpu_vector g(1, 1.f);
+  const dsgd::optim::momentum opt{0.1f, 0.9f, true};
+  dsgd::optim::momentum::state<cpu> s(cpu{}, 1);
+  opt.apply(cpu{}, s, w.data(), g.data(), 1);
+  BOOST_TEST(w[0] == 0.81f, tt::tolerance(1e-6f));
+  opt.apply(cpu{}, s, w.data(), g.data(), 1);
+  BOOST_TEST(w[0] == 0.539f, tt::tolerance(1e-6f));
+}
+
+BOOST_AUTO_TEST_CASE(adagrad_starts_from_the_initial_accumulator) {
+  // a = 0.5 + 2^2 = 4.5, w = 1 - 0.1 * 2 / (sqrt(4.5) + 1e-7); then a = 8.5.
+  cpu_vector w(1, 1.f);
+  const cpu_vector g(1, 2.f);
+  const dsgd::optim::adagrad opt{0.1f, 0.5f, 1e-7f};
+  dsgd::optim::adagrad::state<cpu> s(cpu{}, 1);
+  opt.apply(cpu{}, s, w.data(), g.data(), 1);
+  const double w1 = 1.0 - 0.2 / (std::sqrt(4.5) + 1e-7);
+  BOOST_TEST(s.steps == 1u);
+  BOOST_TEST(s.accumulator[0] == 4.5f, tt::tolerance(1e-6f));
+  BOOST_TEST(double{w[0]} == w1, tt::tolerance(1e-6));
+  opt.apply(cpu{}, s, w.data(), g.data(), 1);
+  BOOST_TEST(s.accumulator[0] == 8.5f, tt::tolerance(1e-6f));
+  BOOST_TEST(double{w[0]} == w1 - 0.2 / (std::sqrt(8.5) + 1e-7), tt::tolerance(1e-6));
+}
+
+BOOST_AUTO_TEST_CASE(adam_bias_correction_makes_early_steps_the_full_learning_rate) {
+  // With a constant gradient, m_hat = g and v_hat = g^2 at every step once corrected, so each
+  // step moves w by lr * g / (|g| + eps), about lr; without the correction the first step would
+  // be lr * (1 - beta1) / sqrt(1 - beta2) = 3.16 lr.
+  constexpr float lr = 0.01f;
+  const float grads[] = {3.f, -0.5f, 1e-3f};
+  cpu_vector w(3, 0.f);
+  const cpu_vector g(std::begin(grads), std::end(grads));
+  const dsgd::optim::adam opt{lr, 0.9f, 0.999f, 1e-8f};
+  dsgd::optim::adam::state<cpu> s(cpu{}, 3);
+  for (int t = 1; t <= 5; ++t) {
+    opt.apply(cpu{}, s, w.data(), g.data(), 3);
+    BOOST_TEST(s.t == std::uint64_t(t));
+    for (std::size_t i = 0; i < 3; ++i) {
+      BOOST_TEST_CONTEXT("t " << t << ", element " << i) {
+        const double step = double{lr} * grads[i] / (std::abs(grads[i]) + 1e-8);
+        BOOST_TEST(double{w[i]} == -t * step, tt::tolerance(1e-4));
+      }
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(adam_adds_epsilon_to_the_corrected_root) {
+  // One step with g = 1e-4 and eps = 1e-4: m_hat = 1e-4 and v_hat = 1e-8, so the step is
+  // lr * 1e-4 / (1e-4 + 1e-4) = lr / 2. TensorFlow 1.x's form, eps added to the uncorrected
+  // sqrt(v) = sqrt(1e-11), would step lr * sqrt(1e-3) / 0.1 * 1e-5 / (3.2e-6 + 1e-4) = 0.03 lr.
+  cpu_vector w(1, 0.f);
+  const cpu_vector g(1, 1e-4f);
+  const dsgd::optim::adam opt{0.1f, 0.9f, 0.999f, 1e-4f};
+  dsgd::optim::adam::state<cpu> s(cpu{}, 1);
+  opt.apply(cpu{}, s, w.data(), g.data(), 1);
+  BOOST_TEST(w[0] == -0.05f, tt::tolerance(1e-4f));
+}
+
+BOOST_AUTO_TEST_CASE(a_state_of_the_wrong_size_is_rejected) {
+  cpu_vector w(8, 0.f), g(8, 1.f);
+  auto is_shape_mismatch = [](const dsgd::error& e) {
+    return e.code() == dsgd::errc::shape_mismatch &&
+           std::string(e.what()).find("n = 8") != std::string::npos;
+  };
+  dsgd::optim::momentum::state<cpu> ms(cpu{}, 7);
+  BOOST_CHECK_EXCEPTION(dsgd::optim::momentum{}.apply(cpu{}, ms, w.data(), g.data(), 8),
+                        dsgd::error, is_shape_mismatch);
+  dsgd::optim::adagrad::state<cpu> as(cpu{}, 9);
+  BOOST_CHECK_EXCEPTION(dsgd::optim::adagrad{}.apply(cpu{}, as, w.data(), g.data(), 8),
+                        dsgd::error, is_shape_mismatch);
+  dsgd::optim::adam::state<cpu> ads(cpu{}, 1);
+  BOOST_CHECK_EXCEPTION(dsgd::optim::adam{}.apply(cpu{}, ads, w.data(), g.data(), 8),
+                        dsgd::error, is_shape_mismatch);
+  BOOST_TEST(ads.t == 0u);
+  BOOST_TEST(to_std(w) == std::vector<float>(8, 0.f), tt::per_element());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+#include <dsgd/optim/exponential_decay.hpp>
+
+BOOST_AUTO_TEST_SUITE(learning_rate_schedule)
+
+static_assert(dsgd::Optimizer<dsgd::optim::exponential_decay<dsgd::optim::sgd>, dsgd::device::cpu>);
+
+BOOST_AUTO_TEST_CASE(staircase_decay_multiplies_the_rate_every_decay_steps_updates) {
+  dsgd::optim::exponential_decay<dsgd::optim::sgd> opt{{1.f}, 0.5f, 2, true};
+  dsgd::optim::exponential_decay<dsgd::optim::sgd>::state<dsgd::device::cpu> s(dsgd::device::cpu{}, 1);
+  std::vector<float> w{0.f}, g{-1.f};
+  std::vector<float> after;
+  for (int i = 0; i < 5; ++i) {
+    opt.apply(dsgd::device::cpu{}, s, w.data(), g.data(), 1);
+    after.push_back(w[0]);
+  }
+  // rates 1, 1, 0.5, 0.5, 0.25
+  BOOST_TEST(after == (std::vector<float>{1.f, 2.f, 2.5f, 3.f, 3.25f}), boost::test_tools::per_element());
+  BOOST_TEST(opt.learning_rate_at(4) == 0.25f);
+}
+
+BOOST_AUTO_TEST_CASE(continuous_decay_interpolates) {
+  dsgd::optim::exponential_decay<dsgd::optim::momentum> opt{{0.1f, 0.9f, false}, 0.25f, 4, false};
+  BOOST_TEST(opt.learning_rate_at(2) == 0.05f, boost::test_tools::tolerance(1e-6f));
+}
+
+BOOST_AUTO_TEST_SUITE_END()

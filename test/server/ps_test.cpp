@@ -1,0 +1,219 @@
+// SPDX-FileCopyrightText: Copyright (c) 2026 The dsgd authors
+// SPDX-License-Identifier: Apache-2.0
+//
+// Tests for <dsgd/server/parameter_server.hpp> and <dsgd/server/ps_client.hpp>: ps tasks and
+// workers as threads of this process, talking over real TCP sockets on 127.0.0.1.
+#include <dsgd/optim/sgd.hpp>
+#include <dsgd/placement/greedy_by_bytes.hpp>
+#include <dsgd/placement/round_robin.hpp>
+#include <dsgd/server/parameter_server.hpp>
+#include <dsgd/server/ps_client.hpp>
+#include <dsgd/update/async.hpp>
+#include <dsgd/update/sync_average.hpp>
+
+#include <boost/test/unit_test.hpp>
+
+#include <random>
+#include <thread>
+
+using namespace std::chrono_literals;
+namespace ds = dsgd::server;
+using sync_ps = ds::parameter_server<dsgd::update::sync_average, dsgd::optim::sgd>;
+
+namespace {
+
+std::uint16_t free_port() {
+  boost::asio::io_context ctx;
+  boost::asio::ip::tcp::acceptor a(ctx, {boost::asio::ip::make_address("127.0.0.1"), 0});
+  return a.local_endpoint().port();
+}
+
+dsgd::cluster::cluster_spec local_cluster(std::size_t ps, std::size_t workers) {
+  std::map<std::string, std::vector<std::string>> jobs;
+  for (std::size_t i = 0; i < ps; ++i) jobs["ps"].push_back("127.0.0.1:" + std::to_string(free_port()));
+  for (std::size_t i = 0; i < workers; ++i) jobs["worker"].push_back("127.0.0.1:" + std::to_string(free_port()));
+  return dsgd::cluster::cluster_spec(jobs);
+}
+
+ds::client_options client(std::string token = "secret") {
+  ds::client_options o;
+  o.token = std::move(token);
+  o.startup_timeout = 10s;
+  o.request_timeout = 30s;
+  return o;
+}
+
+// Runs ps task i of spec on its own thread; stops it (if still serving) on destruction.
+struct running_ps {
+  std::unique_ptr<sync_ps> ps;
+  std::thread thread;
+  running_ps(const dsgd::cluster::cluster_spec& spec, int i, std::chrono::milliseconds step_timeout = 20s) {
+    sync_ps::options o;
+    o.token = "secret";
+    o.optimizer = {0.1f};
+    o.step_timeout = step_timeout;
+    o.log = [](std::string_view) {};
+    ps = std::make_unique<sync_ps>(spec, i, o);
+    thread = std::thread([this] { ps->join(); });
+  }
+  ~running_ps() {
+    ps->stop();
+    thread.join();
+  }
+};
+
+std::vector<dsgd::placement::variable_info> variables() { return {{"w", {4, 3}}, {"b", {3}}, {"v", {5}}}; }
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(parameter_server_over_tcp)
+
+BOOST_AUTO_TEST_CASE(sync_workers_over_tcp_equal_single_process_sgd) {
+  auto spec = local_cluster(2, 3);
+  running_ps ps0(spec, 0), ps1(spec, 1);
+  auto plan = dsgd::placement::round_robin{}.place(variables(), 2);
+  std::vector<std::vector<float>> init{std::vector<float>(12, 1.f), std::vector<float>(3, 2.f), std::vector<float>(5, 3.f)};
+  constexpr std::uint64_t steps = 10;
+  // Worker k's gradient at step s is a fixed function of (k, s) and the pulled values.
+  auto grad = [](std::size_t k, std::uint64_t s, float w) { return 0.5f * w + float(k) - float(s) * 0.1f; };
+
+  // Reference: SGD with the mean of the three workers' gradients.
+  auto expected = init;
+  for (std::uint64_t s = 0; s < steps; ++s)
+    for (auto& var : expected)
+      for (auto& w : var) {
+        float g = (grad(0, s, w) + grad(1, s, w) + grad(2, s, w)) / 3.f;
+        w -= 0.1f * g;
+      }
+
+  std::vector<std::vector<std::vector<float>>> finals(3);
+  std::vector<std::thread> workers;
+  for (std::size_t k = 0; k < 3; ++k)
+    workers.emplace_back([&, k] {
+      ds::ps_client c(spec, {"worker", int(k)}, client());
+      c.connect();
+      c.register_worker(plan, k, k == 0);
+      if (k == 0) {
+        std::vector<std::span<const float>> v(init.begin(), init.end());
+        c.initialize(plan, v);
+      }
+      c.wait_ready();
+      auto w = init;
+      std::vector<std::vector<float>> g = init;
+      for (std::uint64_t s = 0; s < steps; ++s) {
+        std::vector<std::span<float>> dst(w.begin(), w.end());
+        BOOST_REQUIRE(c.pull(plan, s, dst) == s);
+        for (std::size_t v = 0; v < w.size(); ++v)
+          for (std::size_t i = 0; i < w[v].size(); ++i) g[v][i] = grad(k, s, w[v][i]);
+        std::vector<std::span<const float>> src(g.begin(), g.end());
+        BOOST_REQUIRE(c.push(plan, s, src) == 0u);
+      }
+      std::vector<std::span<float>> dst(w.begin(), w.end());
+      c.pull(plan, steps, dst);
+      finals[k] = w;
+      c.finish();
+    });
+  for (auto& t : workers) t.join();
+  for (const auto& f : finals)
+    for (std::size_t v = 0; v < f.size(); ++v)
+      BOOST_TEST(f[v] == expected[v], boost::test_tools::tolerance(1e-5f) << boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(a_worker_started_before_its_ps_waits_for_it) {
+  auto spec = local_cluster(1, 1);
+  std::unique_ptr<running_ps> ps;
+  std::thread late([&] {
+    std::this_thread::sleep_for(700ms);
+    ps = std::make_unique<running_ps>(spec, 0);
+  });
+  ds::ps_client c(spec, {"worker", 0}, client());
+  BOOST_CHECK_NO_THROW(c.connect());
+  late.join();
+}
+
+BOOST_AUTO_TEST_CASE(the_startup_deadline_names_every_missing_ps) {
+  auto spec = local_cluster(2, 1);
+  auto o = client();
+  o.startup_timeout = 600ms;
+  ds::ps_client c(spec, {"worker", 0}, o);
+  auto start = std::chrono::steady_clock::now();
+  BOOST_CHECK_EXCEPTION(c.connect(), dsgd::error, [&](const dsgd::error& e) {
+    std::string w = e.what();
+    return e.code() == dsgd::errc::peer_unreachable && w.find("ps:0 (" + spec.address("ps", 0).to_string()) != std::string::npos &&
+           w.find("ps:1 (") != std::string::npos;
+  });
+  BOOST_TEST((std::chrono::steady_clock::now() - start < 10s));
+}
+
+BOOST_AUTO_TEST_CASE(a_wrong_token_is_rejected_and_the_ps_keeps_serving) {
+  auto spec = local_cluster(1, 2);
+  running_ps ps(spec, 0);
+  ds::ps_client bad(spec, {"worker", 1}, client("wrong"));
+  BOOST_CHECK_EXCEPTION(bad.connect(), dsgd::error,
+                        [](const dsgd::error& e) { return e.code() == dsgd::errc::handshake_failed; });
+  ds::ps_client good(spec, {"worker", 0}, client());
+  BOOST_CHECK_NO_THROW(good.connect());
+}
+
+BOOST_AUTO_TEST_CASE(a_placement_mismatch_is_detected_at_connect_time_naming_both) {
+  auto spec = local_cluster(2, 2);
+  running_ps ps0(spec, 0), ps1(spec, 1);
+  std::vector<dsgd::placement::variable_info> big_first{{"w", {100}}, {"b", {1}}, {"c", {1}}};
+  auto mine = dsgd::placement::round_robin{}.place(big_first, 2);
+  auto theirs = dsgd::placement::greedy_by_bytes{}.place(big_first, 2);
+  ds::ps_client a(spec, {"worker", 0}, client()), b(spec, {"worker", 1}, client());
+  a.connect();
+  b.connect();
+  a.register_worker(mine, 0, true);
+  BOOST_CHECK_EXCEPTION(b.register_worker(theirs, 1, false), dsgd::error, [&](const dsgd::error& e) {
+    std::string w = e.what();
+    return e.code() == dsgd::errc::placement_mismatch && w.find(mine.describe()) != std::string::npos &&
+           w.find(theirs.describe()) != std::string::npos;
+  });
+}
+
+BOOST_AUTO_TEST_CASE(a_dead_worker_in_sync_is_a_named_error_within_the_step_deadline) {
+  auto spec = local_cluster(1, 2);
+  running_ps ps(spec, 0, 500ms);
+  auto plan = dsgd::placement::round_robin{}.place({{"w", {2}}}, 1);
+  ds::ps_client a(spec, {"worker", 0}, client()), b(spec, {"worker", 1}, client());
+  a.connect();
+  b.connect();
+  a.register_worker(plan, 0, true);
+  b.register_worker(plan, 1, false);
+  std::vector<float> w{1.f, 1.f};
+  std::vector<std::span<const float>> init{w};
+  a.initialize(plan, init);
+  a.wait_ready();
+  std::vector<std::span<const float>> g{w};
+  a.push(plan, 0, g);  // worker 1 never pushes
+  std::vector<std::span<float>> dst{w};
+  auto start = std::chrono::steady_clock::now();
+  BOOST_CHECK_EXCEPTION(a.pull(plan, 1, dst), dsgd::error, [](const dsgd::error& e) {
+    return e.code() == dsgd::errc::timed_out && std::string(e.what()).find("worker:1") != std::string::npos;
+  });
+  BOOST_TEST((std::chrono::steady_clock::now() - start < 10s));
+}
+
+BOOST_AUTO_TEST_CASE(the_chiefs_shutdown_makes_join_return) {
+  auto spec = local_cluster(1, 1);
+  sync_ps::options o;
+  o.token = "secret";
+  o.log = [](std::string_view) {};
+  sync_ps ps(spec, 0, o);
+  std::atomic<bool> returned{false};
+  std::thread serving([&] {
+    ps.join();
+    returned = true;
+  });
+  ds::ps_client c(spec, {"worker", 0}, client());
+  c.connect();
+  c.register_worker(dsgd::placement::round_robin{}.place({{"w", {1}}}, 1), 0, true);
+  c.finish();
+  c.shutdown_cluster();
+  for (int i = 0; i < 100 && !returned; ++i) std::this_thread::sleep_for(50ms);
+  BOOST_TEST(returned.load());
+  serving.join();
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,246 @@
+// SPDX-FileCopyrightText: Copyright (c) 2026 The dsgd authors
+// SPDX-License-Identifier: Apache-2.0
+//
+// Tests for <dsgd/update/*.hpp>: the semantics of each rule, on threads of this process.
+#include <dsgd/optim/momentum.hpp>
+#include <dsgd/optim/sgd.hpp>
+#include <dsgd/update/async.hpp>
+#include <dsgd/update/bounded_staleness.hpp>
+#include <dsgd/update/sync_average.hpp>
+
+#include <boost/test/unit_test.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <random>
+#include <thread>
+#include <vector>
+
+using namespace std::chrono_literals;
+using dsgd::device::cpu;
+using steady = dsgd::update::clock_type;
+using dsgd::update::push_outcome;
+
+static_assert(dsgd::UpdateRule<dsgd::update::sync_average>);
+static_assert(dsgd::UpdateRule<dsgd::update::async>);
+static_assert(dsgd::UpdateRule<dsgd::update::bounded_staleness<2>>);
+static_assert(!dsgd::UpdateRule<int>);
+
+namespace {
+
+auto soon() { return steady::now() + 10s; }
+
+// Least squares y = X w: the gradient of (1/2b) |X_b w - y_b|^2 over rows [lo, hi).
+std::vector<float> gradient(const std::vector<float>& x, const std::vector<float>& y,
+                            const std::vector<float>& w, std::size_t lo, std::size_t hi) {
+  std::size_t d = w.size();
+  std::vector<float> g(d, 0.f);
+  for (std::size_t r = lo; r < hi; ++r) {
+    float e = -y[r];
+    for (std::size_t j = 0; j < d; ++j) e += x[r * d + j] * w[j];
+    for (std::size_t j = 0; j < d; ++j) g[j] += e * x[r * d + j] / static_cast<float>(hi - lo);
+  }
+  return g;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(sync_average)
+
+BOOST_AUTO_TEST_CASE(n_workers_in_sync_equal_single_process_sgd_on_the_concatenated_batch) {
+  constexpr std::size_t d = 16, workers = 4, per_worker = 8, steps = 30;
+  std::mt19937 rng(7);
+  std::normal_distribution<float> n01;
+  std::vector<float> x(steps * workers * per_worker * d), y(steps * workers * per_worker);
+  for (auto& v : x) v = n01(rng);
+  for (auto& v : y) v = n01(rng);
+  std::vector<float> w0(d, 0.1f);
+  dsgd::optim::momentum opt{0.05f, 0.9f, false};
+
+  // Reference: one process, batch = all workers' rows of the step.
+  std::vector<float> ref = w0;
+  dsgd::optim::momentum::state<cpu> ref_state(cpu{}, d);
+  for (std::size_t s = 0; s < steps; ++s) {
+    std::size_t lo = s * workers * per_worker;
+    auto g = gradient(x, y, ref, lo, lo + workers * per_worker);
+    opt.apply(cpu{}, ref_state, ref.data(), g.data(), d);
+  }
+
+  dsgd::update::sync_average::shard<cpu, dsgd::optim::momentum> shard(cpu{}, w0, opt, workers);
+  std::vector<std::thread> threads;
+  for (std::size_t k = 0; k < workers; ++k)
+    threads.emplace_back([&, k] {
+      std::vector<float> w(d);
+      for (std::uint64_t s = 0; s < steps; ++s) {
+        BOOST_REQUIRE(shard.pull(k, s, w.data(), soon()) == s);
+        std::size_t lo = (s * workers + k) * per_worker;
+        auto g = gradient(x, y, w, lo, lo + per_worker);
+        shard.push(k, s, g.data(), soon());
+      }
+    });
+  for (auto& t : threads) t.join();
+  std::vector<float> actual(d);
+  shard.pull(0, steps, actual.data(), soon());
+  BOOST_TEST(shard.step() == steps);
+  BOOST_TEST(shard.dropped() == 0u);
+  BOOST_TEST(actual == ref, boost::test_tools::tolerance(1e-5f) << boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(backup_workers_are_dropped_as_stale_and_counted) {
+  std::vector<float> w0{1.f, 1.f};
+  dsgd::update::sync_average::shard<cpu, dsgd::optim::sgd> shard(cpu{}, w0, {1.f}, 3, 2);
+  std::vector<float> g1{1.f, 0.f}, g2{3.f, 2.f}, late{100.f, 100.f};
+  BOOST_TEST((shard.push(0, 0, g1.data(), soon()) == push_outcome::accumulated));
+  BOOST_TEST((shard.push(1, 0, g2.data(), soon()) == push_outcome::applied));
+  BOOST_TEST((shard.push(2, 0, late.data(), soon()) == push_outcome::dropped));
+  BOOST_TEST(shard.dropped() == 1u);
+  std::vector<float> w(2);
+  BOOST_TEST(shard.pull(2, 1, w.data(), soon()) == 1u);
+  BOOST_TEST(w == (std::vector<float>{-1.f, 0.f}), boost::test_tools::per_element());  // 1 - mean
+}
+
+BOOST_AUTO_TEST_CASE(a_second_push_in_the_same_step_is_dropped) {
+  std::vector<float> w0{0.f};
+  dsgd::update::sync_average::shard<cpu, dsgd::optim::sgd> shard(cpu{}, w0, {1.f}, 2);
+  std::vector<float> g{1.f};
+  BOOST_TEST((shard.push(0, 0, g.data(), soon()) == push_outcome::accumulated));
+  BOOST_TEST((shard.push(0, 0, g.data(), soon()) == push_outcome::dropped));
+  BOOST_TEST(shard.step() == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(a_dead_worker_becomes_a_timeout_naming_it_not_a_hang) {
+  std::vector<float> w0{0.f};
+  dsgd::update::sync_average::shard<cpu, dsgd::optim::sgd> shard(cpu{}, w0, {1.f}, 3);
+  std::vector<float> g{1.f}, w(1);
+  shard.push(0, 0, g.data(), soon());
+  shard.push(2, 0, g.data(), soon());
+  auto start = steady::now();
+  BOOST_CHECK_EXCEPTION(shard.pull(0, 1, w.data(), steady::now() + 200ms), dsgd::error,
+                        [](const dsgd::error& e) {
+                          return e.code() == dsgd::errc::timed_out &&
+                                 std::string(e.what()).find("no gradient yet from worker:1") != std::string::npos;
+                        });
+  BOOST_TEST((steady::now() - start < 5s));
+}
+
+BOOST_AUTO_TEST_CASE(a_finished_worker_no_longer_holds_the_step_back) {
+  std::vector<float> w0{0.f};
+  dsgd::update::sync_average::shard<cpu, dsgd::optim::sgd> shard(cpu{}, w0, {1.f}, 2);
+  std::vector<float> g{2.f}, w(1);
+  BOOST_TEST((shard.push(0, 0, g.data(), soon()) == push_outcome::accumulated));
+  shard.finish(1);  // worker 1 ran out of data
+  BOOST_TEST(shard.pull(0, 1, w.data(), soon()) == 1u);
+  BOOST_TEST(w[0] == -2.f);
+  BOOST_TEST((shard.push(0, 1, g.data(), soon()) == push_outcome::applied));
+}
+
+BOOST_AUTO_TEST_CASE(bad_arguments_are_named) {
+  std::vector<float> w0{0.f};
+  BOOST_CHECK_THROW((dsgd::update::sync_average::shard<cpu, dsgd::optim::sgd>(cpu{}, w0, {}, 2, 3)), dsgd::error);
+  dsgd::update::sync_average::shard<cpu, dsgd::optim::sgd> shard(cpu{}, w0, {1.f}, 2);
+  std::vector<float> g{1.f};
+  BOOST_CHECK_EXCEPTION(shard.push(5, 0, g.data(), soon()), dsgd::error, [](const dsgd::error& e) {
+    return std::string(e.what()).find("worker 5 is out of range") != std::string::npos;
+  });
+  BOOST_CHECK_EXCEPTION(shard.push(0, 3, g.data(), soon()), dsgd::error, [](const dsgd::error& e) {
+    return std::string(e.what()).find("step 3") != std::string::npos;
+  });
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(async_rule)
+
+BOOST_AUTO_TEST_CASE(every_gradient_is_applied_and_no_pull_sees_a_torn_shard) {
+  constexpr std::size_t d = 4096, workers = 4, pushes = 200;
+  std::vector<float> w0(d, 0.f);
+  dsgd::update::async::shard<cpu, dsgd::optim::sgd> shard(cpu{}, w0, {1.f}, workers);
+  std::atomic<bool> torn{false};
+  std::vector<std::thread> threads;
+  for (std::size_t k = 0; k < workers; ++k)
+    threads.emplace_back([&, k] {
+      std::vector<float> g(d, -1.f), w(d);  // every push adds exactly 1 to every element
+      for (std::size_t i = 0; i < pushes; ++i) {
+        shard.push(k, 0, g.data(), soon());
+        shard.pull(k, 0, w.data(), soon());
+        if (std::adjacent_find(w.begin(), w.end(), std::not_equal_to<>()) != w.end()) torn = true;
+      }
+    });
+  for (auto& t : threads) t.join();
+  std::vector<float> w(d);
+  BOOST_TEST(shard.pull(0, 0, w.data(), soon()) == workers * pushes);
+  BOOST_TEST(!torn);
+  BOOST_TEST(w[0] == static_cast<float>(workers * pushes));
+  BOOST_TEST(w[d - 1] == static_cast<float>(workers * pushes));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(bounded_staleness_rule)
+
+BOOST_AUTO_TEST_CASE(staleness_zero_is_lockstep) {
+  std::vector<float> w0{0.f}, g{1.f}, w(1);
+  dsgd::update::bounded_staleness<0>::shard<cpu, dsgd::optim::sgd> shard(cpu{}, w0, {1.f}, 2);
+  shard.push(0, 0, g.data(), soon());
+  BOOST_CHECK_EXCEPTION(shard.pull(0, 1, w.data(), steady::now() + 100ms), dsgd::error,
+                        [](const dsgd::error& e) {
+                          return e.code() == dsgd::errc::timed_out &&
+                                 std::string(e.what()).find("worker:1 (clock 0)") != std::string::npos;
+                        });
+  shard.push(1, 0, g.data(), soon());
+  BOOST_TEST(shard.pull(0, 1, w.data(), soon()) == 2u);
+}
+
+BOOST_AUTO_TEST_CASE(a_worker_may_run_s_clocks_ahead_and_no_further) {
+  std::vector<float> w0{0.f}, g{1.f}, w(1);
+  dsgd::update::bounded_staleness<2>::shard<cpu, dsgd::optim::sgd> shard(cpu{}, w0, {1.f}, 2);
+  for (std::uint64_t c = 0; c < 2; ++c) {
+    BOOST_TEST(shard.pull(0, c, w.data(), soon()) == c);  // up to 2 ahead: no wait
+    shard.push(0, c, g.data(), soon());
+  }
+  BOOST_TEST(shard.pull(0, 2, w.data(), soon()) == 2u);  // clock 2, slowest 0: 2 - 2 = 0 ok
+  shard.push(0, 2, g.data(), soon());
+  BOOST_CHECK_THROW(shard.pull(0, 3, w.data(), steady::now() + 100ms), dsgd::error);  // 3 ahead
+  std::thread slow([&] { shard.push(1, 0, g.data(), soon()); });
+  BOOST_TEST(shard.pull(0, 3, w.data(), soon()) == 4u);  // released by worker 1's push
+  slow.join();
+  BOOST_TEST(shard.clock_of(1) == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(a_finished_worker_does_not_hold_the_others_back) {
+  std::vector<float> w0{0.f}, g{1.f}, w(1);
+  dsgd::update::bounded_staleness<0>::shard<cpu, dsgd::optim::sgd> shard(cpu{}, w0, {1.f}, 2);
+  shard.push(0, 0, g.data(), soon());
+  shard.finish(1);
+  BOOST_TEST(shard.pull(0, 1, w.data(), soon()) == 1u);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(non_blocking_pull)
+
+BOOST_AUTO_TEST_CASE(try_pull_copies_nothing_until_the_rule_allows_it) {
+  std::vector<float> w0{3.f}, g{1.f};
+  dsgd::update::sync_average::shard<cpu, dsgd::optim::sgd> shard(cpu{}, w0, {1.f}, 2);
+  std::vector<float> w{-7.f};
+  BOOST_TEST(!shard.try_pull(0, 1, w.data()).has_value());
+  BOOST_TEST(w[0] == -7.f);
+  BOOST_TEST(shard.wait_reason(0, 1).find("worker:0, worker:1") != std::string::npos);
+  shard.push(0, 0, g.data(), soon());
+  shard.push(1, 0, g.data(), soon());
+  BOOST_TEST(shard.try_pull(0, 1, w.data()).value() == 1u);
+  BOOST_TEST(w[0] == 2.f);
+  BOOST_TEST(shard.wait_reason(0, 1).empty());
+}
+
+BOOST_AUTO_TEST_CASE(assign_restores_values_and_step) {
+  std::vector<float> w0{0.f, 0.f}, restored{4.f, 5.f}, w(2);
+  dsgd::update::sync_average::shard<cpu, dsgd::optim::sgd> shard(cpu{}, w0, {1.f}, 1);
+  shard.assign(restored, 40);
+  BOOST_TEST(shard.pull(0, 40, w.data(), soon()) == 40u);
+  BOOST_TEST(w == restored, boost::test_tools::per_element());
+  std::vector<float> wrong(3);
+  BOOST_CHECK_THROW(shard.assign(wrong, 1), dsgd::error);
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -3,11 +3,15 @@
 # SPDX-License-Identifier: Apache-2.0
 #
 # Sets up a fresh Debian machine, builds the examples and runs the main job: the Fashion-MNIST
-# MLP trained by data-parallel SGD, printing progress and the final test accuracy.
+# MLP trained by synchronous data-parallel SGD on a local cluster (2 ps + 2 worker processes),
+# printing progress and the final test accuracy. Extra arguments go to 03_cluster
+# (e.g. --rule async, --epochs 15).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 build=${DSGD_BUILD_DIR:-build-release}
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDSGD_BUILD_TESTS=OFF
-cmake --build "$build" -j "$(nproc)" --target 02_multi_device
-"$build"/examples/02_multi_device --model mlp --replicas 2 "$@"
+cmake --build "$build" -j "$(nproc)" --target 03_cluster dsgd-launch
+# Two ps tasks and two workers as processes on this machine, talking over loopback TCP; the
+# chief (worker:0) prints progress and the final test accuracy.
+"$build"/tools/dsgd-launch --ps 2 --workers 2 -- "$build"/examples/03_cluster --rule sync --epochs 10 --target 0.88 "$@"

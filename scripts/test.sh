@@ -10,6 +10,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
+# The summaries test reads our event files with TensorBoard itself (PyPI); without it that test
+# reports "skipped".
+python3 -c "import tensorboard" 2>/dev/null ||
+  python3 -m pip install --quiet tensorboard 2>/dev/null ||
+  python3 -m pip install --quiet --break-system-packages tensorboard ||
+  echo "test.sh: could not install tensorboard; its test will be skipped"
 
 build=${DSGD_BUILD_DIR:-build}
 cuda=OFF
@@ -22,4 +28,6 @@ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDSGD_ENABLE_
   -DDSGD_BUILD_BENCH=ON
 cmake --build "$build" -j "$jobs"
 cmake --build "$build" -j "$jobs" --target all_verify_interface_header_sets
+# Tasks and replicas share the cores: OpenMP threads sleep instead of spinning between kernels.
+export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 ctest --test-dir "$build" -j "$jobs" --output-on-failure --timeout 1200 "$@"

@@ -20,6 +20,10 @@
 /// }
 /// t.finish();                                     // the chief then shuts the cluster down
 /// @endcode
+///
+/// An embedding table is read and updated by rows: mark it with set_sparse(), then per step
+/// `t.pull(vars); t.pull_rows(i, keys, rows); ...; t.push_rows(i, keys, grad_rows); t.push(grads);`
+/// (pull() and push() skip it and keep the step bookkeeping).
 #pragma once
 
 #include <dsgd/cluster/environment.hpp>
@@ -114,6 +118,29 @@ class trainer {
   /// @returns the step of the values last pulled.
   std::uint64_t step() const noexcept { return step_; }
 
+  /// Marks variable @p v (creation order; rank 2 or more) as read and updated by rows:
+  /// pull() and push() skip it from now on; use pull_rows() and push_rows().
+  void set_sparse(std::size_t v) {
+    if (sparse_.size() <= v) sparse_.resize(v + 1, false);
+    sparse_[v] = true;
+  }
+  /// @returns whether variable @p v was marked with set_sparse().
+  bool is_sparse(std::size_t v) const noexcept { return v < sparse_.size() && sparse_[v]; }
+
+  /// Reads rows @p keys of variable @p v into @p out (host memory, keys.size() x row width),
+  /// at the same step as pull() (call pull() first in a step). See ps_client::pull_rows.
+  /// @returns the rows' step
+  std::uint64_t pull_rows(std::size_t v, std::span<const std::uint64_t> keys, std::span<float> out) {
+    return client_->pull_rows(plan_, v, keys, out, pushes_ == 0 ? 0 : U::next_pull(pushed_at_, pushes_));
+  }
+
+  /// Sends gradient rows @p grads (host memory, keys.size() x row width) for rows @p keys of
+  /// variable @p v, computed on the values of step(); push() then ends the step. Duplicate keys
+  /// add up. See ps_client::push_rows. @returns how many shards dropped them.
+  std::size_t push_rows(std::size_t v, std::span<const std::uint64_t> keys, std::span<const float> grads) {
+    return client_->push_rows(plan_, v, keys, grads, step_);
+  }
+
   /// ps only: serves until the chief shuts the cluster down, then returns.
   void join() {
     if (!is_ps()) throw error(errc::invalid_argument, "join(): " + task_.to_string() + " is not a ps task");
@@ -129,9 +156,11 @@ class trainer {
   }
 
   /// Places the variables (in creation order) over the ps tasks, connects to them, checks
-  /// every worker placed alike, and (chief) creates them with their current values; the
-  /// others wait until the chief has. Values are then pulled into @p variables.
-  void create_variables(std::vector<tensor<D>>& variables, const std::vector<std::string>& names) {
+  /// every worker placed alike, and (chief) creates them with their current values at step
+  /// @p step (non-zero when they come from a checkpoint); the others wait until the chief
+  /// has. Values are then pulled into @p variables.
+  void create_variables(std::vector<tensor<D>>& variables, const std::vector<std::string>& names,
+                        std::uint64_t step = 0) {
     std::vector<placement::variable_info> info;
     for (std::size_t i = 0; i < variables.size(); ++i)
       info.push_back({i < names.size() ? names[i] : "var" + std::to_string(i), variables[i].shape()});
@@ -139,9 +168,9 @@ class trainer {
     client_->connect();
     client_->register_worker(plan_, replica_, is_chief());
     if (is_chief()) {
-      auto host = host_views(variables);
+      auto host = host_views(variables, true);
       std::vector<std::span<const float>> values(host.begin(), host.end());
-      client_->initialize(plan_, values);
+      client_->initialize(plan_, values, step);
       auto report = plan_.load_report();
       report.pop_back();  // the final newline; log adds its own
       opts_.log(task_.to_string() + ": variables placed\n" + report);
@@ -161,8 +190,8 @@ class trainer {
     return step_;
   }
 
-  /// Sends @p gradients, computed on the values of step(). @returns how many shards dropped
-  /// them (a backup worker that came late).
+  /// Sends @p gradients (those of variables not marked sparse), computed on the values of
+  /// step(). @returns how many shards dropped them (a backup worker that came late).
   std::size_t push(const std::vector<tensor<D>>& gradients) {
     auto views = host_views(gradients);
     std::vector<std::span<const float>> values(views.begin(), views.end());
@@ -181,16 +210,19 @@ class trainer {
 
  private:
   // Host views of the tensors: the tensors' own memory on a host device (pulls land straight
-  // in the model), staging copies otherwise.
+  // in the model), staging copies otherwise; an empty view for a sparse variable.
   template <class Tensors>
-  std::vector<std::span<float>> host_views(Tensors& tensors) {
+  std::vector<std::span<float>> host_views(Tensors& tensors, bool with_sparse = false) {
     std::vector<std::span<float>> out;
+    auto skip = [&](std::size_t i) { return !with_sparse && is_sparse(i); };
     if constexpr (D::is_host) {
-      for (auto& t : tensors) out.emplace_back(const_cast<float*>(t.data()), t.size());
+      for (std::size_t i = 0; i < tensors.size(); ++i)
+        out.emplace_back(skip(i) ? std::span<float>() : std::span<float>(const_cast<float*>(tensors[i].data()),
+                                                                              tensors[i].size()));
     } else {
       staging_.resize(tensors.size());
       for (std::size_t i = 0; i < tensors.size(); ++i) {
-        staging_[i] = tensors[i].to_host();
+        staging_[i] = skip(i) ? std::vector<float>() : tensors[i].to_host();
         out.emplace_back(staging_[i]);
       }
     }
@@ -198,7 +230,8 @@ class trainer {
   }
   void copy_back(std::vector<tensor<D>>& tensors) {
     if constexpr (!D::is_host)
-      for (std::size_t i = 0; i < tensors.size(); ++i) tensors[i].assign(staging_[i]);
+      for (std::size_t i = 0; i < tensors.size(); ++i)
+        if (!is_sparse(i)) tensors[i].assign(staging_[i]);
   }
 
   cluster::cluster_spec spec_;
@@ -212,6 +245,7 @@ class trainer {
   std::uint64_t pushed_at_ = 0;
   std::uint64_t pushes_ = 0;
   std::vector<std::vector<float>> staging_;
+  std::vector<bool> sparse_;
 };
 
 }  // namespace dsgd

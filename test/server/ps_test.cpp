@@ -13,7 +13,9 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include <exception>
 #include <random>
+#include <string>
 #include <thread>
 
 using namespace std::chrono_literals;
@@ -87,33 +89,46 @@ BOOST_AUTO_TEST_CASE(sync_workers_over_tcp_equal_single_process_sgd) {
       }
 
   std::vector<std::vector<std::vector<float>>> finals(3);
+  // Boost.Test is not thread-safe: the workers record what went wrong, the test thread checks.
+  std::vector<std::string> failures(3);
   std::vector<std::thread> workers;
   for (std::size_t k = 0; k < 3; ++k)
     workers.emplace_back([&, k] {
-      ds::ps_client c(spec, {"worker", int(k)}, client());
-      c.connect();
-      c.register_worker(plan, k, k == 0);
-      if (k == 0) {
-        std::vector<std::span<const float>> v(init.begin(), init.end());
-        c.initialize(plan, v);
-      }
-      c.wait_ready();
-      auto w = init;
-      std::vector<std::vector<float>> g = init;
-      for (std::uint64_t s = 0; s < steps; ++s) {
+      try {
+        ds::ps_client c(spec, {"worker", int(k)}, client());
+        c.connect();
+        c.register_worker(plan, k, k == 0);
+        if (k == 0) {
+          std::vector<std::span<const float>> v(init.begin(), init.end());
+          c.initialize(plan, v);
+        }
+        c.wait_ready();
+        auto w = init;
+        std::vector<std::vector<float>> g = init;
+        for (std::uint64_t s = 0; s < steps; ++s) {
+          std::vector<std::span<float>> dst(w.begin(), w.end());
+          if (auto got = c.pull(plan, s, dst); got != s) {
+            failures[k] = "pull at step " + std::to_string(s) + " returned step " + std::to_string(got);
+            return;
+          }
+          for (std::size_t v = 0; v < w.size(); ++v)
+            for (std::size_t i = 0; i < w[v].size(); ++i) g[v][i] = grad(k, s, w[v][i]);
+          std::vector<std::span<const float>> src(g.begin(), g.end());
+          if (auto dropped = c.push(plan, s, src); dropped != 0) {
+            failures[k] = "push at step " + std::to_string(s) + ": " + std::to_string(dropped) + " shards dropped it";
+            return;
+          }
+        }
         std::vector<std::span<float>> dst(w.begin(), w.end());
-        BOOST_REQUIRE(c.pull(plan, s, dst) == s);
-        for (std::size_t v = 0; v < w.size(); ++v)
-          for (std::size_t i = 0; i < w[v].size(); ++i) g[v][i] = grad(k, s, w[v][i]);
-        std::vector<std::span<const float>> src(g.begin(), g.end());
-        BOOST_REQUIRE(c.push(plan, s, src) == 0u);
+        c.pull(plan, steps, dst);
+        finals[k] = w;
+        c.finish();
+      } catch (const std::exception& e) {
+        failures[k] = e.what();
       }
-      std::vector<std::span<float>> dst(w.begin(), w.end());
-      c.pull(plan, steps, dst);
-      finals[k] = w;
-      c.finish();
     });
   for (auto& t : workers) t.join();
+  for (std::size_t k = 0; k < 3; ++k) BOOST_TEST(failures[k].empty(), "worker " << k << ": " << failures[k]);
   for (const auto& f : finals)
     for (std::size_t v = 0; v < f.size(); ++v)
       BOOST_TEST(f[v] == expected[v], boost::test_tools::tolerance(1e-5f) << boost::test_tools::per_element());

@@ -12,7 +12,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <exception>
 #include <random>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -67,18 +69,28 @@ BOOST_AUTO_TEST_CASE(n_workers_in_sync_equal_single_process_sgd_on_the_concatena
   }
 
   dsgd::update::sync_average::shard<cpu, dsgd::optim::momentum> shard(cpu{}, w0, opt, workers);
+  // Boost.Test is not thread-safe: the workers record what went wrong, the test thread checks.
+  std::vector<std::string> failures(workers);
   std::vector<std::thread> threads;
   for (std::size_t k = 0; k < workers; ++k)
     threads.emplace_back([&, k] {
-      std::vector<float> w(d);
-      for (std::uint64_t s = 0; s < steps; ++s) {
-        BOOST_REQUIRE(shard.pull(k, s, w.data(), soon()) == s);
-        std::size_t lo = (s * workers + k) * per_worker;
-        auto g = gradient(x, y, w, lo, lo + per_worker);
-        shard.push(k, s, g.data(), soon());
+      try {
+        std::vector<float> w(d);
+        for (std::uint64_t s = 0; s < steps; ++s) {
+          if (auto got = shard.pull(k, s, w.data(), soon()); got != s) {
+            failures[k] = "pull at step " + std::to_string(s) + " returned step " + std::to_string(got);
+            return;
+          }
+          std::size_t lo = (s * workers + k) * per_worker;
+          auto g = gradient(x, y, w, lo, lo + per_worker);
+          shard.push(k, s, g.data(), soon());
+        }
+      } catch (const std::exception& e) {
+        failures[k] = e.what();
       }
     });
   for (auto& t : threads) t.join();
+  for (std::size_t k = 0; k < workers; ++k) BOOST_TEST(failures[k].empty(), "worker " << k << ": " << failures[k]);
   std::vector<float> actual(d);
   shard.pull(0, steps, actual.data(), soon());
   BOOST_TEST(shard.step() == steps);

@@ -19,10 +19,12 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <functional>
 #include <list>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -43,6 +45,9 @@ struct ps_options {
   transport::limits limits{};
   std::size_t chunk_bytes = std::size_t{4} << 20;
   bool checksum_payloads = true;
+  /// Most keys one sparse_pull or sparse_push may carry; checked from the frame header before
+  /// anything is allocated (a larger request is answered with an error naming the cap).
+  std::size_t max_rows_per_request = std::size_t{1} << 22;
   /// Where the ps logs (one line per event); stderr by default.
   std::function<void(std::string_view)> log;
 };
@@ -54,6 +59,12 @@ struct ps_options {
 ///
 /// One thread (the one calling join()) serves every connection: a pull that must wait is
 /// parked and answered when a push completes the step, or with an error at its deadline.
+///
+/// Sparse pulls and pushes (sparse_pull, sparse_push) name rows of dimension 0 of a variable of
+/// rank 2 or more by their index in the whole variable; the ps checks every key against the
+/// rows its shard holds and answers a bad request (unknown shard, rank 1, a row out of range,
+/// a payload that is not whole rows, too many keys) with reply_error naming it, keeping the
+/// connection. See docs/design.md, "Sparse rows".
 ///
 /// @tparam U an UpdateRule; @tparam O an Optimizer; @tparam D where the shards live (host).
 template <UpdateRule U, class O, Device D = device::cpu>
@@ -114,11 +125,17 @@ class parameter_server {
     std::vector<std::byte> control;
     std::vector<float> incoming;  // init_shard values or a pushed gradient, received in place
     std::map<std::uint64_t, std::vector<float>> snapshots;  // pull replies in flight
+    std::vector<std::uint64_t> keys_in;  // a sparse_pull's keys, received in place
+    std::vector<float> sparse_in;        // a sparse_push's keys then rows, received in place
+    std::size_t sparse_keys = 0;         // keys in sparse_in
+    std::vector<std::byte> discard;      // a chunk of a rejected sparse request
+    std::optional<std::pair<error_code, std::string>> rejected;  // why, answered at its last chunk
   };
   struct parked_request {
     std::shared_ptr<peer> from;
     transport::frame_header request;
     update::clock_type::time_point deadline;
+    std::vector<std::uint64_t> rows;  // a sparse_pull's rows, local to the shard
   };
 
   static std::uint64_t key(std::uint32_t v, std::uint32_t s) { return (std::uint64_t{v} << 32) | s; }
@@ -207,6 +224,7 @@ class parameter_server {
       if (h.chunk_offset == 0) p.incoming.resize(floats);
       return transport::chunk_destination(boost::asio::buffer(p.incoming), h, ec);
     }
+    if (type == message::sparse_pull || type == message::sparse_push) return sparse_destination(p, h, ec);
     if (h.payload_length != 0) ec = make_error_code(errc::bad_frame);
     return {};
   }
@@ -221,6 +239,8 @@ class parameter_server {
       case message::wait_ready:
       case message::pull: return park_or_answer(p, h);
       case message::push: return on_push(p, h);
+      case message::sparse_pull: return on_sparse_pull(p, h);
+      case message::sparse_push: return on_sparse_push(p, h);
       case message::finish:
         for (auto& [k, s] : shards_) s->finish(p->replica);
         finished_.insert(p->replica);
@@ -245,6 +265,7 @@ class parameter_server {
       placement_ = r.placement;
       fingerprint_ = r.fingerprint;
       expected_shards_ = r.shards;
+      for (auto& l : r.layouts) layouts_[key(l.variable, l.shard)] = l;
     } else if (r.fingerprint != fingerprint_ || r.placement != placement_) {
       throw error(errc::placement_mismatch,
                   "placement of " + r.task + " differs from the one " + self_.to_string() +
@@ -259,7 +280,9 @@ class parameter_server {
   void on_init(const std::shared_ptr<peer>& p, const transport::frame_header& h) {
     auto k = key(h.variable, h.shard);
     if (!shards_.contains(k)) {
-      shards_.emplace(k, opts_.rule.template make_shard<D, O>(device_, p->incoming, opts_.optimizer, replicas_));
+      auto shard = opts_.rule.template make_shard<D, O>(device_, p->incoming, opts_.optimizer, replicas_);
+      if (h.step != 0) shard->assign(p->incoming, h.step);  // restored from a checkpoint at that step
+      shards_.emplace(k, std::move(shard));
       if (shards_.size() == expected_shards_)
         log(self_.to_string() + " ready: " + std::to_string(shards_.size()) + " shards");
     }
@@ -270,11 +293,133 @@ class parameter_server {
   void on_push(const std::shared_ptr<peer>& p, const transport::frame_header& h) {
     auto& s = *shards_.at(key(h.variable, h.shard));
     auto outcome = s.push(p->replica, h.step, p->incoming.data(), update::clock_type::now() + opts_.step_timeout);
+    reply_push(p, h, outcome, s.step());
+  }
+
+  void reply_push(const std::shared_ptr<peer>& p, const transport::frame_header& h, update::push_outcome outcome,
+                  std::uint64_t step) {
     auto type = outcome == update::push_outcome::applied       ? message::push_applied
                 : outcome == update::push_outcome::accumulated ? message::push_accumulated
                                                                : message::push_dropped;
-    reply(p, h, type, s.step());
+    reply(p, h, type, step);
     if (outcome == update::push_outcome::applied) retry_parked();
+  }
+
+  // --- sparse rows -------------------------------------------------------------------------
+
+  // A key as it came off the wire (little-endian), on any host.
+  static std::uint64_t from_le(const std::uint64_t& v) noexcept {
+    return transport::detail::load_le<std::uint64_t>(reinterpret_cast<const std::byte*>(&v));
+  }
+
+  // The layout of the shard a sparse request names, with every check that needs only the
+  // header. @throws dsgd::error naming the request, the variable and this ps
+  const shard_layout& sparse_layout(const peer& p, const transport::frame_header& h) const {
+    const char* what = to_string(static_cast<message>(h.type));
+    if (!p.registered) throw error(errc::invalid_argument, std::string(what) + " before register_worker");
+    auto l = layouts_.find(key(h.variable, h.shard));
+    auto s = shards_.find(key(h.variable, h.shard));
+    if (l == layouts_.end() || s == shards_.end())
+      throw error(errc::not_found, std::string(what) + " of variable " + std::to_string(h.variable) + " shard " +
+                                       std::to_string(h.shard) + ", which " + self_.to_string() +
+                                       (l == layouts_.end() ? " does not hold" : " holds but was not initialised"));
+    const auto& layout = l->second;
+    if (layout.extents.size() < 2)
+      throw error(errc::invalid_argument, std::string(what) + " of " + layout.describe() + " on " + self_.to_string() +
+                                              ": sparse rows need a variable of rank 2 or more (dimension 0 "
+                                              "indexes the rows), this one has rank " +
+                                              std::to_string(layout.extents.size()));
+    if (layout.row_elements() == 0 || layout.rows * layout.row_elements() != s->second->size())
+      throw error(errc::shape_mismatch, std::string(what) + " of " + layout.describe() + " on " + self_.to_string() +
+                                            ": the shard holds " + std::to_string(s->second->size()) +
+                                            " floats, not " + std::to_string(layout.rows) + " rows of " +
+                                            std::to_string(layout.row_elements()));
+    return layout;
+  }
+
+  // Checks a sparse request from its first header and sizes its buffer, or marks it rejected:
+  // its payload is then read into a scratch chunk and the error answered at its last chunk.
+  boost::asio::mutable_buffer sparse_destination(peer& p, const transport::frame_header& h, error_code& ec) {
+    bool pull = static_cast<message>(h.type) == message::sparse_pull;
+    if (h.chunk_offset == 0) {
+      p.rejected.reset();
+      try {
+        const auto& l = sparse_layout(p, h);
+        std::uint64_t dim = l.row_elements();
+        std::uint64_t record = pull ? sizeof(std::uint64_t) : sizeof(std::uint64_t) + dim * sizeof(float);
+        if (h.total_length % record != 0)
+          throw error(errc::shape_mismatch,
+                      std::string(to_string(static_cast<message>(h.type))) + " of " + l.describe() + " on " +
+                          self_.to_string() + ": " + std::to_string(h.total_length) + " payload bytes are not a "
+                          "whole number of " + (pull ? std::string("8-byte keys")
+                                                     : "keys with their rows (8 + " + std::to_string(dim) +
+                                                           " x 4 bytes each)"));
+        std::uint64_t n = h.total_length / record;
+        if (n > opts_.max_rows_per_request)
+          throw error(errc::invalid_argument,
+                      std::string(to_string(static_cast<message>(h.type))) + " of " + l.describe() + " on " +
+                          self_.to_string() + ": " + std::to_string(n) + " keys exceed the cap of " +
+                          std::to_string(opts_.max_rows_per_request) + " per request (max_rows_per_request)");
+        if (pull) {
+          p.keys_in.resize(n);
+        } else {
+          p.sparse_keys = n;
+          p.sparse_in.resize(h.total_length / sizeof(float));
+        }
+      } catch (const dsgd::error& e) {
+        p.rejected.emplace(e.code(), e.what());
+      }
+    }
+    if (p.rejected) {
+      p.discard.resize(h.payload_length);
+      return boost::asio::buffer(p.discard);
+    }
+    return transport::chunk_destination(pull ? boost::asio::buffer(p.keys_in) : boost::asio::buffer(p.sparse_in), h,
+                                        ec);
+  }
+
+  void throw_if_rejected(peer& p) {
+    if (!p.rejected) return;
+    auto r = std::move(*p.rejected);
+    p.rejected.reset();
+    throw error(r.first, r.second);
+  }
+
+  // The keys (rows of the whole variable) as rows of the shard, each checked against them.
+  std::vector<std::uint64_t> local_rows(const shard_layout& l, const std::uint64_t* keys, std::size_t n,
+                                        const char* what) const {
+    std::vector<std::uint64_t> rows(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      std::uint64_t k = from_le(keys[i]);
+      if (k < l.first_row || k - l.first_row >= l.rows)
+        throw error(errc::invalid_argument,
+                    std::string(what) + ": row " + std::to_string(k) + " (key " + std::to_string(i) + " of " +
+                        std::to_string(n) + ") out of range for " + l.describe() + " on " + self_.to_string() +
+                        " (holds rows " + std::to_string(l.first_row) + "-" +
+                        std::to_string(l.first_row + l.rows - 1) + ")");
+      rows[i] = k - l.first_row;
+    }
+    return rows;
+  }
+
+  void on_sparse_pull(const std::shared_ptr<peer>& p, const transport::frame_header& h) {
+    throw_if_rejected(*p);
+    const auto& l = sparse_layout(*p, h);
+    park_or_answer(p, h, local_rows(l, p->keys_in.data(), p->keys_in.size(), "sparse_pull"));
+  }
+
+  void on_sparse_push(const std::shared_ptr<peer>& p, const transport::frame_header& h) {
+    throw_if_rejected(*p);
+    const auto& l = sparse_layout(*p, h);
+    std::size_t n = p->sparse_keys;
+    std::vector<std::uint64_t> keys(n);
+    if (n) std::memcpy(keys.data(), p->sparse_in.data(), n * sizeof(std::uint64_t));
+    auto rows = local_rows(l, keys.data(), n, "sparse_push");
+    const float* grads = p->sparse_in.data() + n * (sizeof(std::uint64_t) / sizeof(float));
+    auto& s = *shards_.at(key(h.variable, h.shard));
+    auto outcome = s.push_rows(p->replica, h.step, rows, l.row_elements(), grads,
+                               update::clock_type::now() + opts_.step_timeout);
+    reply_push(p, h, outcome, s.step());
   }
 
   // Shuts down once every replica has finished (or the step timeout passed), so a chief that
@@ -297,13 +442,15 @@ class parameter_server {
   bool ready() const { return expected_shards_ > 0 && shards_.size() >= expected_shards_; }
 
   // Answers a wait_ready or pull now if allowed, else parks it until a push or the deadline.
-  void park_or_answer(const std::shared_ptr<peer>& p, const transport::frame_header& h) {
-    if (try_answer(p, h)) return;
+  void park_or_answer(const std::shared_ptr<peer>& p, const transport::frame_header& h,
+                      std::vector<std::uint64_t> rows = {}) {
+    if (try_answer(p, h, rows)) return;
     auto timeout = static_cast<message>(h.type) == message::wait_ready ? opts_.ready_timeout : opts_.step_timeout;
-    parked_.push_back({p, h, update::clock_type::now() + timeout});
+    parked_.push_back({p, h, update::clock_type::now() + timeout, std::move(rows)});
   }
 
-  bool try_answer(const std::shared_ptr<peer>& p, const transport::frame_header& h) {
+  bool try_answer(const std::shared_ptr<peer>& p, const transport::frame_header& h,
+                  const std::vector<std::uint64_t>& rows) {
     if (static_cast<message>(h.type) == message::shutdown) {
       if (finished_.size() < replicas_) return false;
       shutdown_now(p, h);
@@ -318,6 +465,17 @@ class parameter_server {
     if (it == shards_.end())
       throw error(errc::not_found, "pull of variable " + std::to_string(h.variable) + " shard " +
                                        std::to_string(h.shard) + ", which " + self_.to_string() + " does not hold");
+    if (static_cast<message>(h.type) == message::sparse_pull) {
+      if (!it->second->wait_reason(p->replica, h.step).empty()) return false;
+      std::size_t dim = layouts_.at(key(h.variable, h.shard)).row_elements();
+      auto rows_out = std::make_shared<std::vector<float>>(rows.size() * dim);
+      auto step = it->second->try_pull_rows(p->replica, h.step, rows, dim, rows_out->data());
+      if (!step) return false;
+      auto header = reply_header(h, message::pull_reply);
+      header.step = *step;
+      send(p, header, boost::asio::buffer(*rows_out), [rows_out](error_code) {});
+      return true;
+    }
     auto& snapshot = p->snapshots[key(h.variable, h.shard)];
     snapshot.resize(it->second->size());
     auto step = it->second->try_pull(p->replica, h.step, snapshot.data());
@@ -332,7 +490,7 @@ class parameter_server {
     for (auto it = parked_.begin(); it != parked_.end();) {
       bool done = false;
       try {
-        done = !it->from->conn->is_open() || try_answer(it->from, it->request);
+        done = !it->from->conn->is_open() || try_answer(it->from, it->request, it->rows);
       } catch (const dsgd::error& e) {
         reply_error(it->from, it->request, e.code(), e.what());
         done = true;
@@ -444,6 +602,7 @@ class parameter_server {
   std::vector<std::shared_ptr<peer>> peers_;
   std::list<parked_request> parked_;
   std::map<std::uint64_t, std::unique_ptr<shard_type>> shards_;
+  std::map<std::uint64_t, shard_layout> layouts_;
   std::set<std::size_t> finished_;
   std::string placement_;
   std::uint64_t fingerprint_ = 0;

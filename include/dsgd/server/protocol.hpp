@@ -14,10 +14,12 @@
 #include <boost/archive/binary_iarchive.hpp>
 #include <boost/archive/binary_oarchive.hpp>
 #include <boost/serialization/string.hpp>
+#include <boost/serialization/vector.hpp>
 
 #include <cstdint>
 #include <sstream>
 #include <string>
+#include <vector>
 
 namespace dsgd::server {
 
@@ -30,6 +32,8 @@ namespace dsgd::server {
 /// | wait_ready | none | ok once every shard this ps holds exists |
 /// | pull (step = step or clock) | none | pull_reply: raw floats, step = shard step |
 /// | push (step = computed at) | raw floats: gradient | push_applied / push_accumulated / push_dropped |
+/// | sparse_pull (step as pull) | n keys: u64 LE rows of the whole variable | pull_reply: n x dim floats |
+/// | sparse_push (step as push) | n keys (u64 LE), then n x dim floats | as push |
 /// | finish | none | ok |
 /// | shutdown (chief) | none | ok, then the ps closes and join() returns |
 enum class message : std::uint16_t {
@@ -40,6 +44,8 @@ enum class message : std::uint16_t {
   push = 5,
   finish = 6,
   shutdown = 7,
+  sparse_pull = 8,
+  sparse_push = 9,
   reply_ok = 64,
   reply_error = 65,
   pull_reply = 66,
@@ -58,6 +64,8 @@ inline const char* to_string(message m) noexcept {
     case message::push: return "push";
     case message::finish: return "finish";
     case message::shutdown: return "shutdown";
+    case message::sparse_pull: return "sparse_pull";
+    case message::sparse_push: return "sparse_push";
     case message::reply_ok: return "reply_ok";
     case message::reply_error: return "reply_error";
     case message::pull_reply: return "pull_reply";
@@ -68,6 +76,35 @@ inline const char* to_string(message m) noexcept {
   return "unknown";
 }
 
+/// What a ps task knows of one shard it holds, for sparse pulls and pushes: the whole
+/// variable's name and shape, and the rows of dimension 0 the shard holds.
+struct shard_layout {
+  std::uint32_t variable = 0;            ///< index of the variable in creation order
+  std::uint32_t shard = 0;               ///< index of the shard within its variable
+  std::string name;                      ///< the variable's name
+  std::vector<std::uint64_t> extents;    ///< the whole variable's shape
+  std::uint64_t first_row = 0;           ///< first row of dimension 0 in this shard
+  std::uint64_t rows = 0;                ///< rows in this shard
+
+  /// @returns floats per row: the product of the extents after the first (1 for rank 1).
+  std::uint64_t row_elements() const noexcept {
+    std::uint64_t n = 1;
+    for (std::size_t i = 1; i < extents.size(); ++i) n *= extents[i];
+    return n;
+  }
+  /// @returns "emb [1000, 16]".
+  std::string describe() const {
+    std::string s = name + " [";
+    for (std::size_t i = 0; i < extents.size(); ++i) s += (i ? ", " : "") + std::to_string(extents[i]);
+    return s + "]";
+  }
+
+  template <class Archive>
+  void serialize(Archive& ar, unsigned /*version*/) {
+    ar & variable & shard & name & extents & first_row & rows;
+  }
+};
+
 /// A worker introduces itself to a ps task: who it is and the placement it computed.
 struct register_request {
   std::string task;             ///< "worker:1", "chief:0"
@@ -76,10 +113,11 @@ struct register_request {
   std::uint64_t fingerprint = 0;  ///< placement::plan::fingerprint()
   std::string placement;        ///< placement::plan::describe()
   std::uint32_t shards = 0;     ///< how many shards the plan gives this ps task
+  std::vector<shard_layout> layouts;  ///< those shards, for sparse pulls and pushes
 
   template <class Archive>
   void serialize(Archive& ar, unsigned /*version*/) {
-    ar & task & replica & chief & fingerprint & placement & shards;
+    ar & task & replica & chief & fingerprint & placement & shards & layouts;
   }
 };
 

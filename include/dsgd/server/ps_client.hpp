@@ -17,6 +17,8 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include <algorithm>
+#include <array>
+#include <bit>
 #include <chrono>
 #include <cstdio>
 #include <future>
@@ -143,7 +145,7 @@ class ps_client {
       std::uint32_t shards = 0;
       for (const auto& s : plan.shards()) shards += s.ps_task == i;
       bodies[i] = encode_control(register_request{me_.to_string(), static_cast<std::uint32_t>(replica), chief,
-                                                  plan.fingerprint(), plan.describe(), shards});
+                                                  plan.fingerprint(), plan.describe(), shards, layouts(plan, i)});
       request r{i, header(message::register_worker, 0, 0, 0), boost::asio::buffer(bodies[i]), {}};
       r.h.flags = transport::frame_flags::control;
       batch.push_back(r);
@@ -153,10 +155,12 @@ class ps_client {
 
   /// Chief only: creates every shard on its ps task with the initial values of its variable.
   /// @param values one host span per variable, in creation order
-  void initialize(const placement::plan& plan, std::span<const std::span<const float>> values) {
+  /// @param step the step the values belong to (a restored checkpoint's; 0 for a fresh start)
+  void initialize(const placement::plan& plan, std::span<const std::span<const float>> values,
+                  std::uint64_t step = 0) {
     std::vector<request> batch;
     for_each_shard(plan, [&](const placement::shard& s, std::uint32_t index) {
-      batch.push_back({s.ps_task, header(message::init_shard, s.variable, index, 0),
+      batch.push_back({s.ps_task, header(message::init_shard, s.variable, index, step),
                        span_buffer(values[s.variable].subspan(s.offset, s.elements)), {}});
     });
     run(batch);
@@ -170,10 +174,12 @@ class ps_client {
   }
 
   /// Reads every variable at @p step (sync: the global step; SSP: this worker's clock) straight
-  /// into @p dest, one host span per variable. @returns the smallest step the shards reported.
+  /// into @p dest, one host span per variable; an empty span skips its variable (one read by
+  /// rows with pull_rows()). @returns the smallest step the shards reported.
   std::uint64_t pull(const placement::plan& plan, std::uint64_t step, std::span<const std::span<float>> dest) {
     std::vector<request> batch;
     for_each_shard(plan, [&](const placement::shard& s, std::uint32_t index) {
+      if (dest[s.variable].empty() && s.elements != 0) return;
       batch.push_back({s.ps_task, header(message::pull, s.variable, index, step), {},
                        span_buffer(dest[s.variable].subspan(s.offset, s.elements))});
     });
@@ -183,14 +189,90 @@ class ps_client {
     return replies.empty() ? step : lowest;
   }
 
-  /// Sends the gradient of every variable, computed at @p step, one host span per variable.
+  /// Sends the gradient of every variable, computed at @p step, one host span per variable; an
+  /// empty span skips its variable (one updated by rows with push_rows()).
   /// @returns how many shards dropped it (stale or duplicate).
   std::size_t push(const placement::plan& plan, std::uint64_t step, std::span<const std::span<const float>> grads) {
     std::vector<request> batch;
     for_each_shard(plan, [&](const placement::shard& s, std::uint32_t index) {
+      if (grads[s.variable].empty() && s.elements != 0) return;
       batch.push_back({s.ps_task, header(message::push, s.variable, index, step),
                        span_buffer(grads[s.variable].subspan(s.offset, s.elements)), {}});
     });
+    auto replies = run(batch);
+    return static_cast<std::size_t>(std::count_if(replies.begin(), replies.end(), [](const reply& r) {
+      return r.type == message::push_dropped;
+    }));
+  }
+
+  /// Reads rows @p keys of variable @p variable (indices along dimension 0 of the whole
+  /// variable, which must have rank 2 or more; any order, duplicates allowed) into @p out:
+  /// keys.size() x dim floats, row i of @p out being row keys[i], dim the product of the other
+  /// extents. Waits as pull() does for @p step on every shard of the variable: each gets its
+  /// own keys, unchanged (none at all for a shard holding none of the rows, which still makes
+  /// the step a barrier there, as for a dense pull), and its rows come back in key order
+  /// straight into @p out when that shard's keys are one run of @p keys, through a staging
+  /// copy otherwise. @returns the smallest step the shards reported
+  /// @throws dsgd::error errc::invalid_argument for a variable the plan lacks,
+  ///         errc::shape_mismatch when out.size() != keys.size() x dim, and what a ps answers:
+  ///         errc::invalid_argument for a row out of range or a variable of rank 1 (naming
+  ///         them), errc::not_found for a shard it does not hold. @p out is then unspecified.
+  std::uint64_t pull_rows(const placement::plan& plan, std::size_t variable, std::span<const std::uint64_t> keys,
+                          std::span<float> out, std::uint64_t step) {
+    auto groups = route(plan, variable, keys, out.size(), "pull_rows");
+    std::size_t dim = row_width(plan, variable);
+    std::vector<request> batch;
+    for (auto& g : groups) {
+      std::size_t m = g.at.size();
+      boost::asio::mutable_buffer into;
+      if (m == 0) {
+        into = {};
+      } else if (g.direct()) {
+        into = span_buffer(out.subspan(g.at.front() * dim, m * dim));
+      } else {
+        g.rows.resize(m * dim);
+        into = span_buffer(std::span<float>(g.rows));
+      }
+      batch.push_back({g.ps, header(message::sparse_pull, variable, g.index, step), key_buffer(g, keys), into});
+    }
+    auto replies = run(batch);
+    for (auto& g : groups)
+      if (!g.at.empty() && !g.direct())
+        for (std::size_t j = 0; j < g.at.size(); ++j)
+          std::copy_n(g.rows.begin() + j * dim, dim, out.begin() + g.at[j] * dim);
+    std::uint64_t lowest = ~std::uint64_t{0};
+    for (const auto& r : replies) lowest = std::min(lowest, r.step);
+    return lowest;
+  }
+
+  /// Sends the gradient rows @p grads (keys.size() x dim floats, row i for row keys[i] of
+  /// variable @p variable), computed at @p step, as one sparse push per shard of the variable:
+  /// keys and rows in one message, sent from @p keys and @p grads without a copy when that
+  /// shard's keys are one run of @p keys. Every shard gets a push, an empty one when none of
+  /// its rows is given, so that each counts this worker's gradient for the step (sync) or its
+  /// clock (SSP). Duplicate keys add up. @returns how many shards dropped it.
+  /// @throws dsgd::error as pull_rows(), and errc::invalid_argument from a ps whose update rule
+  ///         needs a sparse apply the optimizer lacks (async or SSP with adam, adagrad)
+  std::size_t push_rows(const placement::plan& plan, std::size_t variable, std::span<const std::uint64_t> keys,
+                        std::span<const float> grads, std::uint64_t step) {
+    auto groups = route(plan, variable, keys, grads.size(), "push_rows");
+    std::size_t dim = row_width(plan, variable);
+    std::vector<request> batch;
+    for (auto& g : groups) {
+      std::size_t m = g.at.size();
+      boost::asio::const_buffer rows;
+      if (m == 0 || g.direct()) {
+        rows = span_buffer(m == 0 ? std::span<const float>() : grads.subspan(g.at.front() * dim, m * dim));
+      } else {
+        g.rows.resize(m * dim);
+        for (std::size_t j = 0; j < m; ++j)
+          std::copy_n(grads.begin() + g.at[j] * dim, dim, g.rows.begin() + j * dim);
+        rows = span_buffer(std::span<const float>(g.rows));
+      }
+      request r{g.ps, header(message::sparse_push, variable, g.index, step), key_buffer(g, keys), {}};
+      r.payload_rows = rows;
+      batch.push_back(r);
+    }
     auto replies = run(batch);
     return static_cast<std::size_t>(std::count_if(replies.begin(), replies.end(), [](const reply& r) {
       return r.type == message::push_dropped;
@@ -209,6 +291,18 @@ class ps_client {
     transport::frame_header h;
     boost::asio::const_buffer payload;
     boost::asio::mutable_buffer reply_into;  // where a pull_reply's payload goes
+    boost::asio::const_buffer payload_rows;  // a sparse push's rows, after its keys
+  };
+  // The keys of a sparse request that go to one shard, and where they came from.
+  struct row_group {
+    std::size_t ps = 0;
+    std::uint32_t index = 0;         // of the shard within its variable
+    std::uint64_t first_row = 0;     // rows [first_row, first_row + rows) of the variable
+    std::vector<std::size_t> at;     // positions in the caller's keys, increasing
+    std::vector<std::uint64_t> keys; // staged keys, when they are not sent from the caller's
+    std::vector<float> rows;         // staged rows, likewise
+    // The keys are one run of the caller's: sent from, and received into, its buffers.
+    bool direct() const noexcept { return !at.empty() && at.back() - at.front() + 1 == at.size(); }
   };
   struct pending_request {
     boost::asio::mutable_buffer reply_into;
@@ -258,6 +352,83 @@ class ps_client {
     return h;
   }
 
+  // Floats per row of dimension 0 of variable v (1 for a scalar or a vector).
+  static std::size_t row_width(const placement::plan& plan, std::size_t v) {
+    const auto& shape = plan.variables()[v].shape;
+    std::size_t rows = shape.rank() == 0 ? 1 : shape.extents()[0];
+    return rows == 0 ? 0 : shape.elements() / rows;
+  }
+
+  // What ps task `ps` must know of its shards to serve sparse requests.
+  static std::vector<shard_layout> layouts(const placement::plan& plan, std::size_t ps) {
+    std::vector<shard_layout> out;
+    for_each_shard(plan, [&](const placement::shard& s, std::uint32_t index) {
+      if (s.ps_task != ps) return;
+      const auto& v = plan.variables()[s.variable];
+      std::size_t dim = row_width(plan, s.variable);
+      shard_layout l;
+      l.variable = static_cast<std::uint32_t>(s.variable);
+      l.shard = index;
+      l.name = v.name;
+      l.extents.assign(v.shape.extents().begin(), v.shape.extents().end());
+      l.first_row = dim == 0 ? 0 : s.offset / dim;
+      l.rows = dim == 0 ? 0 : s.elements / dim;
+      out.push_back(std::move(l));
+    });
+    return out;
+  }
+
+  // Splits @p keys by the shard of @p variable holding each row. A key past the last row goes
+  // to the shard holding the last rows, whose ps answers with an error naming it: the ps is
+  // the one place where keys are checked.
+  static std::vector<row_group> route(const placement::plan& plan, std::size_t variable,
+                                      std::span<const std::uint64_t> keys, std::size_t floats, const char* what) {
+    if (variable >= plan.variables().size())
+      throw error(errc::invalid_argument, std::string(what) + ": variable " + std::to_string(variable) +
+                                              " is not in the placement (" +
+                                              std::to_string(plan.variables().size()) + " variables)");
+    const auto& v = plan.variables()[variable];
+    std::size_t dim = row_width(plan, variable);
+    if (floats != keys.size() * dim)
+      throw error(errc::shape_mismatch, std::string(what) + " of " + v.name + v.shape.to_string() + ": " +
+                                            std::to_string(keys.size()) + " keys need " +
+                                            std::to_string(keys.size() * dim) + " floats (rows of " +
+                                            std::to_string(dim) + "), the buffer holds " + std::to_string(floats));
+    std::vector<row_group> groups;
+    for_each_shard(plan, [&](const placement::shard& s, std::uint32_t index) {
+      if (s.variable != variable) return;
+      row_group g;
+      g.ps = s.ps_task;
+      g.index = index;
+      g.first_row = dim == 0 ? 0 : s.offset / dim;
+      groups.push_back(std::move(g));
+    });
+    std::vector<std::size_t> by_row(groups.size());  // group indices in first_row order
+    for (std::size_t i = 0; i < by_row.size(); ++i) by_row[i] = i;
+    std::sort(by_row.begin(), by_row.end(),
+              [&](std::size_t a, std::size_t b) { return groups[a].first_row < groups[b].first_row; });
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      auto it = std::upper_bound(by_row.begin(), by_row.end(), keys[i],
+                                 [&](std::uint64_t k, std::size_t g) { return k < groups[g].first_row; });
+      groups[it == by_row.begin() ? by_row.front() : *std::prev(it)].at.push_back(i);
+    }
+    return groups;
+  }
+
+  // The keys of group @p g as little-endian bytes: a view of the caller's when they are one
+  // run of them (and the host is little-endian), else staged in g.keys.
+  static boost::asio::const_buffer key_buffer(row_group& g, std::span<const std::uint64_t> keys) {
+    if (g.at.empty()) return {};
+    if (g.direct() && std::endian::native == std::endian::little)
+      return boost::asio::buffer(keys.data() + g.at.front(), g.at.size() * sizeof(std::uint64_t));
+    g.keys.resize(g.at.size());
+    for (std::size_t j = 0; j < g.at.size(); ++j) {
+      std::uint64_t k = keys[g.at[j]];
+      transport::detail::store_le(reinterpret_cast<std::byte*>(&g.keys[j]), k);
+    }
+    return boost::asio::buffer(g.keys.data(), g.keys.size() * sizeof(std::uint64_t));
+  }
+
   // Calls f(shard, index of the shard within its variable) for every shard of the plan.
   template <class F>
   static void for_each_shard(const placement::plan& plan, F&& f) {
@@ -288,7 +459,16 @@ class ps_client {
         auto h = r.h;
         h.request_id = ++next_id_;
         pending_[r.ps][h.request_id] = p;
-        conn->async_send(h, r.payload, [](error_code) {});  // a failed send closes; receive reports it
+        std::array<boost::asio::const_buffer, 2> payload{r.payload, r.payload_rows};
+        // A send the transport refuses (a cap, a full queue) fails its request at once; a broken
+        // connection also fails every pending request through the receive loop.
+        conn->async_send(h, payload, [this, ps = r.ps, id = h.request_id](error_code ec) {
+          if (!ec) return;
+          auto node = pending_[ps].extract(id);
+          if (!node.empty())
+            node.mapped()->done.set_exception(std::make_exception_ptr(
+                error(ec, me_.to_string() + ": sending to ps:" + std::to_string(ps) + " failed: " + ec.message())));
+        });
       });
     }
     std::vector<reply> out;

@@ -35,6 +35,20 @@ struct async {
       return push_outcome::applied;
     }
 
+    /// A sparse push: the optimizer (update::sparse_apply) on rows @p rows only, local to the
+    /// shard and @p dim floats wide, with the gradient rows of duplicate keys summed; @p rows
+    /// and @p grads (rows.size() x dim) are host memory. Counts as one gradient.
+    /// @throws dsgd::error for a row past the shard or an optimizer without a sparse apply
+    push_outcome push_rows(std::size_t worker, std::uint64_t, std::span<const std::uint64_t> rows, std::size_t dim,
+                           const float* grads, clock_type::time_point) {
+      this->check_rows(rows, dim, "async::push_rows");
+      auto c = detail::coalesce_rows<D>(rows, dim, grads);
+      std::lock_guard lock(this->mutex_);
+      this->check_worker(worker, "async::push_rows");
+      this->apply_rows(c, dim, 1.f);
+      ++this->step_;
+      return push_outcome::applied;
+    }
 
     void finish(std::size_t worker) {
       std::lock_guard lock(this->mutex_);

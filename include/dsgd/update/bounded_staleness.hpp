@@ -45,6 +45,20 @@ struct bounded_staleness {
       return push_outcome::applied;
     }
 
+    /// A sparse push, as async::shard::push_rows; it advances @p worker's clock like push().
+    /// @throws dsgd::error for a row past the shard or an optimizer without a sparse apply
+    push_outcome push_rows(std::size_t worker, std::uint64_t, std::span<const std::uint64_t> rows, std::size_t dim,
+                           const float* grads, clock_type::time_point) {
+      this->check_rows(rows, dim, "bounded_staleness::push_rows");
+      auto c = detail::coalesce_rows<D>(rows, dim, grads);
+      std::lock_guard lock(this->mutex_);
+      this->check_worker(worker, "bounded_staleness::push_rows");
+      this->apply_rows(c, dim, 1.f);
+      ++this->step_;
+      ++clocks_[worker];
+      this->cv_.notify_all();
+      return push_outcome::applied;
+    }
 
     void finish(std::size_t worker) {
       std::lock_guard lock(this->mutex_);

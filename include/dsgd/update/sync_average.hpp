@@ -59,18 +59,26 @@ struct sync_average {
     push_outcome push(std::size_t worker, std::uint64_t step, const float* grad,
                       clock_type::time_point /*deadline*/) {
       std::lock_guard lock(this->mutex_);
-      this->check_worker(worker, "sync_average::push");
-      if (step > this->step_)
-        throw error(errc::invalid_argument,
-                    "sync_average::push: worker " + std::to_string(worker) + " pushed for step " +
-                        std::to_string(step) + " but the shard is at step " +
-                        std::to_string(this->step_));
-      if (step < this->step_ || pushed_[worker]) {
-        ++this->dropped_;
-        return push_outcome::dropped;
-      }
+      if (!admit(worker, step, "sync_average::push")) return push_outcome::dropped;
       optim::accumulate(this->device_, thrust::raw_pointer_cast(accumulator_.data()), grad,
                         accumulator_.size());
+      pushed_[worker] = true;
+      ++count_;
+      return maybe_apply() ? push_outcome::applied : push_outcome::accumulated;
+    }
+
+    /// A sparse push: rows @p rows (local to the shard, @p dim floats wide; host memory, as is
+    /// @p grads, rows.size() x dim) are added into the step's dense accumulator, duplicates
+    /// adding up, and the push counts as @p worker's gradient for @p step like push(): the mean
+    /// is over every replica's push, dense or sparse, and is applied densely once.
+    /// @throws dsgd::error for a row past the shard or a push from the future
+    push_outcome push_rows(std::size_t worker, std::uint64_t step, std::span<const std::uint64_t> rows,
+                           std::size_t dim, const float* grads, clock_type::time_point /*deadline*/) {
+      this->check_rows(rows, dim, "sync_average::push_rows");
+      auto c = detail::coalesce_rows<D>(rows, dim, grads);
+      std::lock_guard lock(this->mutex_);
+      if (!admit(worker, step, "sync_average::push_rows")) return push_outcome::dropped;
+      this->scatter_add_rows(thrust::raw_pointer_cast(accumulator_.data()), c, dim);
       pushed_[worker] = true;
       ++count_;
       return maybe_apply() ? push_outcome::applied : push_outcome::accumulated;
@@ -86,6 +94,21 @@ struct sync_average {
     }
 
    private:
+    // Caller holds the lock. false (and counted as dropped) for a stale or second push.
+    bool admit(std::size_t worker, std::uint64_t step, const char* what) {
+      this->check_worker(worker, what);
+      if (step > this->step_)
+        throw error(errc::invalid_argument,
+                    std::string(what) + ": worker " + std::to_string(worker) + " pushed for step " +
+                        std::to_string(step) + " but the shard is at step " +
+                        std::to_string(this->step_));
+      if (step < this->step_ || pushed_[worker]) {
+        ++this->dropped_;
+        return false;
+      }
+      return true;
+    }
+
     bool ready_locked(std::size_t, std::uint64_t step) const { return this->step_ >= step; }
     std::string reason_locked(std::size_t worker, std::uint64_t step) const {
       return "sync_average: worker " + std::to_string(worker) + " waited past its deadline for step " +

@@ -2,25 +2,183 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 /// @file
-/// What every update rule's shard holds: the values, the optimizer and its slots, a lock.
+/// What every update rule's shard holds: the values, the optimizer and its slots, a lock; and
+/// the row kernels of sparse pulls and pushes (embedding tables), with update::sparse_apply.
 // IWYU pragma: private, include <dsgd/update/sync_average.hpp>
 #pragma once
 
+#include <dsgd/config.hpp>
 #include <dsgd/error.hpp>
 #include <dsgd/optim/concepts.hpp>
+#include <dsgd/optim/momentum.hpp>
+#include <dsgd/optim/sgd.hpp>
 #include <dsgd/update/concepts.hpp>
 
 #include <thrust/copy.h>
+#include <thrust/for_each.h>
+#include <thrust/iterator/counting_iterator.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
+#include <numeric>
 #include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
+namespace dsgd::update {
+
+namespace detail {
+
+// Element i of a block of `count` rows of `dim` floats is column i % dim of row rows[i / dim].
+struct gather_rows_kernel {
+  float* out;
+  const float* values;
+  const std::uint64_t* rows;
+  std::size_t dim;
+  DSGD_HOST_DEVICE void operator()(std::size_t i) const { out[i] = values[rows[i / dim] * dim + i % dim]; }
+};
+
+// Rows are unique, so no two elements write the same place.
+struct scatter_add_rows_kernel {
+  float* acc;
+  const float* g;
+  const std::uint64_t* rows;
+  std::size_t dim;
+  DSGD_HOST_DEVICE void operator()(std::size_t i) const { acc[rows[i / dim] * dim + i % dim] += g[i]; }
+};
+
+struct sparse_sgd_kernel {
+  float* w;
+  const float* g;
+  const std::uint64_t* rows;
+  std::size_t dim;
+  float learning_rate;
+  float grad_scale;
+  // The same rounding as optim::detail::sgd_kernel, so sparse and dense pushes agree bit for bit.
+  DSGD_HOST_DEVICE void operator()(std::size_t i) const {
+    w[rows[i / dim] * dim + i % dim] -= learning_rate * (grad_scale * g[i]);
+  }
+};
+
+template <bool Nesterov>
+struct sparse_momentum_kernel {
+  float* w;
+  float* v;
+  const float* g;
+  const std::uint64_t* rows;
+  std::size_t dim;
+  float learning_rate;
+  float momentum;
+  float grad_scale;
+  // optim::detail::momentum_kernel on the elements of the given rows only.
+  DSGD_HOST_DEVICE void operator()(std::size_t i) const {
+    const std::size_t at = rows[i / dim] * dim + i % dim;
+    const float gi = grad_scale * g[i];
+    const float vi = momentum * v[at] + gi;
+    v[at] = vi;
+    if constexpr (Nesterov) {
+      w[at] -= learning_rate * (gi + momentum * vi);
+    } else {
+      w[at] -= learning_rate * vi;
+    }
+  }
+};
+
+}  // namespace detail
+
+/// How optimizer @p O updates only some rows of a variable (TensorFlow's "sparse apply"): the
+/// optimizer's rule on the elements of those rows and on their slots, every other row and slot
+/// left as it is. Async and bounded-staleness shards need it for sparse pushes; sync_average
+/// does not (it applies the dense mean). Specialise it for another optimizer with
+/// `available = true` and the `apply` below; without one, a sparse push under async or SSP is
+/// an error that says so.
+template <class O>
+struct sparse_apply {
+  static constexpr bool available = false;  ///< no sparse apply for O
+};
+
+/// Plain SGD on rows: `w[r] <- w[r] - lr * scale * g_r` for every given row r.
+template <>
+struct sparse_apply<optim::sgd> {
+  static constexpr bool available = true;  ///< optim::sgd has a sparse apply
+  /// Updates rows @p rows[0..count) (unique, local to the shard) of the @p dim-wide rows at
+  /// @p w from the rows @p g (count x dim); every pointer is in @p device's memory.
+  template <Device D>
+  static void apply(const optim::sgd& o, const D& device, typename optim::sgd::template state<D>&, float* w,
+                    const std::uint64_t* rows, std::size_t count, std::size_t dim, const float* g,
+                    float grad_scale) {
+    thrust::for_each_n(device.policy(), thrust::counting_iterator<std::size_t>(0), count * dim,
+                       detail::sparse_sgd_kernel{w, g, rows, dim, o.learning_rate, grad_scale});
+  }
+};
+
+/// Momentum on rows: the velocity and the values of the given rows change; other rows keep
+/// both (TensorFlow's SparseApplyMomentum).
+template <>
+struct sparse_apply<optim::momentum> {
+  static constexpr bool available = true;  ///< optim::momentum has a sparse apply
+  /// As sparse_apply<optim::sgd>::apply, with the velocity slot of the same rows.
+  template <Device D>
+  static void apply(const optim::momentum& o, const D& device, typename optim::momentum::template state<D>& s,
+                    float* w, const std::uint64_t* rows, std::size_t count, std::size_t dim, const float* g,
+                    float grad_scale) {
+    float* v = thrust::raw_pointer_cast(s.velocity.data());
+    const auto first = thrust::counting_iterator<std::size_t>(0);
+    if (o.nesterov) {
+      thrust::for_each_n(device.policy(), first, count * dim,
+                         detail::sparse_momentum_kernel<true>{w, v, g, rows, dim, o.learning_rate, o.momentum,
+                                                              grad_scale});
+    } else {
+      thrust::for_each_n(device.policy(), first, count * dim,
+                         detail::sparse_momentum_kernel<false>{w, v, g, rows, dim, o.learning_rate, o.momentum,
+                                                               grad_scale});
+    }
+  }
+};
+
+}  // namespace dsgd::update
+
 namespace dsgd::update::detail {
+
+/// Sparse rows with duplicates summed: unique rows in ascending order and, for each, the sum
+/// (in the order pushed) of the gradient rows given for it; both in the device's memory.
+template <Device D>
+struct coalesced_rows {
+  typename D::template vector<std::uint64_t> rows;
+  typename D::template vector<float> grads;
+  std::size_t count = 0;
+};
+
+/// Sums the gradient rows of duplicate @p rows (host memory, @p rows.size() x @p dim floats at
+/// @p grads): TensorFlow's deduplication of IndexedSlices before a sparse apply.
+template <Device D>
+coalesced_rows<D> coalesce_rows(std::span<const std::uint64_t> rows, std::size_t dim, const float* grads) {
+  std::vector<std::size_t> order(rows.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return rows[a] < rows[b]; });
+  std::vector<std::uint64_t> unique;
+  std::vector<float> sums;
+  unique.reserve(rows.size());
+  sums.reserve(rows.size() * dim);
+  for (std::size_t k = 0; k < order.size(); ++k) {
+    const float* g = grads + order[k] * dim;
+    if (k > 0 && rows[order[k]] == unique.back()) {
+      float* acc = sums.data() + (unique.size() - 1) * dim;
+      for (std::size_t c = 0; c < dim; ++c) acc[c] += g[c];
+    } else {
+      unique.push_back(rows[order[k]]);
+      sums.insert(sums.end(), g, g + dim);
+    }
+  }
+  coalesced_rows<D> out;
+  out.count = unique.size();
+  out.rows.assign(unique.begin(), unique.end());
+  out.grads.assign(sums.begin(), sums.end());
+  return out;
+}
 
 /// The storage and the pull protocol shared by every rule's shard. @p Derived supplies, called
 /// with the lock held, `ready_locked(worker, step)` (may this worker read at this step now?)
@@ -39,6 +197,7 @@ class shard_storage {
     if (workers == 0) throw error(errc::invalid_argument, "update rule: a shard needs at least one worker");
   }
 
+  /// @returns the number of elements the shard holds.
   std::size_t size() const noexcept { return values_.size(); }
   std::size_t workers() const noexcept { return workers_; }
 
@@ -61,6 +220,34 @@ class shard_storage {
     check_worker(worker, "pull");
     if (!self().ready_locked(worker, step)) return std::nullopt;
     copy_out(out);
+    return step_;
+  }
+
+  /// Sparse pull(): waits as pull() does, then copies rows @p rows (local to the shard, each
+  /// @p dim floats wide, in the given order, duplicates allowed; host memory) into @p out
+  /// (host memory, rows.size() x dim floats). @returns the shard's step.
+  /// @throws dsgd::error errc::invalid_argument for a row past the shard, errc::shape_mismatch
+  ///         for a @p dim that does not divide it, errc::timed_out past @p deadline
+  std::uint64_t pull_rows(std::size_t worker, std::uint64_t step, std::span<const std::uint64_t> rows,
+                          std::size_t dim, float* out, clock_type::time_point deadline) {
+    check_rows(rows, dim, "pull_rows");
+    std::unique_lock lock(mutex_);
+    check_worker(worker, "pull_rows");
+    if (!cv_.wait_until(lock, deadline, [&] { return self().ready_locked(worker, step); }))
+      throw error(errc::timed_out, self().reason_locked(worker, step));
+    copy_rows_out(rows, dim, out);
+    return step_;
+  }
+
+  /// pull_rows() without waiting: std::nullopt (and nothing copied) when @p worker may not
+  /// read yet.
+  std::optional<std::uint64_t> try_pull_rows(std::size_t worker, std::uint64_t step,
+                                             std::span<const std::uint64_t> rows, std::size_t dim, float* out) {
+    check_rows(rows, dim, "pull_rows");
+    std::lock_guard lock(mutex_);
+    check_worker(worker, "pull_rows");
+    if (!self().ready_locked(worker, step)) return std::nullopt;
+    copy_rows_out(rows, dim, out);
     return step_;
   }
 
@@ -98,6 +285,54 @@ class shard_storage {
   void apply(const float* grad, float scale) {
     optimizer_.apply(device_, slots_, thrust::raw_pointer_cast(values_.data()), grad,
                      values_.size(), scale);
+    device_.synchronize();
+  }
+  // Throws for a row width that does not divide the shard or a row past its end.
+  void check_rows(std::span<const std::uint64_t> rows, std::size_t dim, const char* what) const {
+    if (dim == 0 || values_.size() % dim != 0)
+      throw error(errc::shape_mismatch, std::string(what) + ": rows of " + std::to_string(dim) +
+                                            " floats do not tile a shard of " + std::to_string(values_.size()));
+    const std::uint64_t limit = values_.size() / dim;
+    for (std::size_t i = 0; i < rows.size(); ++i)
+      if (rows[i] >= limit)
+        throw error(errc::invalid_argument, std::string(what) + ": row " + std::to_string(rows[i]) + " (key " +
+                                                std::to_string(i) + ") is out of range for a shard of " +
+                                                std::to_string(limit) + " rows");
+  }
+  // Callers hold mutex_. The optimizer on the given rows only (unique, from coalesce_rows).
+  void apply_rows(const coalesced_rows<D>& c, std::size_t dim, float scale) {
+    if constexpr (sparse_apply<O>::available) {
+      sparse_apply<O>::apply(optimizer_, device_, slots_, thrust::raw_pointer_cast(values_.data()),
+                             thrust::raw_pointer_cast(c.rows.data()), c.count, dim,
+                             thrust::raw_pointer_cast(c.grads.data()), scale);
+      device_.synchronize();
+    } else {
+      throw error(errc::invalid_argument,
+                  "sparse push: this optimizer has no sparse apply (update::sparse_apply is defined for optim::sgd "
+                  "and optim::momentum); push the dense gradient, or use sync_average, which applies the dense mean");
+    }
+  }
+  // Callers hold mutex_. acc[row] += grad row, for the unique rows of @p c.
+  void scatter_add_rows(float* acc, const coalesced_rows<D>& c, std::size_t dim) {
+    thrust::for_each_n(device_.policy(), thrust::counting_iterator<std::size_t>(0), c.count * dim,
+                       scatter_add_rows_kernel{acc, thrust::raw_pointer_cast(c.grads.data()),
+                                               thrust::raw_pointer_cast(c.rows.data()), dim});
+    device_.synchronize();
+  }
+  // Callers hold mutex_.
+  void copy_rows_out(std::span<const std::uint64_t> rows, std::size_t dim, float* out) const {
+    if constexpr (D::is_host) {
+      thrust::for_each_n(device_.policy(), thrust::counting_iterator<std::size_t>(0), rows.size() * dim,
+                         gather_rows_kernel{out, thrust::raw_pointer_cast(values_.data()), rows.data(), dim});
+    } else {
+      typename D::template vector<std::uint64_t> r(rows.begin(), rows.end());
+      typename D::template vector<float> o(rows.size() * dim);
+      thrust::for_each_n(device_.policy(), thrust::counting_iterator<std::size_t>(0), rows.size() * dim,
+                         gather_rows_kernel{thrust::raw_pointer_cast(o.data()),
+                                            thrust::raw_pointer_cast(values_.data()),
+                                            thrust::raw_pointer_cast(r.data()), dim});
+      thrust::copy(o.begin(), o.end(), out);
+    }
     device_.synchronize();
   }
   void copy_out(float* out) const {

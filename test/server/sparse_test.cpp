@@ -1,0 +1,563 @@
+// SPDX-FileCopyrightText: Copyright (c) 2026 The dsgd authors
+// SPDX-License-Identifier: Apache-2.0
+//
+// Tests for the sparse rows of <dsgd/server/parameter_server.hpp> and
+// <dsgd/server/ps_client.hpp> (pull_rows, push_rows: embedding tables): ps tasks and workers as
+// threads of this process over real TCP sockets on 127.0.0.1.
+#include <dsgd/optim/adagrad.hpp>
+#include <dsgd/optim/momentum.hpp>
+#include <dsgd/optim/sgd.hpp>
+#include <dsgd/placement/partitioned.hpp>
+#include <dsgd/placement/round_robin.hpp>
+#include <dsgd/server/parameter_server.hpp>
+#include <dsgd/server/ps_client.hpp>
+#include <dsgd/update/async.hpp>
+#include <dsgd/update/bounded_staleness.hpp>
+#include <dsgd/trainer.hpp>
+#include <dsgd/update/sync_average.hpp>
+
+#include <boost/test/unit_test.hpp>
+
+#include <cstring>
+#include <numeric>
+#include <random>
+#include <stdexcept>
+#include <thread>
+
+using namespace std::chrono_literals;
+namespace ds = dsgd::server;
+namespace dp = dsgd::placement;
+
+static_assert(dsgd::update::sparse_apply<dsgd::optim::sgd>::available);
+static_assert(dsgd::update::sparse_apply<dsgd::optim::momentum>::available);
+static_assert(!dsgd::update::sparse_apply<dsgd::optim::adagrad>::available);
+
+namespace {
+
+std::uint16_t free_port() {
+  boost::asio::io_context ctx;
+  boost::asio::ip::tcp::acceptor a(ctx, {boost::asio::ip::make_address("127.0.0.1"), 0});
+  return a.local_endpoint().port();
+}
+
+dsgd::cluster::cluster_spec local_cluster(std::size_t ps, std::size_t workers) {
+  std::map<std::string, std::vector<std::string>> jobs;
+  for (std::size_t i = 0; i < ps; ++i) jobs["ps"].push_back("127.0.0.1:" + std::to_string(free_port()));
+  for (std::size_t i = 0; i < workers; ++i) jobs["worker"].push_back("127.0.0.1:" + std::to_string(free_port()));
+  return dsgd::cluster::cluster_spec(jobs);
+}
+
+ds::client_options client() {
+  ds::client_options o;
+  o.token = "secret";
+  o.startup_timeout = 10s;
+  o.request_timeout = 30s;
+  return o;
+}
+
+// Runs ps task i of spec on its own thread; stops it on destruction.
+template <class U, class O>
+struct running_ps {
+  using ps_type = ds::parameter_server<U, O>;
+  std::unique_ptr<ps_type> ps;
+  std::thread thread;
+  running_ps(const dsgd::cluster::cluster_spec& spec, int i, O optimizer, std::size_t max_rows = 1 << 22) {
+    typename ps_type::options o;
+    o.token = "secret";
+    o.optimizer = optimizer;
+    o.step_timeout = 20s;
+    o.max_rows_per_request = max_rows;
+    o.log = [](std::string_view) {};
+    ps = std::make_unique<ps_type>(spec, i, o);
+    thread = std::thread([this] { ps->join(); });
+  }
+  ~running_ps() {
+    ps->stop();
+    thread.join();
+  }
+};
+
+// A worker connected, registered and (as chief) having initialised the variables.
+std::unique_ptr<ds::ps_client> join_cluster(const dsgd::cluster::cluster_spec& spec, const dp::plan& plan,
+                                            std::size_t k, const std::vector<std::vector<float>>& init) {
+  auto c = std::make_unique<ds::ps_client>(spec, dsgd::cluster::task_id{"worker", int(k)}, client());
+  c->connect();
+  c->register_worker(plan, k, k == 0);
+  if (k == 0) {
+    std::vector<std::span<const float>> v(init.begin(), init.end());
+    c->initialize(plan, v);
+  }
+  c->wait_ready();
+  return c;
+}
+
+std::vector<float> random_values(std::size_t n, unsigned seed) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> d(-1.f, 1.f);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(gen);
+  return v;
+}
+
+// The dense gradient a sparse one stands for: rows of duplicate keys added in key order.
+std::vector<float> scatter(std::size_t rows, std::size_t dim, const std::vector<std::uint64_t>& keys,
+                           const std::vector<float>& grads) {
+  std::vector<float> dense(rows * dim, 0.f);
+  for (std::size_t i = 0; i < keys.size(); ++i)
+    for (std::size_t c = 0; c < dim; ++c) dense[keys[i] * dim + c] += grads[i * dim + c];
+  return dense;
+}
+
+std::vector<float> pull_all(ds::ps_client& c, const dp::plan& plan, std::size_t v, std::uint64_t step = 0) {
+  std::vector<std::vector<float>> all;
+  for (const auto& info : plan.variables()) all.emplace_back(info.shape.elements());
+  std::vector<std::span<float>> dst(all.begin(), all.end());
+  c.pull(plan, step, dst);
+  return all[v];
+}
+
+// Boost.Test is not thread-safe: worker threads check with this and the test thread rethrows.
+void expect(bool ok, const char* what) {
+  if (!ok) throw std::runtime_error(std::string("expected ") + what);
+}
+
+bool mentions(const dsgd::error& e, dsgd::errc code, std::initializer_list<const char*> parts) {
+  if (e.code() != code) return false;
+  std::string w = e.what();
+  for (auto p : parts)
+    if (w.find(p) == std::string::npos) {
+      BOOST_TEST_MESSAGE("missing \"" << p << "\" in: " << w);
+      return false;
+    }
+  return true;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(sparse_rows)
+
+BOOST_AUTO_TEST_CASE(an_async_sparse_push_changes_only_its_rows_exactly_as_the_equivalent_dense_push) {
+  auto spec = local_cluster(1, 1);
+  running_ps<dsgd::update::async, dsgd::optim::sgd> ps(spec, 0, {0.1f});
+  constexpr std::size_t rows = 50, dim = 4;
+  // "emb" gets the sparse push, "ref" the dense gradient it stands for.
+  auto plan = dp::round_robin{}.place({{"emb", {rows, dim}}, {"ref", {rows, dim}}}, 1);
+  auto init = random_values(rows * dim, 1);
+  auto c = join_cluster(spec, plan, 0, {init, init});
+
+  std::vector<std::uint64_t> keys{3, 7, 3, 49, 0};
+  auto grads = random_values(keys.size() * dim, 2);
+  auto dense = scatter(rows, dim, keys, grads);
+  BOOST_TEST(c->push_rows(plan, 0, keys, grads, 0) == 0u);
+  std::vector<std::span<const float>> g{std::span<const float>(), std::span<const float>(dense)};
+  BOOST_TEST(c->push(plan, 0, g) == 0u);
+
+  auto emb = pull_all(*c, plan, 0), ref = pull_all(*c, plan, 1);
+  BOOST_TEST(emb == ref, boost::test_tools::per_element());
+  for (std::size_t r = 0; r < rows; ++r) {
+    bool touched = r == 3 || r == 7 || r == 49 || r == 0;
+    for (std::size_t k = 0; k < dim; ++k) {
+      float expected = touched ? init[r * dim + k] - 0.1f * dense[r * dim + k] : init[r * dim + k];
+      BOOST_TEST(emb[r * dim + k] == expected);
+    }
+  }
+
+  std::vector<std::uint64_t> wanted{49, 3, 10, 3};
+  std::vector<float> out(wanted.size() * dim, -99.f);
+  BOOST_TEST(c->pull_rows(plan, 0, wanted, out, 0) == 1u);  // async: the shard's step, one push
+  for (std::size_t i = 0; i < wanted.size(); ++i)
+    for (std::size_t k = 0; k < dim; ++k) BOOST_TEST(out[i * dim + k] == emb[wanted[i] * dim + k]);
+}
+
+BOOST_AUTO_TEST_CASE(async_sparse_momentum_moves_only_the_pushed_rows_and_their_velocities) {
+  auto spec = local_cluster(1, 1);
+  const float lr = 0.1f, m = 0.9f;
+  running_ps<dsgd::update::async, dsgd::optim::momentum> ps(spec, 0, {lr, m});
+  auto plan = dp::round_robin{}.place({{"emb", {6, 2}}}, 1);
+  std::vector<float> init{0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5};
+  auto c = join_cluster(spec, plan, 0, {init});
+  std::vector<float> ones(2, 1.f);
+  std::vector<std::uint64_t> row1{1}, row2{2};
+  c->push_rows(plan, 0, row1, ones, 0);  // v1 = 1,   w1 = 1 - 0.1
+  c->push_rows(plan, 0, row2, ones, 0);  // v2 = 1,   w2 = 2 - 0.1; row 1 must not move (dense would)
+  c->push_rows(plan, 0, row1, ones, 0);  // v1 = 1.9, w1 -= 0.19
+  auto w = pull_all(*c, plan, 0);
+  float v1 = m * 1.f + 1.f;
+  std::vector<float> expected = init;
+  for (std::size_t k = 0; k < 2; ++k) {
+    expected[2 + k] = (1.f - lr * 1.f) - lr * v1;
+    expected[4 + k] = 2.f - lr * 1.f;
+  }
+  BOOST_TEST(w == expected, boost::test_tools::tolerance(1e-6f) << boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(a_partitioned_embedding_serves_keys_spanning_both_shards_with_duplicates) {
+  auto spec = local_cluster(2, 1);
+  using ps_t = running_ps<dsgd::update::async, dsgd::optim::sgd>;
+  ps_t ps0(spec, 0, {0.5f}), ps1(spec, 1, {0.5f});
+  constexpr std::size_t rows = 1000, dim = 16;
+  auto plan = dp::partitioned::fixed_size(2).place({{"emb", {rows, dim}}}, 2);
+  BOOST_REQUIRE_EQUAL(plan.shards().size(), 2u);
+  BOOST_REQUIRE_EQUAL(plan.shards()[1].ps_task, 1u);
+  BOOST_REQUIRE_EQUAL(plan.shards()[1].offset, 500 * dim);
+  std::vector<float> init(rows * dim);
+  for (std::size_t r = 0; r < rows; ++r)
+    for (std::size_t k = 0; k < dim; ++k) init[r * dim + k] = float(r) + float(k) / 100.f;
+  auto c = join_cluster(spec, plan, 0, {init});
+
+  // Interleaved shards (staged and scattered) and one run per shard (straight into out).
+  for (std::vector<std::uint64_t> keys : {std::vector<std::uint64_t>{999, 0, 500, 499, 0, 750},
+                                          std::vector<std::uint64_t>{1, 2, 3, 600, 601}}) {
+    std::vector<float> out(keys.size() * dim, -1.f);
+    c->pull_rows(plan, 0, keys, out, 0);
+    for (std::size_t i = 0; i < keys.size(); ++i)
+      for (std::size_t k = 0; k < dim; ++k) BOOST_TEST(out[i * dim + k] == init[keys[i] * dim + k]);
+  }
+
+  std::vector<std::uint64_t> keys{10, 900, 10, 499, 500};
+  std::vector<float> grads(keys.size() * dim);
+  for (std::size_t i = 0; i < grads.size(); ++i) grads[i] = float(i % 7) - 3.f;
+  BOOST_TEST(c->push_rows(plan, 0, keys, grads, 0) == 0u);
+  // Only shard 0's rows: shard 1 still gets an (empty) push, so both shards count two.
+  std::vector<std::uint64_t> low{5};
+  std::vector<float> low_grad(dim, 1.f);
+  c->push_rows(plan, 0, low, low_grad, 0);
+
+  auto dense = scatter(rows, dim, keys, grads);
+  auto dense_low = scatter(rows, dim, low, low_grad);
+  std::vector<float> all(rows * dim);
+  std::vector<std::span<float>> dst{all};
+  BOOST_TEST(c->pull(plan, 0, dst) == 2u);  // the smaller of the two shards' steps
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    float expected = init[i] - 0.5f * dense[i];
+    expected = expected - 0.5f * dense_low[i];
+    BOOST_TEST(all[i] == expected);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(sync_sparse_pushes_of_two_workers_are_averaged_and_applied_once_per_step) {
+  auto spec = local_cluster(2, 2);
+  using ps_t = running_ps<dsgd::update::sync_average, dsgd::optim::sgd>;
+  const float lr = 0.5f;
+  ps_t ps0(spec, 0, {lr}), ps1(spec, 1, {lr});
+  constexpr std::size_t rows = 20, dim = 3;
+  auto plan = dp::partitioned::fixed_size(2).place({{"emb", {rows, dim}}}, 2);
+  auto init = random_values(rows * dim, 3);
+  // Step 0: both sparse. Step 1: worker 0 sparse, worker 1 dense. Step 2: worker 1 pushes no
+  // rows at all, which still counts as its (zero) gradient for the mean.
+  std::vector<std::vector<std::uint64_t>> keys0{{1, 15, 1}, {0, 19}, {7}};
+  std::vector<std::vector<std::uint64_t>> keys1{{1, 4}, {}, {}};
+  auto grad = [&](std::size_t k, std::size_t s, std::size_t n) {
+    return random_values(n * dim, unsigned(10 + 3 * s + k));
+  };
+  auto dense1 = random_values(rows * dim, 99);
+
+  auto expected = init;
+  for (std::size_t s = 0; s < 3; ++s) {
+    auto a = scatter(rows, dim, keys0[s], grad(0, s, keys0[s].size()));
+    auto b = s == 1 ? dense1 : scatter(rows, dim, keys1[s], grad(1, s, keys1[s].size()));
+    for (std::size_t i = 0; i < expected.size(); ++i) expected[i] -= lr * (0.5f * (a[i] + b[i]));
+  }
+
+  std::vector<std::vector<float>> finals(2);
+  std::vector<std::exception_ptr> failed(2);
+  std::vector<std::thread> workers;
+  for (std::size_t k = 0; k < 2; ++k)
+    workers.emplace_back([&, k] { try {
+      auto c = join_cluster(spec, plan, k, {init});
+      for (std::uint64_t s = 0; s < 3; ++s) {
+        const auto& keys = k == 0 ? keys0[s] : keys1[s];
+        std::vector<float> rows_out(keys.size() * dim);
+        // Also with no keys: every shard answers once step s exists.
+        expect(c->pull_rows(plan, 0, keys, rows_out, s) == s, "c->pull_rows(plan, 0, keys, rows_out, s) == s");
+        if (k == 1 && s == 1) {
+          std::vector<std::span<const float>> g{dense1};
+          expect(c->push(plan, s, g) == 0u, "c->push(plan, s, g) == 0u");
+        } else {
+          expect(c->push_rows(plan, 0, keys, grad(k, s, keys.size()), s) == 0u, "push_rows dropped nothing");
+        }
+      }
+      std::vector<float> all(rows * dim);
+      std::vector<std::span<float>> dst{all};
+      expect(c->pull(plan, 3, dst) == 3u, "c->pull(plan, 3, dst) == 3u");
+      finals[k] = all;
+      c->finish();
+    } catch (...) { failed[k] = std::current_exception(); } });
+  for (auto& t : workers) t.join();
+  for (auto& f : failed)
+    if (f) std::rethrow_exception(f);
+  for (const auto& f : finals)
+    BOOST_TEST(f == expected, boost::test_tools::tolerance(1e-6f) << boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(bad_sparse_requests_are_named_errors_and_the_connection_keeps_serving) {
+  auto spec = local_cluster(2, 1);
+  using ps_t = running_ps<dsgd::update::async, dsgd::optim::sgd>;
+  ps_t ps0(spec, 0, {0.1f}, 4), ps1(spec, 1, {0.1f}, 4);  // at most 4 keys per request
+  auto plan = dp::partitioned::fixed_size(2).place({{"emb", {1000, 16}}, {"b", {3}}}, 2);
+  std::vector<float> emb(1000 * 16, 1.f), b(3, 2.f);
+  auto c = join_cluster(spec, plan, 0, {emb, b});
+  std::vector<float> out(2 * 16);
+
+  std::vector<std::uint64_t> far{600, 1200};
+  BOOST_CHECK_EXCEPTION(c->pull_rows(plan, 0, far, out, 0), dsgd::error, [](const dsgd::error& e) {
+    return mentions(e, dsgd::errc::invalid_argument,
+                    {"ps:1: ", "row 1200", "out of range for emb [1000, 16] on ps:1 (holds rows 500-999)"});
+  });
+  std::vector<float> g(2 * 16, 1.f);
+  BOOST_CHECK_EXCEPTION(c->push_rows(plan, 0, far, g, 0), dsgd::error, [](const dsgd::error& e) {
+    return mentions(e, dsgd::errc::invalid_argument, {"sparse_push", "row 1200", "holds rows 500-999"});
+  });
+
+  std::vector<std::uint64_t> one{0};
+  std::vector<float> b_out(1);
+  BOOST_CHECK_EXCEPTION(c->pull_rows(plan, 1, one, b_out, 0), dsgd::error, [](const dsgd::error& e) {
+    return mentions(e, dsgd::errc::invalid_argument, {"b [3]", "rank 2 or more", "rank 1"});
+  });
+
+  std::vector<std::uint64_t> five{1, 2, 3, 4, 5};
+  std::vector<float> five_out(5 * 16);
+  BOOST_CHECK_EXCEPTION(c->pull_rows(plan, 0, five, five_out, 0), dsgd::error, [](const dsgd::error& e) {
+    return mentions(e, dsgd::errc::invalid_argument, {"5 keys exceed the cap of 4"});
+  });
+
+  BOOST_CHECK_EXCEPTION(c->pull_rows(plan, 0, far, std::span<float>(out).first(16), 0), dsgd::error,
+                        [](const dsgd::error& e) {
+                          return mentions(e, dsgd::errc::shape_mismatch, {"2 keys need 32 floats", "holds 16"});
+                        });
+  BOOST_CHECK_EXCEPTION(c->pull_rows(plan, 7, far, out, 0), dsgd::error, [](const dsgd::error& e) {
+    return mentions(e, dsgd::errc::invalid_argument, {"variable 7 is not in the placement"});
+  });
+
+  // No keys: every shard is still asked (async: any step will do) and answers with no rows.
+  BOOST_TEST(c->pull_rows(plan, 0, {}, {}, 5) == 0u);
+
+  // Both ps tasks still serve this connection after the errors.
+  std::vector<std::uint64_t> good{999, 0};
+  BOOST_REQUIRE_NO_THROW(c->pull_rows(plan, 0, good, out, 0));
+  for (float x : out) BOOST_TEST(x == 1.f);
+}
+
+BOOST_AUTO_TEST_CASE(an_optimizer_without_a_sparse_apply_is_refused_under_async_and_kept_under_sync) {
+  auto spec = local_cluster(1, 1);
+  auto plan = dp::round_robin{}.place({{"emb", {4, 2}}}, 1);
+  std::vector<float> init(8, 1.f);
+  std::vector<std::uint64_t> keys{2};
+  std::vector<float> g{1.f, 1.f};
+  {
+    running_ps<dsgd::update::async, dsgd::optim::adagrad> ps(spec, 0, {});
+    auto c = join_cluster(spec, plan, 0, {init});
+    BOOST_CHECK_EXCEPTION(c->push_rows(plan, 0, keys, g, 0), dsgd::error, [](const dsgd::error& e) {
+      return mentions(e, dsgd::errc::invalid_argument, {"no sparse apply", "sync_average"});
+    });
+    BOOST_TEST(pull_all(*c, plan, 0) == init, boost::test_tools::per_element());
+  }
+  {
+    running_ps<dsgd::update::sync_average, dsgd::optim::adagrad> ps(spec, 0, {});
+    auto c = join_cluster(spec, plan, 0, {init});
+    BOOST_TEST(c->push_rows(plan, 0, keys, g, 0) == 0u);
+    auto w = pull_all(*c, plan, 0, 1);
+    BOOST_TEST(w[4] < 1.f);  // row 2 moved down the gradient
+    BOOST_TEST(w[0] == 1.f);  // a zero gradient leaves adagrad's other rows alone
+  }
+}
+
+BOOST_AUTO_TEST_CASE(bounded_staleness_counts_a_sparse_push_on_the_workers_clock) {
+  auto spec = local_cluster(1, 1);
+  running_ps<dsgd::update::bounded_staleness<0>, dsgd::optim::sgd> ps(spec, 0, {1.f});
+  auto plan = dp::round_robin{}.place({{"emb", {3, 1}}}, 1);
+  auto c = join_cluster(spec, plan, 0, {{0.f, 0.f, 0.f}});
+  std::vector<std::uint64_t> keys{2, 2};
+  std::vector<float> g{1.f, 2.f};
+  c->push_rows(plan, 0, keys, g, 0);
+  std::vector<float> out(1);
+  std::vector<std::uint64_t> row{2};
+  BOOST_TEST(c->pull_rows(plan, 0, row, out, 1) == 1u);  // clock 1 is readable at once
+  BOOST_TEST(out[0] == -3.f);
+}
+
+BOOST_AUTO_TEST_CASE(a_trainer_reads_and_updates_an_embedding_by_rows_next_to_dense_variables) {
+  using cpu = dsgd::device::cpu;
+  using trainer = dsgd::trainer<cpu, dp::round_robin, dsgd::update::sync_average, dsgd::optim::sgd>;
+  auto spec = local_cluster(1, 2);
+  trainer::options o;
+  o.token = "secret";
+  o.optimizer = {0.5f};
+  o.step_timeout = 20s;
+  o.ready_timeout = 20s;
+  o.startup_timeout = 10s;
+  o.log = [](std::string_view) {};
+  std::exception_ptr ps_failed;
+  std::thread ps([&] {
+    try {
+      trainer(spec, {"ps", 0}, o).join();
+    } catch (...) {
+      ps_failed = std::current_exception();
+    }
+  });
+  std::vector<std::vector<float>> emb_final(2), b_final(2), emb_local(2);
+  std::vector<std::exception_ptr> failed(2);
+  std::vector<std::thread> workers;
+  for (int k = 0; k < 2; ++k)
+    workers.emplace_back([&, k] {
+      try {
+        trainer t(spec, {"worker", k}, o);
+        std::vector<dsgd::tensor<cpu>> vars{dsgd::tensor<cpu>(cpu{}, {10, 2}), dsgd::tensor<cpu>(cpu{}, {2})};
+        std::fill_n(vars[0].data(), 20, 1.f);
+        t.create_variables(vars, {"emb", "b"});
+        t.set_sparse(0);
+        std::vector<std::uint64_t> keys{std::uint64_t(k), 5};
+        std::vector<float> rows(4);
+        for (std::uint64_t s = 0; s < 3; ++s) {
+          expect(t.pull(vars) == s, "t.pull(vars) == s");
+          expect(t.pull_rows(0, keys, rows) == s, "t.pull_rows(0, keys, rows) == s");
+          std::vector<float> g(4, float(s + 1));
+          expect(t.push_rows(0, keys, g) == 0u, "t.push_rows(0, keys, g) == 0u");
+          std::vector<dsgd::tensor<cpu>> grads{dsgd::tensor<cpu>(cpu{}, {10, 2}), dsgd::tensor<cpu>(cpu{}, {2})};
+          std::fill_n(grads[1].data(), 2, float(k + 1));
+          expect(t.push(grads) == 0u, "t.push(grads) == 0u");
+        }
+        t.pull(vars);
+        std::vector<std::uint64_t> all(10);
+        std::iota(all.begin(), all.end(), std::uint64_t{0});
+        emb_final[k].resize(20);
+        expect(t.pull_rows(0, all, emb_final[k]) == 3u, "t.pull_rows(0, all, emb_final[k]) == 3u");
+        b_final[k] = vars[1].to_host();
+        emb_local[k] = vars[0].to_host();
+        t.finish();
+      } catch (...) {
+        failed[k] = std::current_exception();
+      }
+    });
+  for (auto& w : workers) w.join();
+  ps.join();
+  for (auto& f : failed)
+    if (f) std::rethrow_exception(f);
+  if (ps_failed) std::rethrow_exception(ps_failed);
+  // Row 5: both workers, mean s + 1; rows 0 and 1: one worker, mean (s + 1) / 2; lr 0.5.
+  std::vector<float> emb(20, 1.f);
+  for (int c = 0; c < 2; ++c) {
+    emb[0 * 2 + c] = emb[1 * 2 + c] = 1.f - 0.5f * (0.5f + 1.f + 1.5f);
+    emb[5 * 2 + c] = 1.f - 0.5f * (1.f + 2.f + 3.f);
+  }
+  for (int k = 0; k < 2; ++k) {
+    BOOST_TEST(emb_final[k] == emb, boost::test_tools::tolerance(1e-6f) << boost::test_tools::per_element());
+    BOOST_TEST(b_final[k] == std::vector<float>(2, -3 * 0.5f * 1.5f),
+               boost::test_tools::tolerance(1e-6f) << boost::test_tools::per_element());
+    BOOST_TEST(emb_local[k] == std::vector<float>(20, 1.f), boost::test_tools::per_element());  // pull() skipped it
+  }
+}
+
+// A peer that speaks the protocol by hand, to send what ps_client never would.
+struct raw_peer {
+  boost::asio::io_context ioc;
+  std::shared_ptr<dsgd::transport::tcp_connection> conn;
+
+  explicit raw_peer(const dsgd::cluster::cluster_spec& spec) {
+    dsgd::transport::tcp_options t;
+    t.identity = "worker:0";
+    t.token = "secret";
+    t.log = [](std::string_view) {};
+    const auto& a = spec.address("ps", 0);
+    boost::asio::ip::tcp::endpoint ep(boost::asio::ip::make_address(a.host), a.port);
+    for (int attempt = 0; attempt < 100 && !conn; ++attempt) {
+      bool done = false;
+      dsgd::transport::async_connect(ioc.get_executor(), ep, t,
+                                     [&](dsgd::error_code ec, std::shared_ptr<dsgd::transport::tcp_connection> c) {
+                                       if (!ec) conn = c;
+                                       done = true;
+                                     });
+      while (!done && ioc.run_one_for(10s)) {
+      }
+      ioc.restart();
+      if (!conn) std::this_thread::sleep_for(50ms);
+    }
+    BOOST_REQUIRE(conn);
+  }
+
+  std::pair<dsgd::transport::frame_header, std::string> call(dsgd::transport::frame_header h,
+                                                             std::vector<boost::asio::const_buffer> payload) {
+    h.request_id = ++id;
+    conn->async_send(h, payload, [](dsgd::error_code) {});
+    std::string body;
+    dsgd::transport::frame_header got;
+    dsgd::error_code err;
+    bool done = false;
+    conn->async_receive(
+        [&](const dsgd::transport::frame_header& rh, dsgd::error_code&) {
+          body.resize(rh.payload_length);
+          return boost::asio::buffer(body);
+        },
+        [&](dsgd::error_code ec, dsgd::transport::frame_header rh) {
+          err = ec;
+          got = rh;
+          done = true;
+        });
+    while (!done && ioc.run_one_for(10s)) {
+    }
+    ioc.restart();
+    BOOST_REQUIRE(done);
+    BOOST_REQUIRE(!err);
+    BOOST_REQUIRE_EQUAL(got.request_id, h.request_id);
+    return {got, body};
+  }
+
+  std::uint64_t id = 0;
+};
+
+dsgd::transport::frame_header request(ds::message m, std::uint32_t variable = 0) {
+  dsgd::transport::frame_header h;
+  h.type = static_cast<std::uint16_t>(m);
+  h.variable = variable;
+  return h;
+}
+
+std::string error_of(const std::pair<dsgd::transport::frame_header, std::string>& reply) {
+  if (reply.first.type != static_cast<std::uint16_t>(ds::message::reply_error)) return "(no error)";
+  return ds::decode_control<ds::error_reply>(reply.second, "reply_error").message;
+}
+
+BOOST_AUTO_TEST_CASE(the_ps_checks_every_sparse_request_itself_and_answers_with_the_reason) {
+  auto spec = local_cluster(1, 1);
+  running_ps<dsgd::update::async, dsgd::optim::sgd> ps(spec, 0, {1.f}, 8);
+  raw_peer peer(spec);
+  ds::shard_layout layout{0, 0, "emb", {10, 4}, 0, 10};
+  auto reg = ds::encode_control(ds::register_request{"worker:0", 0, true, 1, "emb[10, 4]@0+0:40", 1, {layout}});
+  auto h = request(ds::message::register_worker);
+  h.flags = dsgd::transport::frame_flags::control;
+  BOOST_REQUIRE_EQUAL(peer.call(h, {boost::asio::buffer(reg)}).first.type, std::uint16_t(ds::message::reply_ok));
+  std::vector<float> init(40);
+  for (std::size_t i = 0; i < init.size(); ++i) init[i] = float(i);
+  BOOST_REQUIRE_EQUAL(peer.call(request(ds::message::init_shard), {boost::asio::buffer(init)}).first.type,
+                      std::uint16_t(ds::message::reply_ok));
+
+  // Keys then rows of 4 floats: 8 + 16 bytes per key. 30 bytes is not a whole number of them.
+  std::vector<char> ragged(30, 0);
+  auto e = error_of(peer.call(request(ds::message::sparse_push), {boost::asio::buffer(ragged)}));
+  BOOST_TEST(e.find("30 payload bytes are not a whole number of keys with their rows (8 + 4 x 4 bytes each)") !=
+             std::string::npos, e);
+  std::vector<std::uint64_t> key{3};
+  e = error_of(peer.call(request(ds::message::sparse_pull, 5), {boost::asio::buffer(key)}));
+  BOOST_TEST(e.find("sparse_pull of variable 5 shard 0, which ps:0 does not hold") != std::string::npos, e);
+  std::vector<std::uint64_t> nine(9, 1);
+  e = error_of(peer.call(request(ds::message::sparse_pull), {boost::asio::buffer(nine)}));
+  BOOST_TEST(e.find("9 keys exceed the cap of 8") != std::string::npos, e);
+  std::vector<std::uint64_t> past{2, 10};
+  e = error_of(peer.call(request(ds::message::sparse_pull), {boost::asio::buffer(past)}));
+  BOOST_TEST(e.find("row 10 (key 1 of 2) out of range for emb [10, 4] on ps:0 (holds rows 0-9)") != std::string::npos,
+             e);
+
+  // A good push (key 3 twice: the rows add up) and pull on the same connection.
+  std::vector<std::uint64_t> keys{3, 3};
+  std::vector<float> rows{1, 1, 1, 1, 2, 2, 2, 2};
+  auto pushed = peer.call(request(ds::message::sparse_push), {boost::asio::buffer(keys), boost::asio::buffer(rows)});
+  BOOST_TEST(pushed.first.type == std::uint16_t(ds::message::push_applied));
+  auto pulled = peer.call(request(ds::message::sparse_pull), {boost::asio::buffer(key)});
+  BOOST_REQUIRE_EQUAL(pulled.first.type, std::uint16_t(ds::message::pull_reply));
+  BOOST_REQUIRE_EQUAL(pulled.second.size(), 4 * sizeof(float));
+  float row3[4];
+  std::memcpy(row3, pulled.second.data(), sizeof row3);
+  for (int k = 0; k < 4; ++k) BOOST_TEST(row3[k] == float(12 + k) - 3.f);
+}
+
+BOOST_AUTO_TEST_SUITE_END()

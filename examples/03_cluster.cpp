@@ -18,7 +18,17 @@
 //
 // Options: --rule sync|async|ssp (bounded staleness 2), --model mlp|softmax, --epochs N,
 //          --batch N, --lr X, --momentum X, --decay X (rate multiplier per epoch),
-//          --target ACC (exit 1 if the chief ends below it).
+//          --target ACC (exit 1 if the chief ends below it),
+//          --backup N (sync: each step averages the first workers - N gradients; the slowest
+//          N are backups whose late gradients are dropped),
+//          --slowdown TASK=F (e.g. worker:2=3: that task sleeps after each step so that its
+//          step takes F times its compute time, a straggler),
+//          --csv FILE (the chief writes one line per evaluation: wall time, global step,
+//          steps/s, loss, test accuracy; bench/straggler/run.sh plots these).
+//
+// Every worker trains until the global step reaches --epochs epochs of the schedule (about
+// one pass over the training set each), so a straggler stops with the others; the chief
+// evaluates the test accuracy each time the global step crosses an epoch.
 #include <dsgd/data/fashion_mnist.hpp>
 #include <dsgd/model/mlp.hpp>
 #include <dsgd/model/softmax_regression.hpp>
@@ -33,10 +43,14 @@
 #include <dsgd/update/bounded_staleness.hpp>
 #include <dsgd/update/sync_average.hpp>
 
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <type_traits>
 
 namespace {
@@ -53,7 +67,31 @@ struct settings {
   float momentum = 0.9f;
   float decay = 0.7f;  // learning rate multiplier per epoch
   double target = 0;
+  std::size_t backup = 0;       // sync: aggregate workers - backup gradients per step
+  std::string slowdown;         // "worker:2=3": that task's steps take 3x its compute time
+  double slowdown_factor = 1;
+  std::string csv;              // the chief writes one line per evaluation here
 };
+
+// --slowdown TASK=F, e.g. worker:2=3 (F >= 1).
+void parse_slowdown(settings& s, const std::string& v) {
+  const auto eq = v.find('=');
+  const auto colon = v.find(':');
+  if (eq == std::string::npos || colon == std::string::npos || colon > eq || colon == 0 || eq + 1 == v.size())
+    throw dsgd::error(dsgd::errc::invalid_argument, "--slowdown " + v + ": expected TASK=FACTOR, e.g. worker:2=3");
+  std::size_t used = 0;
+  double f = 0;
+  try {
+    f = std::stod(v.substr(eq + 1), &used);
+  } catch (const std::logic_error&) {
+    used = 0;
+  }
+  if (used != v.size() - eq - 1 || !(f >= 1))
+    throw dsgd::error(dsgd::errc::invalid_argument, "--slowdown " + v + ": factor at column " +
+                                                        std::to_string(eq + 2) + " must be a number >= 1");
+  s.slowdown = v;
+  s.slowdown_factor = f;
+}
 
 std::string token() {
   const char* t = std::getenv("DSGD_CLUSTER_TOKEN");
@@ -85,53 +123,147 @@ int run_demo() {
   return 0;
 }
 
+// The chief's record of one evaluation, printed and (with --csv) appended to a file.
+struct evaluation {
+  std::size_t epoch;
+  double seconds;       // wall time since the variables were ready
+  std::uint64_t step;   // global step of the values evaluated
+  double loss;          // the chief's mean training loss since the previous evaluation
+  double accuracy;
+};
+
+class csv_log {
+ public:
+  explicit csv_log(const settings& s) {
+    if (s.csv.empty()) return;
+    file_ = std::fopen(s.csv.c_str(), "w");
+    if (!file_)
+      throw dsgd::error(dsgd::errc::invalid_argument,
+                        "--csv " + s.csv + ": cannot open for writing: " + std::strerror(errno));
+    std::fprintf(file_, "rule,workers,backup,slowdown,epoch,wall_s,global_step,steps_per_s,train_loss,test_accuracy\n");
+    std::fflush(file_);
+  }
+  csv_log(const csv_log&) = delete;
+  csv_log& operator=(const csv_log&) = delete;
+  ~csv_log() {
+    if (file_) std::fclose(file_);
+  }
+  void write(const settings& s, std::size_t workers, const evaluation& e) {
+    if (!file_) return;
+    std::fprintf(file_, "%s,%zu,%zu,%s,%zu,%.3f,%llu,%.2f,%.5f,%.4f\n", s.rule.c_str(), workers, s.backup,
+                 s.slowdown.empty() ? "none" : s.slowdown.c_str(), e.epoch, e.seconds,
+                 static_cast<unsigned long long>(e.step), e.seconds > 0 ? e.step / e.seconds : 0.0, e.loss, e.accuracy);
+    std::fflush(file_);
+  }
+
+ private:
+  std::FILE* file_ = nullptr;
+};
+
+// --slowdown TASK=F: the factor for this task, 1 when the option names another task.
+double slowdown_for(const settings& s, const dsgd::cluster::task_id& task) {
+  if (s.slowdown.empty()) return 1;
+  const auto eq = s.slowdown.find('=');
+  const std::string who = s.slowdown.substr(0, eq);
+  return who == task.to_string() ? s.slowdown_factor : 1;
+}
+
 template <class Model, class Rule>
 int train(const settings& s) {
   using optimizer = dsgd::optim::exponential_decay<dsgd::optim::momentum>;
   using trainer = dsgd::trainer<cpu, dsgd::placement::greedy_by_bytes, Rule, optimizer>;
+  using clock = std::chrono::steady_clock;
+  constexpr bool sync = std::is_same_v<Rule, dsgd::update::sync_average>;
   auto role = dsgd::cluster::resolve_from_environment();
-  // The ps decays the rate once per epoch: an epoch is one step per batch of a worker under
-  // sync, and one applied gradient per batch of every worker otherwise.
+  // Every task computes the schedule and the rule from the same arguments and cluster, so the
+  // ps tasks apply what the workers expect.
   const std::size_t replicas = dsgd::server::replicas::count(role.cluster);
+  if (s.backup > 0 && !sync)
+    throw dsgd::error(dsgd::errc::invalid_argument, "--backup " + std::to_string(s.backup) +
+                                                        ": backup workers need --rule sync, not " + s.rule);
+  if (s.backup >= replicas)
+    throw dsgd::error(dsgd::errc::invalid_argument, "--backup " + std::to_string(s.backup) + ": must be below the " +
+                                                        std::to_string(replicas) + " workers of the cluster");
   const std::size_t shard = (dsgd::data::fashion_mnist::train_images.count + replicas - 1) / replicas;
   const std::size_t batches_per_epoch = (shard + s.batch - 1) / s.batch;
-  const bool sync = std::is_same_v<Rule, dsgd::update::sync_average>;
+  // An epoch of the schedule, in global steps, is about one pass over the training set: under
+  // sync a step averages `aggregated` batches; async and SSP apply every batch as a step.
+  const std::size_t aggregated = sync ? replicas - s.backup : 1;
+  const std::size_t steps_per_epoch = (batches_per_epoch * replicas + aggregated - 1) / aggregated;
   typename trainer::options o;
   o.token = token();
-  o.optimizer = {{s.lr, s.momentum, false}, s.decay, sync ? batches_per_epoch : batches_per_epoch * replicas, true};
+  o.optimizer = {{s.lr, s.momentum, false}, s.decay, steps_per_epoch, true};
+  if constexpr (sync) o.rule.replicas_to_aggregate = s.backup > 0 ? aggregated : 0;
   trainer t(role.cluster, role.task, o);
   if (t.is_ps()) {
     t.join();
     return 0;
   }
+  const double slowdown = slowdown_for(s, t.task());
   const auto train_set = dsgd::data::fashion_mnist::load(dsgd::data::fashion_mnist::split::train);
   const auto test_set = dsgd::data::fashion_mnist::load(dsgd::data::fashion_mnist::split::test);
+  csv_log csv(t.is_chief() ? s : settings{});
   Model net(cpu{});
   t.create_variables(net.parameters(), net.names());
   dsgd::model::shuffled_batches batches(
       train_set, {.batch = s.batch, .seed = 1000 + t.replica(), .shard = t.replica(), .shards = t.replicas()});
-  std::size_t dropped = 0;
-  double accuracy = 0;
-  for (std::size_t epoch = 1; epoch <= s.epochs; ++epoch) {
-    auto stats = batches.run_epoch([&](const dsgd::model::batch_view& b) {
-      float loss = net.forward_backward(b.images, b.labels, b.size);
-      dropped += t.push(net.gradients());
-      t.pull(net.parameters());
-      return loss;
-    });
+  if (slowdown > 1) std::printf("straggler: every step sleeps %.1fx its compute time\n", slowdown - 1);
+
+  // Every worker runs until the global step reaches the last step of the last epoch (TF's
+  // StopAtStepHook on the global step), so a straggler stops with the others instead of
+  // working through its own epochs after they have finished. The chief evaluates whenever
+  // the global step crosses an epoch of the schedule.
+  const std::uint64_t last_step = static_cast<std::uint64_t>(s.epochs) * steps_per_epoch;
+  const auto start = clock::now();
+  auto since_start = [&] { return std::chrono::duration<double>(clock::now() - start).count(); };
+  std::size_t dropped = 0, local_steps = 0, interval_steps = 0, interval_examples = 0;
+  std::size_t next_eval = 1;
+  double interval_loss = 0, accuracy = 0;
+  auto interval_start = clock::now();
+  while (t.step() < last_step) {
+    const auto b = batches.next();
+    const auto compute_start = clock::now();
+    const float loss = net.forward_backward(b.images, b.labels, b.size);
+    if (slowdown > 1) std::this_thread::sleep_for((clock::now() - compute_start) * (slowdown - 1));
+    if (t.push(net.gradients()) > 0) ++dropped;  // some shard had moved on: a backup came late
+    t.pull(net.parameters());
+    ++local_steps;
+    ++interval_steps;
+    interval_examples += b.size;
+    interval_loss += static_cast<double>(loss) * static_cast<double>(b.size);
+    const double mean_loss = interval_loss / static_cast<double>(interval_examples);
     if (t.is_chief()) {
+      if (t.step() < next_eval * steps_per_epoch) continue;
+      const std::size_t epoch = std::min<std::size_t>(t.step() / steps_per_epoch, s.epochs);
       accuracy = net.accuracy(test_set);
-      std::printf("epoch %2zu  step %6llu  loss %.4f  %7.0f examples/s (this worker)  test accuracy %.4f\n", epoch,
-                  static_cast<unsigned long long>(t.step()), stats.mean_loss, stats.examples_per_second(), accuracy);
+      const evaluation e{epoch, since_start(), t.step(), mean_loss, accuracy};
+      std::printf("epoch %2zu  %7.1f s  step %6llu  %6.1f steps/s  loss %.4f  test accuracy %.4f\n", e.epoch,
+                  e.seconds, static_cast<unsigned long long>(e.step), e.step / e.seconds, e.loss, e.accuracy);
+      csv.write(s, t.replicas(), e);
+      next_eval = epoch + 1;
     } else {
-      std::printf("epoch %2zu  loss %.4f  %7.0f examples/s\n", epoch, stats.mean_loss, stats.examples_per_second());
+      // Other workers report their own passes over their shard.
+      if (batches.epochs() < next_eval) continue;
+      const double seconds = std::chrono::duration<double>(clock::now() - interval_start).count();
+      std::printf("pass %2zu over its shard  %7.1f s  loss %.4f  %6.1f steps/s (this worker)  %7.0f examples/s\n",
+                  batches.epochs(), since_start(), mean_loss, interval_steps / seconds, interval_examples / seconds);
+      next_eval = batches.epochs() + 1;
     }
     std::fflush(stdout);
+    interval_steps = interval_examples = 0;
+    interval_loss = 0;
+    interval_start = clock::now();
   }
+  const double seconds = since_start();
   t.finish();
+  std::printf("%s done: %zu steps of its own in %.1f s (%.1f steps/s), %zu gradients dropped as stale\n",
+              t.task().to_string().c_str(), local_steps, seconds, local_steps / seconds, dropped);
   if (!t.is_chief()) return 0;
-  std::printf("final test accuracy %.4f (%s, %zu workers, %zu ps, %zu gradients dropped as stale)\n", accuracy,
-              s.rule.c_str(), t.replicas(), t.cluster().num_tasks("ps"), dropped);
+  std::printf("final test accuracy %.4f (%s%s, %zu workers, %zu ps, %llu global steps in %.1f s = %.1f steps/s, "
+              "%zu gradients dropped as stale)\n",
+              accuracy, s.rule.c_str(), s.backup > 0 ? (" with " + std::to_string(s.backup) + " backup").c_str() : "",
+              t.replicas(), t.cluster().num_tasks("ps"), static_cast<unsigned long long>(t.step()), seconds,
+              t.step() / seconds, dropped);
   return accuracy >= s.target ? 0 : 1;
 }
 
@@ -163,6 +295,9 @@ int main(int argc, char** argv) {
       else if (a == "--momentum") s.momentum = std::stof(value());
       else if (a == "--decay") s.decay = std::stof(value());
       else if (a == "--target") s.target = std::stod(value());
+      else if (a == "--backup") s.backup = std::stoul(value());
+      else if (a == "--slowdown") parse_slowdown(s, value());
+      else if (a == "--csv") s.csv = value();
       else throw dsgd::error(dsgd::errc::invalid_argument, "unknown option " + a);
     } catch (const std::logic_error&) {
       std::fprintf(stderr, "03_cluster: bad value for %s\n", a.c_str());

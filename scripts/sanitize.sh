@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# SPDX-FileCopyrightText: Copyright (c) 2026 The dsgd authors
+# SPDX-License-Identifier: Apache-2.0
+#
+# Builds the tests, tools and examples with a sanitizer and runs the test suite under it.
+#   scripts/sanitize.sh asan [ctest args]   # AddressSanitizer + LeakSanitizer + UBSan, in build-asan
+#   scripts/sanitize.sh tsan [ctest args]   # ThreadSanitizer, in build-tsan
+# Extra arguments go to ctest (e.g. `-R 'ps_test|asio_tcp_test'` or `-L network`).
+#
+# What runs: every test except those labelled `slow` (training to an accuracy target: too slow
+# under a sanitizer; pass `--no-exclude-slow` first to include them) and `consumer` (they build
+# a separate, uninstrumented project). CUDA is off, so there are no `gpu` tests: sanitizers
+# do not instrument device code.
+#
+# Build: RelWithDebInfo at -O1 with assertions on (no NDEBUG), so DSGD_ASSERT and assert()
+# are live, stack traces are exact, and training tests still finish in time.
+#
+# ThreadSanitizer and OpenMP: libgomp is not built with TSan, so TSan cannot see its barriers
+# and reports races inside every parallel region. The tsan build therefore configures without
+# OpenMP (-DCMAKE_DISABLE_FIND_PACKAGE_OpenMP=ON): device::cpu falls back to Thrust's sequential
+# backend, and the threads TSan checks are dsgd's own (servers, clients, replicas, the
+# launcher). OpenBLAS runs single-threaded (OPENBLAS_NUM_THREADS=1) for the same reason: its
+# worker threads synchronise through uninstrumented spin loops.
+#
+# Reports stop the test at the first error (halt_on_error / abort_on_error), so a report is a
+# failed test. test/sanitizers/ holds suppression files for third-party code only (ubsan.supp:
+# Thrust; each entry says why); dsgd code is never suppressed.
+#
+# Environment: DSGD_SANITIZE_BUILD_DIR (default build-asan / build-tsan), DSGD_SANITIZE_TARGETS
+# (build only these targets instead of everything, e.g. "ps_test asio_tcp_test"),
+# DSGD_SANITIZE_JOBS (default: nproc), CXX (compiler; default the system's c++).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+usage() {
+  echo "usage: scripts/sanitize.sh asan|tsan [--no-exclude-slow] [ctest args...]" >&2
+  exit 2
+}
+(($# >= 1)) || usage
+kind=$1
+shift
+exclude='slow|consumer|gpu'
+if (($# >= 1)) && [[ $1 == --no-exclude-slow ]]; then
+  exclude='consumer|gpu'
+  shift
+fi
+
+suppressions=$PWD/test/sanitizers
+cmake_extra=()
+case $kind in
+  asan)
+    # UBSan checks stay recoverable at compile time (no -fno-sanitize-recover=undefined) only
+    # so that ubsan.supp can work: a non-recoverable check dies even when suppressed.
+    # halt_on_error=1 still stops at the first report that is not suppressed.
+    flags="-fsanitize=address,undefined -fno-omit-frame-pointer"
+    export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:halt_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1:check_initialization_order=1:strict_init_order=1:print_summary=1}
+    ubsan_options="print_stacktrace=1:halt_on_error=1:print_summary=1"
+    if [[ -s $suppressions/ubsan.supp ]]; then
+      ubsan_options+=":suppressions=$suppressions/ubsan.supp"
+    fi
+    export UBSAN_OPTIONS=${UBSAN_OPTIONS:-$ubsan_options}
+    if [[ -s $suppressions/lsan.supp ]]; then
+      export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$suppressions/lsan.supp:print_suppressions=0}
+    fi
+    ;;
+  tsan)
+    flags="-fsanitize=thread -fno-omit-frame-pointer"
+    cmake_extra+=(-DCMAKE_DISABLE_FIND_PACKAGE_OpenMP=ON)
+    tsan_options="halt_on_error=1:second_deadlock_stack=1:history_size=4"
+    if [[ -s $suppressions/tsan.supp ]]; then
+      tsan_options+=":suppressions=$suppressions/tsan.supp"
+    fi
+    export TSAN_OPTIONS=${TSAN_OPTIONS:-$tsan_options}
+    export OPENBLAS_NUM_THREADS=1
+    ;;
+  *) usage ;;
+esac
+
+build=${DSGD_SANITIZE_BUILD_DIR:-build-$kind}
+jobs=${DSGD_SANITIZE_JOBS:-$(nproc)}
+cmake -S . -B "$build" -G Ninja \
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" \
+  -DCMAKE_CXX_FLAGS="$flags" \
+  -DCMAKE_EXE_LINKER_FLAGS="$flags" \
+  -DDSGD_ENABLE_CUDA=OFF -DDSGD_BUILD_BENCH=OFF -DDSGD_BUILD_EXAMPLES=ON \
+  "${cmake_extra[@]}"
+if [[ -n ${DSGD_SANITIZE_TARGETS:-} ]]; then
+  # shellcheck disable=SC2086  # a list of target names
+  cmake --build "$build" -j "$jobs" --target ${DSGD_SANITIZE_TARGETS}
+else
+  cmake --build "$build" -j "$jobs"
+fi
+
+# OpenMP threads (asan build) sleep between kernels instead of spinning: tasks share the cores.
+export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
+ctest --test-dir "$build" -j "$jobs" --output-on-failure -LE "$exclude" "$@"

@@ -11,6 +11,8 @@
 #include <dsgd/update/async.hpp>
 #include <dsgd/update/sync_average.hpp>
 
+#include <support/loopback_cluster.hpp>
+
 #include <boost/test/unit_test.hpp>
 
 #include <exception>
@@ -23,19 +25,6 @@ namespace ds = dsgd::server;
 using sync_ps = ds::parameter_server<dsgd::update::sync_average, dsgd::optim::sgd>;
 
 namespace {
-
-std::uint16_t free_port() {
-  boost::asio::io_context ctx;
-  boost::asio::ip::tcp::acceptor a(ctx, {boost::asio::ip::make_address("127.0.0.1"), 0});
-  return a.local_endpoint().port();
-}
-
-dsgd::cluster::cluster_spec local_cluster(std::size_t ps, std::size_t workers) {
-  std::map<std::string, std::vector<std::string>> jobs;
-  for (std::size_t i = 0; i < ps; ++i) jobs["ps"].push_back("127.0.0.1:" + std::to_string(free_port()));
-  for (std::size_t i = 0; i < workers; ++i) jobs["worker"].push_back("127.0.0.1:" + std::to_string(free_port()));
-  return dsgd::cluster::cluster_spec(jobs);
-}
 
 ds::client_options client(std::string token = "secret") {
   ds::client_options o;
@@ -71,7 +60,7 @@ std::vector<dsgd::placement::variable_info> variables() { return {{"w", {4, 3}},
 BOOST_AUTO_TEST_SUITE(parameter_server_over_tcp)
 
 BOOST_AUTO_TEST_CASE(sync_workers_over_tcp_equal_single_process_sgd) {
-  auto spec = local_cluster(2, 3);
+  auto spec = dsgd::test::loopback_cluster(2, 3);
   running_ps ps0(spec, 0), ps1(spec, 1);
   auto plan = dsgd::placement::round_robin{}.place(variables(), 2);
   std::vector<std::vector<float>> init{std::vector<float>(12, 1.f), std::vector<float>(3, 2.f), std::vector<float>(5, 3.f)};
@@ -135,7 +124,7 @@ BOOST_AUTO_TEST_CASE(sync_workers_over_tcp_equal_single_process_sgd) {
 }
 
 BOOST_AUTO_TEST_CASE(a_worker_started_before_its_ps_waits_for_it) {
-  auto spec = local_cluster(1, 1);
+  auto spec = dsgd::test::loopback_cluster(1, 1);
   std::unique_ptr<running_ps> ps;
   std::thread late([&] {
     std::this_thread::sleep_for(700ms);
@@ -147,7 +136,7 @@ BOOST_AUTO_TEST_CASE(a_worker_started_before_its_ps_waits_for_it) {
 }
 
 BOOST_AUTO_TEST_CASE(the_startup_deadline_names_every_missing_ps) {
-  auto spec = local_cluster(2, 1);
+  auto spec = dsgd::test::loopback_cluster(2, 1);
   auto o = client();
   o.startup_timeout = 600ms;
   ds::ps_client c(spec, {"worker", 0}, o);
@@ -161,7 +150,7 @@ BOOST_AUTO_TEST_CASE(the_startup_deadline_names_every_missing_ps) {
 }
 
 BOOST_AUTO_TEST_CASE(a_wrong_token_is_rejected_and_the_ps_keeps_serving) {
-  auto spec = local_cluster(1, 2);
+  auto spec = dsgd::test::loopback_cluster(1, 2);
   running_ps ps(spec, 0);
   ds::ps_client bad(spec, {"worker", 1}, client("wrong"));
   BOOST_CHECK_EXCEPTION(bad.connect(), dsgd::error,
@@ -171,7 +160,7 @@ BOOST_AUTO_TEST_CASE(a_wrong_token_is_rejected_and_the_ps_keeps_serving) {
 }
 
 BOOST_AUTO_TEST_CASE(a_placement_mismatch_is_detected_at_connect_time_naming_both) {
-  auto spec = local_cluster(2, 2);
+  auto spec = dsgd::test::loopback_cluster(2, 2);
   running_ps ps0(spec, 0), ps1(spec, 1);
   std::vector<dsgd::placement::variable_info> big_first{{"w", {100}}, {"b", {1}}, {"c", {1}}};
   auto mine = dsgd::placement::round_robin{}.place(big_first, 2);
@@ -188,7 +177,7 @@ BOOST_AUTO_TEST_CASE(a_placement_mismatch_is_detected_at_connect_time_naming_bot
 }
 
 BOOST_AUTO_TEST_CASE(a_dead_worker_in_sync_is_a_named_error_within_the_step_deadline) {
-  auto spec = local_cluster(1, 2);
+  auto spec = dsgd::test::loopback_cluster(1, 2);
   running_ps ps(spec, 0, 500ms);
   auto plan = dsgd::placement::round_robin{}.place({{"w", {2}}}, 1);
   ds::ps_client a(spec, {"worker", 0}, client()), b(spec, {"worker", 1}, client());
@@ -211,7 +200,7 @@ BOOST_AUTO_TEST_CASE(a_dead_worker_in_sync_is_a_named_error_within_the_step_dead
 }
 
 BOOST_AUTO_TEST_CASE(the_chiefs_shutdown_makes_join_return) {
-  auto spec = local_cluster(1, 1);
+  auto spec = dsgd::test::loopback_cluster(1, 1);
   sync_ps::options o;
   o.token = "secret";
   o.log = [](std::string_view) {};

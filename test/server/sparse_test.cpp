@@ -16,6 +16,8 @@
 #include <dsgd/trainer.hpp>
 #include <dsgd/update/sync_average.hpp>
 
+#include <support/loopback_cluster.hpp>
+
 #include <boost/test/unit_test.hpp>
 
 #include <cstring>
@@ -34,18 +36,6 @@ static_assert(!dsgd::update::sparse_apply<dsgd::optim::adagrad>::available);
 
 namespace {
 
-std::uint16_t free_port() {
-  boost::asio::io_context ctx;
-  boost::asio::ip::tcp::acceptor a(ctx, {boost::asio::ip::make_address("127.0.0.1"), 0});
-  return a.local_endpoint().port();
-}
-
-dsgd::cluster::cluster_spec local_cluster(std::size_t ps, std::size_t workers) {
-  std::map<std::string, std::vector<std::string>> jobs;
-  for (std::size_t i = 0; i < ps; ++i) jobs["ps"].push_back("127.0.0.1:" + std::to_string(free_port()));
-  for (std::size_t i = 0; i < workers; ++i) jobs["worker"].push_back("127.0.0.1:" + std::to_string(free_port()));
-  return dsgd::cluster::cluster_spec(jobs);
-}
 
 ds::client_options client() {
   ds::client_options o;
@@ -137,7 +127,7 @@ bool mentions(const dsgd::error& e, dsgd::errc code, std::initializer_list<const
 BOOST_AUTO_TEST_SUITE(sparse_rows)
 
 BOOST_AUTO_TEST_CASE(an_async_sparse_push_changes_only_its_rows_exactly_as_the_equivalent_dense_push) {
-  auto spec = local_cluster(1, 1);
+  auto spec = dsgd::test::loopback_cluster(1, 1);
   running_ps<dsgd::update::async, dsgd::optim::sgd> ps(spec, 0, {0.1f});
   constexpr std::size_t rows = 50, dim = 4;
   // "emb" gets the sparse push, "ref" the dense gradient it stands for.
@@ -170,7 +160,7 @@ BOOST_AUTO_TEST_CASE(an_async_sparse_push_changes_only_its_rows_exactly_as_the_e
 }
 
 BOOST_AUTO_TEST_CASE(async_sparse_momentum_moves_only_the_pushed_rows_and_their_velocities) {
-  auto spec = local_cluster(1, 1);
+  auto spec = dsgd::test::loopback_cluster(1, 1);
   const float lr = 0.1f, m = 0.9f;
   running_ps<dsgd::update::async, dsgd::optim::momentum> ps(spec, 0, {lr, m});
   auto plan = dp::round_robin{}.place({{"emb", {6, 2}}}, 1);
@@ -192,7 +182,7 @@ BOOST_AUTO_TEST_CASE(async_sparse_momentum_moves_only_the_pushed_rows_and_their_
 }
 
 BOOST_AUTO_TEST_CASE(a_partitioned_embedding_serves_keys_spanning_both_shards_with_duplicates) {
-  auto spec = local_cluster(2, 1);
+  auto spec = dsgd::test::loopback_cluster(2, 1);
   using ps_t = running_ps<dsgd::update::async, dsgd::optim::sgd>;
   ps_t ps0(spec, 0, {0.5f}), ps1(spec, 1, {0.5f});
   constexpr std::size_t rows = 1000, dim = 16;
@@ -236,7 +226,7 @@ BOOST_AUTO_TEST_CASE(a_partitioned_embedding_serves_keys_spanning_both_shards_wi
 }
 
 BOOST_AUTO_TEST_CASE(sync_sparse_pushes_of_two_workers_are_averaged_and_applied_once_per_step) {
-  auto spec = local_cluster(2, 2);
+  auto spec = dsgd::test::loopback_cluster(2, 2);
   using ps_t = running_ps<dsgd::update::sync_average, dsgd::optim::sgd>;
   const float lr = 0.5f;
   ps_t ps0(spec, 0, {lr}), ps1(spec, 1, {lr});
@@ -291,7 +281,7 @@ BOOST_AUTO_TEST_CASE(sync_sparse_pushes_of_two_workers_are_averaged_and_applied_
 }
 
 BOOST_AUTO_TEST_CASE(bad_sparse_requests_are_named_errors_and_the_connection_keeps_serving) {
-  auto spec = local_cluster(2, 1);
+  auto spec = dsgd::test::loopback_cluster(2, 1);
   using ps_t = running_ps<dsgd::update::async, dsgd::optim::sgd>;
   ps_t ps0(spec, 0, {0.1f}, 4), ps1(spec, 1, {0.1f}, 4);  // at most 4 keys per request
   auto plan = dp::partitioned::fixed_size(2).place({{"emb", {1000, 16}}, {"b", {3}}}, 2);
@@ -339,7 +329,7 @@ BOOST_AUTO_TEST_CASE(bad_sparse_requests_are_named_errors_and_the_connection_kee
 }
 
 BOOST_AUTO_TEST_CASE(an_optimizer_without_a_sparse_apply_is_refused_under_async_and_kept_under_sync) {
-  auto spec = local_cluster(1, 1);
+  auto spec = dsgd::test::loopback_cluster(1, 1);
   auto plan = dp::round_robin{}.place({{"emb", {4, 2}}}, 1);
   std::vector<float> init(8, 1.f);
   std::vector<std::uint64_t> keys{2};
@@ -363,7 +353,7 @@ BOOST_AUTO_TEST_CASE(an_optimizer_without_a_sparse_apply_is_refused_under_async_
 }
 
 BOOST_AUTO_TEST_CASE(bounded_staleness_counts_a_sparse_push_on_the_workers_clock) {
-  auto spec = local_cluster(1, 1);
+  auto spec = dsgd::test::loopback_cluster(1, 1);
   running_ps<dsgd::update::bounded_staleness<0>, dsgd::optim::sgd> ps(spec, 0, {1.f});
   auto plan = dp::round_robin{}.place({{"emb", {3, 1}}}, 1);
   auto c = join_cluster(spec, plan, 0, {{0.f, 0.f, 0.f}});
@@ -379,7 +369,7 @@ BOOST_AUTO_TEST_CASE(bounded_staleness_counts_a_sparse_push_on_the_workers_clock
 BOOST_AUTO_TEST_CASE(a_trainer_reads_and_updates_an_embedding_by_rows_next_to_dense_variables) {
   using cpu = dsgd::device::cpu;
   using trainer = dsgd::trainer<cpu, dp::round_robin, dsgd::update::sync_average, dsgd::optim::sgd>;
-  auto spec = local_cluster(1, 2);
+  auto spec = dsgd::test::loopback_cluster(1, 2);
   trainer::options o;
   o.token = "secret";
   o.optimizer = {0.5f};
@@ -518,7 +508,7 @@ std::string error_of(const std::pair<dsgd::transport::frame_header, std::string>
 }
 
 BOOST_AUTO_TEST_CASE(the_ps_checks_every_sparse_request_itself_and_answers_with_the_reason) {
-  auto spec = local_cluster(1, 1);
+  auto spec = dsgd::test::loopback_cluster(1, 1);
   running_ps<dsgd::update::async, dsgd::optim::sgd> ps(spec, 0, {1.f}, 8);
   raw_peer peer(spec);
   ds::shard_layout layout{0, 0, "emb", {10, 4}, 0, 10};

@@ -89,7 +89,7 @@ class parameter_server {
     if (replicas_ == 0)
       throw error(errc::bad_cluster_spec, "parameter_server: the cluster has no worker or chief task");
     const auto& addr = spec_.address("ps", task_index);
-    listener_ = transport::tcp_listener::create(ioc_.get_executor(), resolve(addr), tcp());
+    listener_ = transport::tcp_listener::create(ioc_.get_executor(), endpoint_of(addr, self_.to_string()), tcp());
   }
 
   parameter_server(const parameter_server&) = delete;
@@ -139,18 +139,6 @@ class parameter_server {
   };
 
   static std::uint64_t key(std::uint32_t v, std::uint32_t s) { return (std::uint64_t{v} << 32) | s; }
-
-  static endpoint_type resolve(const cluster::task_address& a) {
-    error_code ec;
-    auto ip = boost::asio::ip::make_address(a.host == "localhost" ? "127.0.0.1" : a.host, ec);
-    if (!ec) return {ip, a.port};
-    boost::asio::io_context ctx;
-    boost::asio::ip::tcp::resolver r(ctx);
-    auto results = r.resolve(a.host, std::to_string(a.port), ec);
-    if (ec || results.empty())
-      throw error(errc::bad_cluster_spec, "cannot resolve ps address " + a.to_string() + ": " + ec.message());
-    return *results.begin();
-  }
 
   transport::tcp_options tcp() const {
     transport::tcp_options t;

@@ -12,6 +12,9 @@
 #include <dsgd/transport/frame.hpp>
 
 #include <boost/archive/binary_iarchive.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/address.hpp>
+#include <boost/asio/ip/tcp.hpp>
 #include <boost/archive/binary_oarchive.hpp>
 #include <boost/serialization/string.hpp>
 #include <boost/serialization/vector.hpp>
@@ -156,6 +159,22 @@ M decode_control(std::string_view bytes, const char* what) {
     throw error(errc::bad_frame, std::string("malformed ") + what + " control message: " + e.what());
   }
   return m;
+}
+
+/// @returns the TCP endpoint of task @p who at @p address: an IP address as it is ("localhost"
+/// as 127.0.0.1), a host name through the resolver.
+/// @throws dsgd::error(errc::bad_cluster_spec) naming the task and address that do not resolve
+inline boost::asio::ip::tcp::endpoint endpoint_of(const cluster::task_address& address, const std::string& who) {
+  error_code ec;
+  auto ip = boost::asio::ip::make_address(address.host == "localhost" ? "127.0.0.1" : address.host, ec);
+  if (!ec) return {ip, address.port};
+  boost::asio::io_context ctx;
+  boost::asio::ip::tcp::resolver resolver(ctx);
+  auto results = resolver.resolve(address.host, std::to_string(address.port), ec);
+  if (ec || results.empty())
+    throw error(errc::bad_cluster_spec,
+                "cannot resolve the address of " + who + ", " + address.to_string() + ": " + ec.message());
+  return *results.begin();
 }
 
 /// The training replicas of a cluster: a separate "chief" job (TF2 style) is replica 0 and the

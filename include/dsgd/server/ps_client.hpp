@@ -324,16 +324,7 @@ class ps_client {
   }
 
   boost::asio::ip::tcp::endpoint endpoint(std::size_t ps) const {
-    const auto& a = spec_.address("ps", int(ps));
-    error_code ec;
-    auto ip = boost::asio::ip::make_address(a.host == "localhost" ? "127.0.0.1" : a.host, ec);
-    if (!ec) return {ip, a.port};
-    boost::asio::io_context ctx;
-    boost::asio::ip::tcp::resolver r(ctx);
-    auto results = r.resolve(a.host, std::to_string(a.port), ec);
-    if (ec || results.empty())
-      throw error(errc::bad_cluster_spec, "cannot resolve ps:" + std::to_string(ps) + " address " + a.to_string());
-    return *results.begin();
+    return endpoint_of(spec_.address("ps", int(ps)), "ps:" + std::to_string(ps));
   }
 
   static boost::asio::const_buffer span_buffer(std::span<const float> s) {

@@ -237,8 +237,11 @@ int train(const settings& s) {
       const std::size_t epoch = std::min<std::size_t>(t.step() / steps_per_epoch, s.epochs);
       accuracy = net.accuracy(test_set);
       const evaluation e{epoch, since_start(), t.step(), mean_loss, accuracy};
-      std::printf("epoch %2zu  %7.1f s  step %6llu  %6.1f steps/s  loss %.4f  test accuracy %.4f\n", e.epoch,
-                  e.seconds, static_cast<unsigned long long>(e.step), e.step / e.seconds, e.loss, e.accuracy);
+      // A global step applies `aggregated` batches (sync) or one (async, SSP).
+      const double steps_per_second = e.step / e.seconds;
+      std::printf("epoch %2zu  %7.1f s  step %6llu  %6.1f steps/s  %7.0f examples/s  loss %.4f  test accuracy %.4f\n",
+                  e.epoch, e.seconds, static_cast<unsigned long long>(e.step), steps_per_second,
+                  steps_per_second * static_cast<double>(aggregated * s.batch), e.loss, e.accuracy);
       csv.write(s, t.replicas(), e);
       next_eval = epoch + 1;
     } else {

@@ -4,6 +4,8 @@
 // Tests for <dsgd/cluster/cluster_spec.hpp>.
 #include <dsgd/cluster/cluster_spec.hpp>
 
+#include <support/error_checks.hpp>
+
 #include <boost/test/unit_test.hpp>
 
 #include <chrono>
@@ -24,23 +26,8 @@ static_assert(std::is_nothrow_move_constructible_v<cluster_spec>);
 
 namespace {
 
-// Runs `f`, which must throw dsgd::error with `code`; returns the message ("" if it did not).
-template <class F>
-std::string error_of(F&& f, dsgd::errc code) {
-  try {
-    f();
-    BOOST_ERROR("expected a dsgd::error, nothing was thrown");
-  } catch (const dsgd::error& e) {
-    BOOST_TEST_MESSAGE(e.what());
-    BOOST_TEST((e.code() == code));
-    return e.what();
-  }
-  return {};
-}
-
-bool contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
+using dsgd::test::contains;
+using dsgd::test::error_of;
 
 std::string spec_error(const jobs_map& jobs) {
   return error_of([&] { cluster_spec c(jobs); }, dsgd::errc::bad_cluster_spec);

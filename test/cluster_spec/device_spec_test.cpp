@@ -4,6 +4,8 @@
 // Tests for <dsgd/cluster/device_spec.hpp>.
 #include <dsgd/cluster/device_spec.hpp>
 
+#include <support/error_checks.hpp>
+
 #include <boost/test/unit_test.hpp>
 
 #include <optional>
@@ -17,26 +19,9 @@ static_assert(std::is_aggregate_v<device_spec>);
 
 namespace {
 
-std::size_t caret_column(const std::string& msg) {
-  const auto line = msg.substr(msg.rfind('\n') + 1);
-  return line.find('^') - 2;
-}
-
+// A bad device string: see dsgd::test::check_rejected.
 void check_rejected(std::string_view text, std::size_t column, std::string_view reason) {
-  BOOST_TEST_CONTEXT("device string \"" << text << "\"") {
-    try {
-      (void)device_spec::parse(text);
-      BOOST_ERROR("parse accepted a bad device string");
-    } catch (const dsgd::error& e) {
-      const std::string msg = e.what();
-      BOOST_TEST_MESSAGE(msg);
-      BOOST_TEST((e.code() == dsgd::errc::bad_device_string));
-      BOOST_TEST(msg.find("\"" + std::string(text) + "\"") != std::string::npos);
-      BOOST_TEST(msg.find("at column " + std::to_string(column)) != std::string::npos);
-      BOOST_TEST(caret_column(msg) == column);
-      BOOST_TEST(msg.find(reason) != std::string::npos);
-    }
-  }
+  dsgd::test::check_rejected([](std::string_view t) { return device_spec::parse(t); }, text, column, reason);
 }
 
 }  // namespace

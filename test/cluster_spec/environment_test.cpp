@@ -5,6 +5,8 @@
 // env_from_map, so the tests never read or change the real one.
 #include <dsgd/cluster/environment.hpp>
 
+#include <support/error_checks.hpp>
+
 #include <boost/test/unit_test.hpp>
 
 #include <string>
@@ -17,22 +19,8 @@ using dsgd::cluster::task_id;
 
 namespace {
 
-template <class F>
-std::string error_of(F&& f, dsgd::errc code) {
-  try {
-    f();
-    BOOST_ERROR("expected a dsgd::error, nothing was thrown");
-  } catch (const dsgd::error& e) {
-    BOOST_TEST_MESSAGE(e.what());
-    BOOST_TEST((e.code() == code));
-    return e.what();
-  }
-  return {};
-}
-
-bool contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
+using dsgd::test::contains;
+using dsgd::test::error_of;
 
 }  // namespace
 

@@ -12,6 +12,6 @@ build="$root/build-bench"
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDSGD_BUILD_BENCH=ON \
   -DDSGD_BUILD_TESTS=OFF -DDSGD_BUILD_EXAMPLES=OFF >/dev/null
 cmake --build "$build" --target dsgd_bench_push_pull
-"$build/bench/dsgd_bench_push_pull" "$@" | tee "$build/push_pull.csv"
+OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive} "$build/bench/dsgd_bench_push_pull" "$@" | tee "$build/push_pull.csv"
 echo
 python3 "$root/bench/push_pull/table.py" "$build/push_pull.csv"

@@ -52,11 +52,11 @@ def main(path):
 
     print("\nThe ps's local work per push+pull, measured alone on arrays of the same size (ms; "
           "GB/s of the bytes counted)\n")
-    print("| bytes | SGD apply (12 B/float) | snapshot copy (8 B/float) | one CRC-32C pass (4 B/float) |")
-    print("|---|---:|---:|---:|")
+    print("| bytes | SGD apply (12 B/float) | one CRC-32C pass (4 B/float) |")
+    print("|---|---:|---:|")
     for b in sizes:
         cells = []
-        for v, per in [("sgd_apply", 3), ("snapshot_copy", 2), ("crc32c", 1)]:
+        for v, per in [("sgd_apply", 3), ("crc32c", 1)]:
             t = med.get(("local", v, b))
             cells.append(f"{t * 1e3:.2f} ({per * b / t / 1e9:.1f} GB/s)" if t else "")
         print(f"| {mib(b)} | " + " | ".join(cells) + " |")

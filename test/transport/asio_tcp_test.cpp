@@ -283,6 +283,39 @@ BOOST_AUTO_TEST_CASE(an_oversized_length_is_rejected_before_anything_is_allocate
   BOOST_TEST(log_mentions("payload length 1099511627776 exceeds the cap"));
 }
 
+BOOST_AUTO_TEST_CASE(payload_checksums_follow_the_policy_and_the_peer_address) {
+  struct expectation {
+    t::payload_checksums policy;
+    bool sent;
+  };
+  // The listener is on 127.0.0.1: `remote` leaves loopback frames without a payload CRC.
+  for (auto [policy, sent] : {expectation{t::payload_checksums::remote, false},
+                              expectation{t::payload_checksums::always, true},
+                              expectation{t::payload_checksums::never, false}}) {
+    auto o = client_options();
+    o.checksum_payloads = policy;
+    const auto before = accepted.size();
+    auto [ec, client] = connect(o);
+    BOOST_REQUIRE(!ec);
+    BOOST_REQUIRE(run_until(ioc, [&] { return accepted.size() == before + 1; }));
+    BOOST_TEST(client->checksums_payloads() == sent);
+    const auto payload = random_bytes(4096, 5);
+    std::vector<std::byte> dest(payload.size());
+    std::optional<t::frame_header> got;
+    accepted.back()->async_receive([&](const t::frame_header&, error_code&) { return asio::buffer(dest); },
+                                   [&](error_code e, t::frame_header h) {
+                                     BOOST_TEST(!e);
+                                     got = h;
+                                   });
+    client->async_send(t::frame_header{.type = 3}, asio::buffer(payload), [](error_code e) { BOOST_TEST(!e); });
+    BOOST_REQUIRE(run_until(ioc, [&] { return got.has_value(); }));
+    BOOST_TEST(((got->flags & t::frame_flags::payload_crc) != 0) == sent);
+    BOOST_TEST((dest == payload));
+    client->close();
+    accepted.back()->close();
+  }
+}
+
 BOOST_AUTO_TEST_CASE(a_corrupted_payload_fails_its_checksum) {
   auto s = raw_socket();
   raw_handshake(s);

@@ -245,6 +245,45 @@ BOOST_AUTO_TEST_CASE(try_pull_copies_nothing_until_the_rule_allows_it) {
   BOOST_TEST(shard.wait_reason(0, 1).empty());
 }
 
+BOOST_AUTO_TEST_CASE(a_pin_keeps_its_version_while_pushes_land_and_costs_no_copy_without_them) {
+  std::vector<float> w0{1.f, 2.f, 3.f}, g{1.f, 1.f, 1.f}, w(3);
+  dsgd::update::async::shard<cpu, dsgd::optim::sgd> shard(cpu{}, w0, {1.f}, 2);
+  auto pin = shard.try_pin(0, 0);
+  BOOST_REQUIRE(pin.has_value());
+  BOOST_TEST(pin->step == 0u);
+  const float* pinned_at = pin->values->data();
+  shard.push(1, 0, g.data(), soon());  // lands while the pin lives: written to a copy
+  shard.push(1, 1, g.data(), soon());
+  BOOST_TEST(std::vector<float>(pin->values->begin(), pin->values->end()) == w0, boost::test_tools::per_element());
+  BOOST_TEST(shard.pull(0, 0, w.data(), soon()) == 2u);
+  BOOST_TEST(w == (std::vector<float>{-1.f, 0.f, 1.f}), boost::test_tools::per_element());
+  pin.reset();
+
+  // Pins taken and released between pushes share the shard's own values: no copy at all.
+  auto first = shard.try_pin(0, 0);
+  const float* shard_at = first->values->data();
+  BOOST_TEST(shard_at != pinned_at);
+  first.reset();
+  shard.push(1, 2, g.data(), soon());
+  auto second = shard.try_pin(1, 0);
+  BOOST_TEST(second->values->data() == shard_at);
+  BOOST_TEST(second->step == 3u);
+  BOOST_TEST((*second->values)[0] == -2.f);
+}
+
+BOOST_AUTO_TEST_CASE(try_pin_pins_nothing_until_the_rule_allows_it) {
+  std::vector<float> w0{3.f}, g{1.f};
+  dsgd::update::sync_average::shard<cpu, dsgd::optim::sgd> shard(cpu{}, w0, {1.f}, 2);
+  BOOST_TEST(!shard.try_pin(0, 1).has_value());
+  shard.push(0, 0, g.data(), soon());
+  BOOST_TEST(!shard.try_pin(0, 1).has_value());
+  shard.push(1, 0, g.data(), soon());
+  auto pin = shard.try_pin(0, 1);
+  BOOST_REQUIRE(pin.has_value());
+  BOOST_TEST(pin->step == 1u);
+  BOOST_TEST((*pin->values)[0] == 2.f);
+}
+
 BOOST_AUTO_TEST_CASE(assign_restores_values_and_step) {
   std::vector<float> w0{0.f, 0.f}, restored{4.f, 5.f}, w(2);
   dsgd::update::sync_average::shard<cpu, dsgd::optim::sgd> shard(cpu{}, w0, {1.f}, 1);

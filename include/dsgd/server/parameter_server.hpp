@@ -44,12 +44,21 @@ struct ps_options {
   std::chrono::milliseconds ready_timeout{120'000};
   transport::limits limits{};
   std::size_t chunk_bytes = std::size_t{4} << 20;
-  bool checksum_payloads = true;
+  /// Which connections carry payload CRC-32Cs (transport::payload_checksums).
+  transport::payload_checksums checksum_payloads = transport::payload_checksums::remote;
   /// Most keys one sparse_pull or sparse_push may carry; checked from the frame header before
   /// anything is allocated (a larger request is answered with an error naming the cap).
   std::size_t max_rows_per_request = std::size_t{1} << 22;
   /// Where the ps logs (one line per event); stderr by default.
   std::function<void(std::string_view)> log;
+};
+
+/// A shard that can lend its current values for a pull reply without a copy (try_pin(), as
+/// the shards of the built-in rules do); other rules' pulls go through a snapshot copy.
+template <class S>
+concept pins_values = requires(S& s) {
+  { s.try_pin(std::size_t{0}, std::uint64_t{0})->values->data() } -> std::convertible_to<const float*>;
+  { s.try_pin(std::size_t{0}, std::uint64_t{0})->step } -> std::convertible_to<std::uint64_t>;
 };
 
 /// A parameter-server task: holds the shards the placement gives it, applies the update rule
@@ -124,7 +133,6 @@ class parameter_server {
     bool registered = false;
     std::vector<std::byte> control;
     std::vector<float> incoming;  // init_shard values or a pushed gradient, received in place
-    std::map<std::uint64_t, std::vector<float>> snapshots;  // pull replies in flight
     std::vector<std::uint64_t> keys_in;  // a sparse_pull's keys, received in place
     std::vector<float> sparse_in;        // a sparse_push's keys then rows, received in place
     std::size_t sparse_keys = 0;         // keys in sparse_in
@@ -464,13 +472,23 @@ class parameter_server {
       send(p, header, boost::asio::buffer(*rows_out), [rows_out](error_code) {});
       return true;
     }
-    auto& snapshot = p->snapshots[key(h.variable, h.shard)];
-    snapshot.resize(it->second->size());
-    auto step = it->second->try_pull(p->replica, h.step, snapshot.data());
-    if (!step) return false;
     auto header = reply_header(h, message::pull_reply);
-    header.step = *step;
-    send(p, header, boost::asio::buffer(snapshot), [](error_code) {});
+    if constexpr (pins_values<shard_type>) {
+      // Written straight from the shard's values; the pin keeps this version unchanged until
+      // the write completes (a push landing meanwhile updates a copy).
+      auto pinned = it->second->try_pin(p->replica, h.step);
+      if (!pinned) return false;
+      header.step = pinned->step;
+      const auto& values = *pinned->values;
+      send(p, header, boost::asio::buffer(values.data(), values.size() * sizeof(float)),
+           [pin = std::move(pinned->values)](error_code) {});
+    } else {
+      auto snapshot = std::make_shared<std::vector<float>>(it->second->size());
+      auto step = it->second->try_pull(p->replica, h.step, snapshot->data());
+      if (!step) return false;
+      header.step = *step;
+      send(p, header, boost::asio::buffer(*snapshot), [snapshot](error_code) {});
+    }
     return true;
   }
 

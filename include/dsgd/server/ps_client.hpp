@@ -43,7 +43,8 @@ struct client_options {
   /// it above the ps's step_timeout, so that a slow step is reported by the ps with its reason.
   std::chrono::milliseconds request_timeout{180'000};
   std::size_t chunk_bytes = std::size_t{4} << 20;
-  bool checksum_payloads = true;
+  /// Which connections carry payload CRC-32Cs (transport::payload_checksums).
+  transport::payload_checksums checksum_payloads = transport::payload_checksums::remote;
   transport::limits limits{};
   std::function<void(std::string_view)> log;  ///< stderr by default
 };

@@ -35,6 +35,15 @@
 
 namespace dsgd::transport {
 
+/// When a sender adds a CRC-32C of every payload (receivers check it whenever a frame says so).
+enum class payload_checksums {
+  /// On, except towards a peer on a loopback address: bytes that never cross a wire gain
+  /// nothing from it, while on a real link it backs up TCP's 16-bit sum end to end.
+  remote,
+  always,  ///< on every connection
+  never,   ///< off (frame headers are checksummed whatever this says)
+};
+
 /// Settings shared by a listener and the connections it accepts, or by one outgoing connection.
 struct tcp_options {
   /// This task's identity, sent in the handshake ("worker:1", "ps:0").
@@ -57,8 +66,8 @@ struct tcp_options {
   std::size_t max_queued_sends = 256;
   /// Most payload bytes waiting in one connection's send queue (one message always fits).
   std::uint64_t max_queued_bytes = std::uint64_t{1} << 31;
-  /// Send a CRC-32C of every payload (receivers check it whenever the flag is set).
-  bool checksum_payloads = true;
+  /// Which connections send a CRC-32C of every payload (see payload_checksums).
+  payload_checksums checksum_payloads = payload_checksums::remote;
   /// SO_SNDBUF and SO_RCVBUF in bytes; 0 keeps the system's default.
   int socket_buffer_bytes = 4 << 20;
   /// Where connection errors are reported; by default one line on stderr.
@@ -127,6 +136,12 @@ class tcp_connection : public std::enable_shared_from_this<tcp_connection> {
   std::uint64_t queued_bytes() const noexcept { return queued_bytes_; }
   /// @returns the options the connection was made with.
   const tcp_options& options() const noexcept { return options_; }
+  /// @returns true when this connection sends payload CRCs (options().checksum_payloads
+  /// applied to the peer's address).
+  bool checksums_payloads() const noexcept {
+    return options_.checksum_payloads == payload_checksums::always ||
+           (options_.checksum_payloads == payload_checksums::remote && !remote_.address().is_loopback());
+  }
 
   /// Runs the handshake as @p side under options().handshake_timeout.
   /// Completion signature: void(error_code); errc::handshake_failed for a wrong token, version

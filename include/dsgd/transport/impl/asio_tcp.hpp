@@ -222,7 +222,7 @@ inline void tcp_connection::enqueue(frame_header header,
                                 ? total
                                 : std::min<std::uint64_t>(total, options_.chunk_bytes);
     header.flags &= ~frame_flags::payload_crc;
-    if (options_.checksum_payloads) header.flags |= frame_flags::payload_crc;
+    if (checksums_payloads()) header.flags |= frame_flags::payload_crc;
     // A message the peer would reject is refused here, with the same reason.
     if (options_.chunk_bytes == 0)
       ec = make_error_code(errc::invalid_argument), why = "chunk_bytes is 0";

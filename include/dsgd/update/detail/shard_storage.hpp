@@ -21,6 +21,7 @@
 #include <algorithm>
 #include <condition_variable>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <numeric>
 #include <optional>
@@ -187,9 +188,20 @@ template <class Derived, Device D, class O>
   requires Optimizer<O, D>
 class shard_storage {
  public:
+  /// The values of a shard as device vector; shared so that a pin keeps one version alive.
+  using buffer_type = typename D::template vector<float>;
+
+  /// One version of the shard's values, unchanged for as long as the pin lives: a push applied
+  /// meanwhile writes to a fresh copy (copy on write), never to these values. A ps sends pull
+  /// replies straight from a pin, with no snapshot copy.
+  struct pinned_values {
+    std::shared_ptr<const buffer_type> values;  ///< in the device's memory
+    std::uint64_t step = 0;                     ///< the shard's step of this version
+  };
+
   shard_storage(D device, std::span<const float> initial, O optimizer, std::size_t workers)
       : device_(std::move(device)),
-        values_(initial.begin(), initial.end()),
+        values_(std::make_shared<buffer_type>(initial.begin(), initial.end())),
         optimizer_(std::move(optimizer)),
         slots_(device_, initial.size()),
         workers_(workers),
@@ -198,7 +210,7 @@ class shard_storage {
   }
 
   /// @returns the number of elements the shard holds.
-  std::size_t size() const noexcept { return values_.size(); }
+  std::size_t size() const noexcept { return values_->size(); }
   std::size_t workers() const noexcept { return workers_; }
 
   /// Waits until the rule lets @p worker read at @p step, copies a consistent snapshot of the
@@ -221,6 +233,16 @@ class shard_storage {
     if (!self().ready_locked(worker, step)) return std::nullopt;
     copy_out(out);
     return step_;
+  }
+
+  /// pull() without waiting and without a copy: the current values, pinned, or std::nullopt
+  /// when @p worker may not read yet. Cheap while no push lands during the pin's life; a push
+  /// that does copies the shard once, however many pins hold the old version.
+  std::optional<pinned_values> try_pin(std::size_t worker, std::uint64_t step) {
+    std::lock_guard lock(mutex_);
+    check_worker(worker, "pull");
+    if (!self().ready_locked(worker, step)) return std::nullopt;
+    return pinned_values{values_, step_};
   }
 
   /// Sparse pull(): waits as pull() does, then copies rows @p rows (local to the shard, each
@@ -271,28 +293,35 @@ class shard_storage {
   /// Overwrites the values and the step (a restore from a checkpoint); slots are reset.
   void assign(std::span<const float> values, std::uint64_t step) {
     std::lock_guard lock(mutex_);
-    if (values.size() != values_.size())
+    if (values.size() != values_->size())
       throw error(errc::shape_mismatch, "shard::assign: " + std::to_string(values.size()) +
-                                            " values for a shard of " + std::to_string(values_.size()));
-    thrust::copy(values.begin(), values.end(), values_.begin());
-    slots_ = typename O::template state<D>(device_, values_.size());
+                                            " values for a shard of " + std::to_string(values_->size()));
+    if (values_.use_count() > 1) values_ = std::make_shared<buffer_type>(values_->size());
+    thrust::copy(values.begin(), values.end(), values_->begin());
+    slots_ = typename O::template state<D>(device_, values_->size());
     step_ = step;
     cv_.notify_all();
   }
 
  protected:
+  // Callers hold mutex_. The values to update in place: a private copy when a pin still holds
+  // the current ones. Pins are made under mutex_, so a count of 1 cannot grow meanwhile; a pin
+  // released concurrently at worst costs a copy that was not needed.
+  float* writable_values() {
+    if (values_.use_count() > 1) values_ = std::make_shared<buffer_type>(*values_);
+    return thrust::raw_pointer_cast(values_->data());
+  }
   // Callers hold mutex_.
   void apply(const float* grad, float scale) {
-    optimizer_.apply(device_, slots_, thrust::raw_pointer_cast(values_.data()), grad,
-                     values_.size(), scale);
+    optimizer_.apply(device_, slots_, writable_values(), grad, values_->size(), scale);
     device_.synchronize();
   }
   // Throws for a row width that does not divide the shard or a row past its end.
   void check_rows(std::span<const std::uint64_t> rows, std::size_t dim, const char* what) const {
-    if (dim == 0 || values_.size() % dim != 0)
+    if (dim == 0 || values_->size() % dim != 0)
       throw error(errc::shape_mismatch, std::string(what) + ": rows of " + std::to_string(dim) +
-                                            " floats do not tile a shard of " + std::to_string(values_.size()));
-    const std::uint64_t limit = values_.size() / dim;
+                                            " floats do not tile a shard of " + std::to_string(values_->size()));
+    const std::uint64_t limit = values_->size() / dim;
     for (std::size_t i = 0; i < rows.size(); ++i)
       if (rows[i] >= limit)
         throw error(errc::invalid_argument, std::string(what) + ": row " + std::to_string(rows[i]) + " (key " +
@@ -302,7 +331,7 @@ class shard_storage {
   // Callers hold mutex_. The optimizer on the given rows only (unique, from coalesce_rows).
   void apply_rows(const coalesced_rows<D>& c, std::size_t dim, float scale) {
     if constexpr (sparse_apply<O>::available) {
-      sparse_apply<O>::apply(optimizer_, device_, slots_, thrust::raw_pointer_cast(values_.data()),
+      sparse_apply<O>::apply(optimizer_, device_, slots_, writable_values(),
                              thrust::raw_pointer_cast(c.rows.data()), c.count, dim,
                              thrust::raw_pointer_cast(c.grads.data()), scale);
       device_.synchronize();
@@ -323,20 +352,20 @@ class shard_storage {
   void copy_rows_out(std::span<const std::uint64_t> rows, std::size_t dim, float* out) const {
     if constexpr (D::is_host) {
       thrust::for_each_n(device_.policy(), thrust::counting_iterator<std::size_t>(0), rows.size() * dim,
-                         gather_rows_kernel{out, thrust::raw_pointer_cast(values_.data()), rows.data(), dim});
+                         gather_rows_kernel{out, thrust::raw_pointer_cast(values_->data()), rows.data(), dim});
     } else {
       typename D::template vector<std::uint64_t> r(rows.begin(), rows.end());
       typename D::template vector<float> o(rows.size() * dim);
       thrust::for_each_n(device_.policy(), thrust::counting_iterator<std::size_t>(0), rows.size() * dim,
                          gather_rows_kernel{thrust::raw_pointer_cast(o.data()),
-                                            thrust::raw_pointer_cast(values_.data()),
+                                            thrust::raw_pointer_cast(values_->data()),
                                             thrust::raw_pointer_cast(r.data()), dim});
       thrust::copy(o.begin(), o.end(), out);
     }
     device_.synchronize();
   }
   void copy_out(float* out) const {
-    thrust::copy(device_.policy(), values_.begin(), values_.end(), out);
+    thrust::copy(device_.policy(), values_->begin(), values_->end(), out);
     device_.synchronize();
   }
   void check_worker(std::size_t worker, const char* what) const {
@@ -353,7 +382,7 @@ class shard_storage {
   const Derived& self() const noexcept { return static_cast<const Derived&>(*this); }
 
   D device_;
-  typename D::template vector<float> values_;
+  std::shared_ptr<buffer_type> values_;  // replaced, never written, while a pin holds it
   O optimizer_;
   typename O::template state<D> slots_;
   std::size_t workers_;

@@ -37,6 +37,7 @@ enum class errc {
   checkpoint_corrupt,     ///< a checkpoint that is truncated or fails its checksum
   not_found,              ///< a variable, key or file that does not exist
   cancelled,              ///< an operation stopped by shutdown
+  aborted,                ///< the session was re-created (a ps restored a checkpoint): start over from it
 };
 
 namespace detail {
@@ -64,6 +65,7 @@ class dsgd_category final : public boost::system::error_category {
       case errc::checkpoint_corrupt: return "checkpoint corrupt";
       case errc::not_found: return "not found";
       case errc::cancelled: return "cancelled";
+      case errc::aborted: return "session aborted";
     }
     return "unknown dsgd error";
   }

@@ -37,6 +37,7 @@
 #include <dsgd/update/sync_average.hpp>
 
 #include <chrono>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <span>
@@ -56,6 +57,8 @@ struct trainer_options {
   std::chrono::milliseconds step_timeout{120'000};
   /// ps: workers wait this long for the chief to initialise the variables.
   std::chrono::milliseconds ready_timeout{300'000};
+  /// ps: stop (join() throws errc::peer_lost) when the chief has been gone this long; 0: never.
+  std::chrono::milliseconds chief_timeout{600'000};
   /// workers: how long to keep retrying an unreachable ps at start.
   std::chrono::milliseconds startup_timeout{120'000};
   std::function<void(std::string_view)> log;  ///< stderr by default
@@ -150,6 +153,7 @@ class trainer {
     o.rule = opts_.rule;
     o.step_timeout = opts_.step_timeout;
     o.ready_timeout = opts_.ready_timeout;
+    o.chief_timeout = opts_.chief_timeout;
     o.log = opts_.log;
     server::parameter_server<U, O> ps(spec_, task_.index, o);
     ps.join();
@@ -161,22 +165,66 @@ class trainer {
   /// has. Values are then pulled into @p variables.
   void create_variables(std::vector<tensor<D>>& variables, const std::vector<std::string>& names,
                         std::uint64_t step = 0) {
-    std::vector<placement::variable_info> info;
-    for (std::size_t i = 0; i < variables.size(); ++i)
-      info.push_back({i < names.size() ? names[i] : "var" + std::to_string(i), variables[i].shape()});
-    plan_ = opts_.placement.place(info, spec_.num_tasks("ps"));
+    place(variables, names);
     client_->connect();
     client_->register_worker(plan_, replica_, is_chief());
     if (is_chief()) {
-      auto host = host_views(variables, true);
-      std::vector<std::span<const float>> values(host.begin(), host.end());
-      client_->initialize(plan_, values, step);
+      initialize(variables, step);
       auto report = plan_.load_report();
       report.pop_back();  // the final newline; log adds its own
       opts_.log(task_.to_string() + ": variables placed\n" + report);
     }
     client_->wait_ready();
-    pull(variables);
+    resync(variables);
+  }
+
+  /// create_variables() from a checkpoint: the chief has every ps task read its shards (values,
+  /// optimizer slots and counters) from checkpoint @p step in @p dir, a directory all of them
+  /// reach; the others wait until it has. Values are then pulled into @p variables.
+  /// @throws dsgd::error what a ps answers: errc::checkpoint_corrupt naming a damaged file,
+  ///         errc::shape_mismatch naming a variable whose shape differs from the model's
+  void restore_variables(std::vector<tensor<D>>& variables, const std::vector<std::string>& names,
+                         const std::filesystem::path& dir, std::uint64_t step) {
+    place(variables, names);
+    client_->connect();
+    client_->register_worker(plan_, replica_, is_chief());
+    if (is_chief()) {
+      client_->restore(std::filesystem::absolute(dir), step);
+      opts_.log(task_.to_string() + ": restored checkpoint " + std::to_string(step) + " from " + dir.string());
+    }
+    client_->wait_ready();
+    resync(variables);
+  }
+
+  /// Chief: every ps task writes its part of checkpoint @p step() into @p dir (values, optimizer
+  /// slots and counters of its shards); train::saver::commit() then makes it a checkpoint.
+  void save_shards(const std::filesystem::path& dir) { client_->save(std::filesystem::absolute(dir), step_); }
+
+  /// Re-creates this task's session after a recoverable failure (a ps lost and restarted, a
+  /// restore by the chief): reconnects to every ps task it lost (retrying until the startup
+  /// timeout), registers again, and pulls the values it computes on next, counting pushes
+  /// afresh. The chief first restores checkpoint @p checkpoint (dir, step) if given, else
+  /// re-initialises every ps task from @p variables, its last pulled values, at step().
+  /// @throws dsgd::error when a ps stays unreachable, or a non-recoverable error
+  void recover(std::vector<tensor<D>>& variables,
+               const std::optional<std::pair<std::filesystem::path, std::uint64_t>>& checkpoint = std::nullopt) {
+    client_->connect();
+    client_->register_worker(plan_, replica_, is_chief());
+    if (is_chief()) {
+      if (checkpoint) {
+        client_->restore(std::filesystem::absolute(checkpoint->first), checkpoint->second);
+      } else {
+        initialize(variables, step_);
+      }
+    }
+    client_->wait_ready();
+    resync(variables);
+  }
+
+  /// @returns true for the errors recover() is for: a ps connection lost or unreachable, or a
+  /// session aborted by a restore.
+  static bool recoverable(const error_code& ec) noexcept {
+    return ec == errc::peer_lost || ec == errc::peer_unreachable || ec == errc::aborted;
   }
 
   /// Reads the values this worker may compute on next into @p variables: for sync the next
@@ -204,11 +252,35 @@ class trainer {
   /// This worker has no more data. The chief then waits for every worker to finish and shuts
   /// the ps tasks down, which ends their join().
   void finish() {
-    client_->finish();
+    try {
+      client_->finish();
+    } catch (const dsgd::error& e) {
+      if (e.code() != errc::aborted) throw;
+      client_->register_worker(plan_, replica_, is_chief());  // a restore came first: finish anyway
+      client_->finish();
+    }
     if (is_chief()) client_->shutdown_cluster();
   }
 
  private:
+  void place(const std::vector<tensor<D>>& variables, const std::vector<std::string>& names) {
+    std::vector<placement::variable_info> info;
+    for (std::size_t i = 0; i < variables.size(); ++i)
+      info.push_back({i < names.size() ? names[i] : "var" + std::to_string(i), variables[i].shape()});
+    plan_ = opts_.placement.place(info, spec_.num_tasks("ps"));
+  }
+  void initialize(std::vector<tensor<D>>& variables, std::uint64_t step) {
+    auto host = host_views(variables, true);
+    std::vector<std::span<const float>> values(host.begin(), host.end());
+    client_->initialize(plan_, values, step);
+  }
+  // Pulls whatever the ps tasks hold now and counts pushes afresh from there.
+  void resync(std::vector<tensor<D>>& variables) {
+    pushes_ = 0;
+    pushed_at_ = 0;
+    pull(variables);
+  }
+
   // Host views of the tensors: the tensors' own memory on a host device (pulls land straight
   // in the model), staging copies otherwise; an empty view for a sparse variable.
   template <class Tensors>

@@ -4,6 +4,8 @@
 // Tests for <dsgd/train/monitored_session.hpp>: a cluster of threads over loopback TCP (ps
 // tasks and workers, each a dsgd::trainer) trains, checkpoints, stops, and a second cluster
 // with another number of ps tasks restores from the checkpoint and goes on.
+#include <dsgd/optim/adam.hpp>
+#include <dsgd/optim/momentum.hpp>
 #include <dsgd/placement/partitioned.hpp>
 #include <dsgd/tensor/init.hpp>
 #include <dsgd/train/monitored_session.hpp>
@@ -13,26 +15,32 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include <bit>
 #include <filesystem>
+#include <functional>
+#include <future>
 #include <limits>
 #include <sstream>
 #include <thread>
 
 using namespace std::chrono_literals;
 using cpu = dsgd::device::cpu;
-using trainer = dsgd::trainer<cpu, dsgd::placement::partitioned, dsgd::update::sync_average, dsgd::optim::sgd>;
-using session = dsgd::train::monitored_session<trainer>;
 using hooks = std::vector<std::unique_ptr<dsgd::train::session_hook<cpu>>>;
 
 namespace {
 
 
-trainer::options options() {
-  trainer::options o;
+template <class O>
+using trainer_of = dsgd::trainer<cpu, dsgd::placement::partitioned, dsgd::update::sync_average, O>;
+
+template <class O>
+typename trainer_of<O>::options options(O optimizer) {
+  typename trainer_of<O>::options o;
   o.token = "t";
-  o.optimizer = {0.1f};
+  o.optimizer = optimizer;
   o.placement = dsgd::placement::partitioned::fixed_size(2);  // w is cut in row slices
   o.step_timeout = 30s;
+  o.startup_timeout = 30s;
   o.log = [](std::string_view) {};
   return o;
 }
@@ -49,49 +57,85 @@ struct result {
   std::vector<std::vector<float>> values;  // the chief's final values
   std::optional<std::uint64_t> restored;
   std::uint64_t step = 0;
+  std::size_t recoveries = 0;  // of both workers together
 };
 
-// Runs a cluster of @p ps ps tasks and 2 workers until step @p last, checkpointing every 5
+// Calls a function once, the first time a step is reached (steps replay after a restore).
+class at_step_hook final : public dsgd::train::session_hook<cpu> {
+ public:
+  at_step_hook(std::uint64_t step, std::function<void()> f) : step_(step), f_(std::move(f)) {}
+  bool after_run(const dsgd::train::run_values<cpu>& v) override {
+    if (v.step == step_ && f_) std::exchange(f_, nullptr)();
+    return false;
+  }
+
+ private:
+  std::uint64_t step_;
+  std::function<void()> f_;
+};
+
+struct run_settings {
+  std::size_t ps = 1;
+  std::uint64_t last = 20;
+  float poison = 0.f;  // added to worker 1's gradients
+  // When the chief first reaches this step, ps task 0 is stopped, and started again 300 ms later
+  // with nothing in memory.
+  std::optional<std::uint64_t> restart_ps_at;
+};
+
+// Runs a cluster of @p r.ps ps tasks and 2 workers until step @p r.last, checkpointing every 5
 // steps. Worker k's gradient pulls every value towards k + 1 (so the mean pulls towards 1.5).
-result run_cluster(std::size_t ps, std::uint64_t last, const std::filesystem::path& dir, float poison = 0.f) {
-  auto spec = dsgd::test::loopback_cluster(ps, 2);
+template <class O = dsgd::optim::sgd>
+result run_cluster(const run_settings& r, const std::filesystem::path& dir, O optimizer = dsgd::optim::sgd{0.1f}) {
+  auto spec = dsgd::test::loopback_cluster(r.ps, 2);
   // The ps tasks as servers this test can stop if a worker fails (a launcher would kill them).
-  using ps_type = dsgd::server::parameter_server<dsgd::update::sync_average, dsgd::optim::sgd>;
-  std::vector<std::unique_ptr<ps_type>> servers;
-  std::vector<std::thread> ps_threads, threads;
-  for (std::size_t i = 0; i < ps; ++i) {
-    ps_type::options o;
+  using ps_type = dsgd::server::parameter_server<dsgd::update::sync_average, O>;
+  auto start_ps = [&](std::size_t i) {
+    typename ps_type::options o;
     o.token = "t";
-    o.optimizer = options().optimizer;
+    o.optimizer = optimizer;
     o.step_timeout = 30s;
     o.log = [](std::string_view) {};
-    servers.push_back(std::make_unique<ps_type>(spec, int(i), o));
+    return std::make_unique<ps_type>(spec, int(i), o);
+  };
+  std::vector<std::unique_ptr<ps_type>> servers;
+  std::vector<std::thread> ps_threads, threads;
+  for (std::size_t i = 0; i < r.ps; ++i) {
+    servers.push_back(start_ps(i));
     ps_threads.emplace_back([&s = *servers.back()] { s.join(); });
   }
+  std::promise<void> restart;
+  auto restart_requested = restart.get_future();
   result out;
   std::exception_ptr failure;
   std::mutex m;
   for (int k = 0; k < 2; ++k)
     threads.emplace_back([&, k] {
       try {
-        trainer t(spec, {"worker", k}, options());
+        trainer_of<O> t(spec, {"worker", k}, options(optimizer));
         auto vars = fresh_variables();
         auto grads = fresh_variables();
         hooks h;
-        h.push_back(std::make_unique<dsgd::train::stop_at_step_hook<cpu>>(last));
+        h.push_back(std::make_unique<dsgd::train::stop_at_step_hook<cpu>>(r.last));
         h.push_back(std::make_unique<dsgd::train::nan_guard_hook<cpu>>());
-        session s(t, vars, names, std::move(h), {.checkpoint_dir = dir, .save_checkpoint_steps = 5});
+        if (k == 0 && r.restart_ps_at) h.push_back(std::make_unique<at_step_hook>(*r.restart_ps_at, [&] {
+          restart.set_value();
+        }));
+        dsgd::train::monitored_session<trainer_of<O>> s(
+            t, vars, names, std::move(h),
+            {.checkpoint_dir = dir, .save_checkpoint_steps = 5, .log = [](std::string_view) {}});
         while (!s.should_stop()) {
           for (std::size_t v = 0; v < vars.size(); ++v) {
             auto w = vars[v].to_host();
-            for (auto& x : w) x = x - float(k + 1) + (k == 1 ? poison : 0.f);
+            for (auto& x : w) x = x - float(k + 1) + (k == 1 ? r.poison : 0.f);
             grads[v].assign(w);
           }
           s.run(0.5f, grads);
         }
         s.close();
+        std::lock_guard lock(m);
+        out.recoveries += s.recoveries();
         if (k == 0) {
-          std::lock_guard lock(m);
           for (auto& v : vars) out.values.push_back(v.to_host());
           out.restored = s.restored_step();
           out.step = s.step();
@@ -101,6 +145,13 @@ result run_cluster(std::size_t ps, std::uint64_t last, const std::filesystem::pa
         if (!failure) failure = std::current_exception();
       }
     });
+  if (r.restart_ps_at && restart_requested.wait_for(60s) == std::future_status::ready) {
+    servers[0]->stop();  // every connection to it breaks, its shards are gone
+    ps_threads[0].join();
+    std::this_thread::sleep_for(300ms);
+    servers[0] = start_ps(0);
+    ps_threads[0] = std::thread([&s = *servers[0]] { s.join(); });
+  }
   for (auto& t : threads) t.join();
   for (auto& s : servers) s->stop();  // already returned after a clean shutdown
   for (auto& t : ps_threads) t.join();
@@ -120,7 +171,7 @@ BOOST_AUTO_TEST_SUITE(monitored_session_over_tcp)
 
 BOOST_AUTO_TEST_CASE(train_checkpoint_then_restore_into_another_number_of_ps_tasks) {
   temp_dir dir;
-  auto first = run_cluster(1, 20, dir.path);
+  auto first = run_cluster({.ps = 1, .last = 20}, dir.path);
   BOOST_TEST(!first.restored.has_value());
   BOOST_TEST(first.step == 20u);
   dsgd::train::saver saver(dir.path);
@@ -132,7 +183,7 @@ BOOST_AUTO_TEST_CASE(train_checkpoint_then_restore_into_another_number_of_ps_tas
   BOOST_TEST(first.values[0][7] == w20, boost::test_tools::tolerance(1e-4f));
 
   // A new cluster with 2 ps tasks restores step 20 (resharded) and continues to 30.
-  auto second = run_cluster(2, 30, dir.path);
+  auto second = run_cluster({.ps = 2, .last = 30}, dir.path);
   BOOST_TEST(second.restored.value() == 20u);
   BOOST_TEST(second.step == 30u);
   float w30 = 1.5f + (1.f - 1.5f) * std::pow(0.9f, 30.f);
@@ -144,7 +195,7 @@ BOOST_AUTO_TEST_CASE(train_checkpoint_then_restore_into_another_number_of_ps_tas
 
 BOOST_AUTO_TEST_CASE(the_nan_guard_names_the_variable) {
   temp_dir dir;
-  BOOST_CHECK_EXCEPTION(run_cluster(1, 10, dir.path, std::numeric_limits<float>::quiet_NaN()), dsgd::error,
+  BOOST_CHECK_EXCEPTION(run_cluster({.last = 10, .poison = std::numeric_limits<float>::quiet_NaN()}, dir.path), dsgd::error,
                         [](const dsgd::error& e) {
                           std::string w = e.what();
                           // Worker 1 sees its NaN gradient of w, worker 0 the NaN values of w that
@@ -154,6 +205,51 @@ BOOST_AUTO_TEST_CASE(the_nan_guard_names_the_variable) {
                                   w.find("variable w holds ") != std::string::npos) &&
                                  w.find("nan") != std::string::npos;
                         });
+}
+
+// With momentum and with adam, a run cut at step 20 and restored (onto another number of ps
+// tasks) ends where an uninterrupted run does: the checkpoint holds the velocity, the moments
+// and adam's step count, not only the values.
+template <class O>
+void check_restore_continues_exactly(O optimizer) {
+  temp_dir whole, cut;
+  auto uninterrupted = run_cluster({.ps = 1, .last = 30}, whole.path, optimizer);
+  run_cluster({.ps = 1, .last = 20}, cut.path, optimizer);
+  auto resumed = run_cluster({.ps = 2, .last = 30}, cut.path, optimizer);
+  BOOST_TEST(resumed.restored.value() == 20u);
+  for (std::size_t v = 0; v < 2; ++v)
+    BOOST_TEST(resumed.values[v] == uninterrupted.values[v], boost::test_tools::per_element());
+  // The slots travel under TensorFlow-style names beside their variable.
+  dsgd::train::saver saver(cut.path);
+  auto reader = saver.open(20);
+  BOOST_TEST(reader.contains("w/" + std::string(std::is_same_v<O, dsgd::optim::adam> ? "m" : "velocity")));
+}
+
+BOOST_AUTO_TEST_CASE(a_restored_momentum_run_continues_exactly_as_an_uninterrupted_one) {
+  check_restore_continues_exactly(dsgd::optim::momentum{0.05f, 0.9f, false});
+}
+
+BOOST_AUTO_TEST_CASE(a_restored_adam_run_continues_exactly_including_its_step_count) {
+  check_restore_continues_exactly(dsgd::optim::adam{0.05f});
+  temp_dir dir;
+  run_cluster({.ps = 1, .last = 10}, dir.path, dsgd::optim::adam{0.05f});
+  auto reader = dsgd::train::saver(dir.path).open(10);
+  auto t = reader.read("w/t");
+  BOOST_TEST(std::bit_cast<std::uint32_t>(t[0]) == 10u);  // ten updates, as 64 bits in two halves
+  BOOST_TEST(std::bit_cast<std::uint32_t>(t[1]) == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(a_ps_lost_and_restarted_mid_run_is_recovered_from_the_last_checkpoint) {
+  temp_dir whole, cut;
+  const dsgd::optim::momentum optimizer{0.05f, 0.9f, false};
+  auto uninterrupted = run_cluster({.ps = 2, .last = 30}, whole.path, optimizer);
+  // ps:0 goes away at step 13 and comes back empty; both workers re-create their sessions, the
+  // chief has both ps tasks restore step 10, and the run replays steps 10..30.
+  auto recovered = run_cluster({.ps = 2, .last = 30, .restart_ps_at = 13}, cut.path, optimizer);
+  BOOST_TEST(recovered.step == 30u);
+  BOOST_TEST(recovered.recoveries >= 2u);  // each worker at least once
+  for (std::size_t v = 0; v < 2; ++v)
+    BOOST_TEST(recovered.values[v] == uninterrupted.values[v], boost::test_tools::per_element());
 }
 
 BOOST_AUTO_TEST_SUITE_END()

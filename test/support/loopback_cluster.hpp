@@ -25,11 +25,18 @@ inline std::uint16_t free_port() {
   return a.local_endpoint().port();
 }
 
-// @p ps ps tasks and @p workers worker tasks on 127.0.0.1.
+// @p ps ps tasks and @p workers worker tasks on 127.0.0.1, on distinct ports: every port stays
+// bound until all are chosen, so the kernel cannot hand out one twice.
 inline cluster::cluster_spec loopback_cluster(std::size_t ps, std::size_t workers) {
+  boost::asio::io_context ctx;
+  std::vector<boost::asio::ip::tcp::acceptor> held;
+  auto next = [&] {
+    held.emplace_back(ctx, boost::asio::ip::tcp::endpoint{boost::asio::ip::make_address("127.0.0.1"), 0});
+    return "127.0.0.1:" + std::to_string(held.back().local_endpoint().port());
+  };
   std::map<std::string, std::vector<std::string>> jobs;
-  for (std::size_t i = 0; i < ps; ++i) jobs["ps"].push_back("127.0.0.1:" + std::to_string(free_port()));
-  for (std::size_t i = 0; i < workers; ++i) jobs["worker"].push_back("127.0.0.1:" + std::to_string(free_port()));
+  for (std::size_t i = 0; i < ps; ++i) jobs["ps"].push_back(next());
+  for (std::size_t i = 0; i < workers; ++i) jobs["worker"].push_back(next());
   return cluster::cluster_spec(jobs);
 }
 

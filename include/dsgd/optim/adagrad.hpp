@@ -61,6 +61,13 @@ struct adagrad {
     typename D::template vector<float> accumulator;
     /// How many updates have been applied.
     std::uint64_t steps = 0;
+    /// Calls `f(name, slot)` for each slot and `f(name, counter)` for each counter: what a
+    /// checkpoint holds of this state.
+    template <class F>
+    void visit(F&& f) {
+      f("accumulator", accumulator);
+      f("steps", steps);
+    }
   };
 
   /// Applies one update to the @p n elements at @p w from the gradient at @p g (raw pointers into

@@ -77,6 +77,14 @@ struct adam {
     typename D::template vector<float> v;
     /// How many updates have been applied (t of the last update).
     std::uint64_t t = 0;
+    /// Calls `f(name, slot)` for each slot and `f(name, counter)` for each counter: what a
+    /// checkpoint holds of this state.
+    template <class F>
+    void visit(F&& f) {
+      f("m", m);
+      f("v", v);
+      f("t", t);
+    }
   };
 
   /// Applies one update to the @p n elements at @p w from the gradient at @p g (raw pointers into

@@ -21,6 +21,11 @@ namespace dsgd {
 ///    gradient (so the sync rule can pass a sum of k gradients with grad_scale = 1/k and touch
 ///    memory once).
 ///
+/// A state may also provide `s.visit(f)`, calling `f(name, slot)` for every per-element slot
+/// (a `D::vector<float>` of the variable's size) and `f(name, counter)` for every
+/// `std::uint64_t` counter: checkpoints then hold them (see checkpointable_state), and a restored
+/// run continues exactly where it stopped. Without it the slots start afresh on restore.
+///
 /// Optimizers are pure: they know nothing of the network, the cluster or the session. If you get
 /// an error on a line that requires this concept, see docs/policies.md for the required members.
 template <class O, class D>
@@ -32,5 +37,10 @@ concept Optimizer =
       requires std::constructible_from<typename O::template state<D>, const D&, std::size_t>;
       o.apply(d, s, p, g, n, 1.f);
     };
+
+/// An optimizer state whose slots and counters checkpoints hold: it has `visit(f)` (see
+/// Optimizer).
+template <class S>
+concept checkpointable_state = requires(S& s) { s.visit([](const char*, auto&) {}); };
 
 }  // namespace dsgd

@@ -60,6 +60,11 @@ struct momentum {
     state(const D&, std::size_t n) : velocity(n, 0.f) {}
     /// The velocity `v`, one per element of the variable.
     typename D::template vector<float> velocity;
+    /// Calls `f(name, slot)` for each slot: what a checkpoint holds of this state.
+    template <class F>
+    void visit(F&& f) {
+      f("velocity", velocity);
+    }
   };
 
   /// Applies one update to the @p n elements at @p w from the gradient at @p g (raw pointers into

@@ -38,6 +38,9 @@ struct sgd {
   template <Device D>
   struct state {
     state(const D&, std::size_t) {}
+    /// Plain SGD keeps no state beside the variable: nothing to visit.
+    template <class F>
+    void visit(F&&) {}
   };
 
   /// Applies one update to the @p n elements at @p w (raw pointers into @p device's memory).

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <dsgd/device/cpu.hpp>
+#include <dsgd/server/detail/shard_checkpoint.hpp>
 #include <dsgd/server/protocol.hpp>
 #include <dsgd/transport/asio_tcp.hpp>
 #include <dsgd/update/concepts.hpp>
@@ -17,9 +18,11 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <functional>
 #include <list>
 #include <map>
@@ -42,6 +45,10 @@ struct ps_options {
   std::chrono::milliseconds step_timeout{60'000};
   /// A wait_ready fails after this when the chief has not created every shard.
   std::chrono::milliseconds ready_timeout{120'000};
+  /// Once a chief has registered, the ps stops (join() throws errc::peer_lost naming it) when
+  /// no chief has been connected for this long: the chief died and was not restarted, and only
+  /// it could shut the cluster down. A chief restarted within it resumes. 0: wait forever.
+  std::chrono::milliseconds chief_timeout{600'000};
   transport::limits limits{};
   std::size_t chunk_bytes = std::size_t{4} << 20;
   /// Which connections carry payload CRC-32Cs (transport::payload_checksums).
@@ -108,11 +115,13 @@ class parameter_server {
   endpoint_type local_endpoint() const { return listener_->local_endpoint(); }
 
   /// Serves until the chief shuts the cluster down (or stop() is called), then returns.
+  /// @throws dsgd::error(errc::peer_lost) when the chief was gone for options::chief_timeout
   void join() {
     listener_->start([this](std::shared_ptr<transport::tcp_connection> c) { on_connection(std::move(c)); });
     arm_sweep();
     log(self_.to_string() + " serving on " + transport::detail::to_string(local_endpoint()));
     ioc_.run();
+    if (failure_) throw *failure_;
   }
 
   /// Stops serving from any thread; join() returns soon after.
@@ -131,6 +140,8 @@ class parameter_server {
     std::shared_ptr<transport::tcp_connection> conn;
     std::size_t replica = 0;
     bool registered = false;
+    bool chief = false;
+    std::uint64_t generation = 0;  // the ps's generation when this peer registered
     std::vector<std::byte> control;
     std::vector<float> incoming;  // init_shard values or a pushed gradient, received in place
     std::vector<std::uint64_t> keys_in;  // a sparse_pull's keys, received in place
@@ -156,7 +167,6 @@ class parameter_server {
     t.chunk_bytes = opts_.chunk_bytes;
     t.checksum_payloads = opts_.checksum_payloads;
     t.log = opts_.log;
-    t.frame_timeout = std::chrono::hours(24);  // workers may compute for long between requests
     auto spec = spec_;
     t.accept_peer = [spec](std::string_view who) {
       auto colon = who.find(':');
@@ -200,7 +210,7 @@ class parameter_server {
   // Where a frame's payload goes: straight into the buffer that will use it.
   boost::asio::mutable_buffer destination(peer& p, const transport::frame_header& h, error_code& ec) {
     auto type = static_cast<message>(h.type);
-    if (type == message::register_worker) {
+    if (type == message::register_worker || type == message::save || type == message::restore) {
       p.control.resize(h.payload_length);
       return boost::asio::buffer(p.control);
     }
@@ -216,6 +226,14 @@ class parameter_server {
           ec = make_error_code(errc::bad_frame);  // a push for a shard this ps does not hold
           return {};
         }
+      } else {
+        // Only a shard of the registered placement, at its size: the only allocation a
+        // peer can ask for is one the placement accounts for.
+        auto it = layouts_.find(key(h.variable, h.shard));
+        if (it == layouts_.end() || it->second.rows * it->second.row_elements() != floats) {
+          ec = make_error_code(errc::bad_frame);
+          return {};
+        }
       }
       if (h.chunk_offset == 0) p.incoming.resize(floats);
       return transport::chunk_destination(boost::asio::buffer(p.incoming), h, ec);
@@ -229,6 +247,7 @@ class parameter_server {
     auto type = static_cast<message>(h.type);
     if (type != message::register_worker && !p->registered)
       throw error(errc::invalid_argument, std::string(to_string(type)) + " before register_worker");
+    if (type != message::register_worker && p->generation != generation_) throw aborted(*p);
     switch (type) {
       case message::register_worker: return on_register(p, h);
       case message::init_shard: return on_init(p, h);
@@ -243,6 +262,8 @@ class parameter_server {
         reply(p, h, message::reply_ok);
         return retry_parked();
       case message::shutdown: return park_or_answer(p, h);
+      case message::save: return on_save(p, h);
+      case message::restore: return on_restore(p, h);
       default:
         throw error(errc::bad_frame, "unknown message type " + std::to_string(h.type));
     }
@@ -270,6 +291,9 @@ class parameter_server {
     }
     p->replica = r.replica;
     p->registered = true;
+    p->chief = r.chief;
+    if (r.chief) chief_seen_ = true;
+    p->generation = generation_;
     reply(p, h, message::reply_ok);
   }
 
@@ -299,6 +323,72 @@ class parameter_server {
                                                                : message::push_dropped;
     reply(p, h, type, step);
     if (outcome == update::push_outcome::applied) retry_parked();
+  }
+
+  // --- checkpoints ------------------------------------------------------------------------
+
+  std::filesystem::path checkpoint_directory(const peer& p, const char* what) const {
+    auto r = decode_control<checkpoint_request>(
+        std::string_view(reinterpret_cast<const char*>(p.control.data()), p.control.size()), what);
+    if (r.directory.empty()) throw error(errc::invalid_argument, std::string(what) + ": no checkpoint directory");
+    return r.directory;
+  }
+
+  // Writes this task's data file of checkpoint h.step: every shard's values, slots, counters.
+  void on_save(const std::shared_ptr<peer>& p, const transport::frame_header& h) {
+    auto dir = checkpoint_directory(*p, "save");
+    std::vector<std::pair<shard_layout, typename shard_type::saved_state>> held;
+    for (auto& [k, shard] : shards_) held.emplace_back(layouts_.at(k), shard->save());
+    detail::write_shard_checkpoint(dir, h.step, static_cast<std::size_t>(self_.index), spec_.num_tasks("ps"), held);
+    reply(p, h, message::reply_ok);
+  }
+
+  // Overwrites (or creates) every shard this task holds from checkpoint h.step. Over existing
+  // shards it then starts a new generation: requests of workers registered before it are
+  // answered errc::aborted.
+  void on_restore(const std::shared_ptr<peer>& p, const transport::frame_header& h) {
+    auto dir = checkpoint_directory(*p, "restore");
+    train::checkpoint_reader reader(dir, h.step);  // verifies every file and checksum
+    typename O::template state<D> probe(device_, 0);
+    std::vector<std::pair<std::uint64_t, typename shard_type::saved_state>> states;
+    for (const auto& [k, layout] : layouts_) {
+      std::size_t elements = layout.rows * layout.row_elements();
+      states.emplace_back(k, detail::read_shard_checkpoint<typename shard_type::saved_state>(reader, layout, probe,
+                                                                                          elements));
+    }
+    // Over shards that existed, a restore re-creates the session; into a fresh ps task (first
+    // start, or restarted after a crash) nobody has read anything yet, so nobody is aborted.
+    const bool recreated = !shards_.empty();
+    for (auto& [k, state] : states) {
+      auto it = shards_.find(k);
+      if (it == shards_.end())
+        it = shards_.emplace(k, opts_.rule.template make_shard<D, O>(device_, state.values, opts_.optimizer, replicas_))
+                 .first;
+      it->second->restore(state);
+    }
+    log(self_.to_string() + " restored checkpoint " + std::to_string(h.step) + " from " + dir.string() + " (" +
+        std::to_string(states.size()) + " shards)" + (recreated ? "; workers register again" : ""));
+    reply(p, h, message::reply_ok);
+    if (!recreated) return retry_parked();
+    ++generation_;
+    restored_step_ = h.step;
+    p->generation = generation_;
+    for (auto it = parked_.begin(); it != parked_.end();) {
+      if (it->from->generation == generation_) {
+        ++it;
+        continue;
+      }
+      auto e = aborted(*it->from);
+      reply_error(it->from, it->request, e.code(), e.what());
+      it = parked_.erase(it);
+    }
+    retry_parked();
+  }
+
+  dsgd::error aborted(const peer& p) const {
+    return error(errc::aborted, self_.to_string() + " restored checkpoint " + std::to_string(restored_step_) +
+                                    " after " + p.conn->peer_identity() +
+                                    " registered: register again and read the variables anew");
   }
 
   // --- sparse rows -------------------------------------------------------------------------
@@ -524,8 +614,28 @@ class parameter_server {
         reply_error(it->from, it->request, make_error_code(errc::timed_out), why_waiting(*it));
         it = parked_.erase(it);
       }
+      if (chief_gone_too_long(now)) return;
       arm_sweep();
     });
+  }
+
+  // Called every sweep: true (and the ps stopped with a named error) once the chief that
+  // registered has had no open connection for options::chief_timeout.
+  bool chief_gone_too_long(update::clock_type::time_point now) {
+    if (!chief_seen_ || opts_.chief_timeout.count() == 0) return false;
+    bool connected = std::any_of(peers_.begin(), peers_.end(), [](const auto& p) { return p->chief && p->conn->is_open(); });
+    if (connected) {
+      chief_gone_since_.reset();
+      return false;
+    }
+    if (!chief_gone_since_) chief_gone_since_ = now;
+    if (now - *chief_gone_since_ < opts_.chief_timeout) return false;
+    failure_.emplace(errc::peer_lost, self_.to_string() + ": the chief has been gone for " +
+                                          std::to_string(opts_.chief_timeout.count()) +
+                                          " ms and only it can shut the cluster down; stopping");
+    log(failure_->what());
+    close_all("chief gone");
+    return true;
   }
 
   std::string why_waiting(const parked_request& r) const {
@@ -599,6 +709,11 @@ class parameter_server {
 
   cluster::cluster_spec spec_;
   cluster::task_id self_;
+  bool chief_seen_ = false;  // a chief has registered
+  std::optional<update::clock_type::time_point> chief_gone_since_;
+  std::optional<dsgd::error> failure_;  // why join() fails
+  std::uint64_t generation_ = 0;     // restores so far
+  std::uint64_t restored_step_ = 0;  // the checkpoint step of the last restore
   options opts_;
   D device_;
   std::size_t replicas_;

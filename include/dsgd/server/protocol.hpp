@@ -9,9 +9,9 @@
 
 #include <dsgd/cluster/cluster_spec.hpp>
 #include <dsgd/error.hpp>
+#include <dsgd/server/detail/bounded_iarchive.hpp>
 #include <dsgd/transport/frame.hpp>
 
-#include <boost/archive/binary_iarchive.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -39,6 +39,11 @@ namespace dsgd::server {
 /// | sparse_push (step as push) | n keys (u64 LE), then n x dim floats | as push |
 /// | finish | none | ok |
 /// | shutdown (chief) | none | ok, then the ps closes and join() returns |
+/// | save (chief; step = checkpoint step) | control: checkpoint_request | ok once the ps wrote its data file |
+/// | restore (chief; step = checkpoint step) | control: checkpoint_request | ok once the ps holds the checkpoint's values |
+///
+/// A restore re-creates the session: every request from a worker that registered before it is
+/// answered with errc::aborted until that worker registers again.
 enum class message : std::uint16_t {
   register_worker = 1,
   init_shard = 2,
@@ -49,6 +54,8 @@ enum class message : std::uint16_t {
   shutdown = 7,
   sparse_pull = 8,
   sparse_push = 9,
+  save = 10,
+  restore = 11,
   reply_ok = 64,
   reply_error = 65,
   pull_reply = 66,
@@ -69,6 +76,8 @@ inline const char* to_string(message m) noexcept {
     case message::shutdown: return "shutdown";
     case message::sparse_pull: return "sparse_pull";
     case message::sparse_push: return "sparse_push";
+    case message::save: return "save";
+    case message::restore: return "restore";
     case message::reply_ok: return "reply_ok";
     case message::reply_error: return "reply_error";
     case message::pull_reply: return "pull_reply";
@@ -124,6 +133,17 @@ struct register_request {
   }
 };
 
+/// Where a checkpoint is: the chief asks every ps task to write (save) or read (restore) its
+/// part of checkpoint `step` in `directory`, a path every ps task can reach (one machine, or a
+/// shared file system, as TensorFlow's sharded savers need).
+struct checkpoint_request {
+  std::string directory;
+  template <class Archive>
+  void serialize(Archive& ar, unsigned /*version*/) {
+    ar & directory;
+  }
+};
+
 /// Why a request failed, sent back to the worker that made it.
 struct error_reply {
   std::int32_t code = 0;  ///< a dsgd::errc value
@@ -153,7 +173,7 @@ M decode_control(std::string_view bytes, const char* what) {
   M m;
   try {
     std::istringstream in(std::string(bytes), std::ios::binary);
-    boost::archive::binary_iarchive ar(in, boost::archive::no_header);
+    detail::bounded_iarchive ar(in, bytes.size());
     ar >> m;
   } catch (const std::exception& e) {
     throw error(errc::bad_frame, std::string("malformed ") + what + " control message: " + e.what());

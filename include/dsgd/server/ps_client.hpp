@@ -21,6 +21,7 @@
 #include <bit>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <future>
 #include <map>
 #include <memory>
@@ -88,13 +89,13 @@ class ps_client {
   /// @returns the number of ps tasks.
   std::size_t ps_tasks() const noexcept { return conns_.size(); }
 
-  /// Connects to every ps task, retrying with exponential backoff.
+  /// Connects to every ps task not connected now (all of them at first; after a failure, those
+  /// whose connection broke), retrying with exponential backoff.
   /// @throws dsgd::error(errc::peer_unreachable) after startup_timeout, naming every ps task
   ///         (and address) not reached; errc::handshake_failed when a ps rejects the token
   void connect() {
     auto deadline = std::chrono::steady_clock::now() + opts_.startup_timeout;
-    std::vector<std::size_t> missing(conns_.size());
-    for (std::size_t i = 0; i < missing.size(); ++i) missing[i] = i;
+    std::vector<std::size_t> missing = disconnected();
     auto backoff = opts_.initial_backoff;
     std::string last_error;
     while (true) {
@@ -280,6 +281,19 @@ class ps_client {
     }));
   }
 
+  /// Chief only: every ps task writes its part of checkpoint @p step (values, optimizer slots
+  /// and counters of the shards it holds) into @p dir, which all of them must reach; then
+  /// train::saver::commit() makes it a checkpoint.
+  void save(const std::filesystem::path& dir, std::uint64_t step) { broadcast(message::save, step, dir); }
+
+  /// Chief only: every ps task replaces its shards with checkpoint @p step in @p dir (read by
+  /// name and range, so the checkpoint may come from another number of ps tasks). This
+  /// re-creates the session: other workers' requests fail with errc::aborted until they
+  /// register again.
+  /// @throws dsgd::error what a ps answers: errc::checkpoint_corrupt naming a damaged file,
+  ///         errc::not_found or errc::shape_mismatch naming a variable
+  void restore(const std::filesystem::path& dir, std::uint64_t step) { broadcast(message::restore, step, dir); }
+
   /// Tells every ps task this worker has no more data (uneven data ends cleanly).
   void finish() { broadcast(message::finish); }
 
@@ -428,10 +442,27 @@ class ps_client {
     for (const auto& s : plan.shards()) f(s, next[s.variable]++);
   }
 
-  void broadcast(message type) {
+  void broadcast(message type, std::uint64_t step = 0, const std::filesystem::path& dir = {}) {
+    const std::string body = dir.empty() ? std::string() : encode_control(checkpoint_request{dir.string()});
     std::vector<request> batch;
-    for (std::size_t i = 0; i < conns_.size(); ++i) batch.push_back({i, header(type, 0, 0, 0), {}, {}});
+    for (std::size_t i = 0; i < conns_.size(); ++i) {
+      request r{i, header(type, 0, 0, step), boost::asio::buffer(body), {}};
+      if (!body.empty()) r.h.flags = transport::frame_flags::control;
+      batch.push_back(r);
+    }
     run(batch);
+  }
+
+  // The ps tasks without an open connection, asked on the I/O thread that owns conns_.
+  std::vector<std::size_t> disconnected() {
+    std::promise<std::vector<std::size_t>> done;
+    boost::asio::post(ioc_, [this, &done] {
+      std::vector<std::size_t> out;
+      for (std::size_t i = 0; i < conns_.size(); ++i)
+        if (!conns_[i] || !conns_[i]->is_open()) out.push_back(i);
+      done.set_value(std::move(out));
+    });
+    return done.get_future().get();
   }
 
   // Sends every request (pipelined on each connection) and waits for all the answers.

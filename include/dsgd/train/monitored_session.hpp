@@ -14,7 +14,9 @@
 #include <dsgd/train/saver.hpp>
 #include <dsgd/train/summary_writer.hpp>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cmath>
 #include <filesystem>
 #include <functional>
@@ -22,6 +24,9 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <thread>
+#include <utility>
 #include <vector>
 
 namespace dsgd::train {
@@ -123,6 +128,11 @@ struct session_options {
   std::uint64_t save_checkpoint_steps = 0;     ///< chief saves every N steps (0: not by steps)
   std::chrono::seconds save_checkpoint_secs{0};  ///< and/or every N seconds (0: not by time)
   std::size_t keep_checkpoints = 5;
+  /// A recoverable failure (a ps lost or unreachable, a restore by the chief) re-creates the
+  /// session, retrying for up to this long before the error is thrown; 0: thrown at once.
+  std::chrono::seconds recovery_timeout{300};
+  /// Where the session reports a failure it recovers from; stderr by default.
+  std::function<void(std::string_view)> log;
 };
 
 /// A monitored training session over a dsgd trainer (chief or worker; not a ps task).
@@ -142,22 +152,23 @@ class monitored_session {
   using device_type = typename Trainer::device_type;
   using hook_type = session_hook<device_type>;
 
-  /// Creates the session: the chief restores @p variables from the latest checkpoint in
-  /// options.checkpoint_dir (if there is one) and initialises the ps tasks with them; every
-  /// task then pulls the values it starts from.
+  /// Creates the session: the chief has the ps tasks restore the latest checkpoint in
+  /// options.checkpoint_dir (values, optimizer slots and counters; if there is one) or
+  /// initialises them with @p variables; every task then pulls the values it starts from.
   monitored_session(Trainer& trainer, std::vector<tensor<device_type>>& variables, std::vector<std::string> names,
                     std::vector<std::unique_ptr<hook_type>> hooks, session_options options = {})
       : trainer_(trainer), variables_(variables), names_(std::move(names)), hooks_(std::move(hooks)),
         options_(std::move(options)) {
-    std::uint64_t step = 0;
+    if (!options_.log)
+      options_.log = [](std::string_view s) { std::fprintf(stderr, "%.*s\n", int(s.size()), s.data()); };
     if (trainer_.is_chief() && !options_.checkpoint_dir.empty()) {
       saver_.emplace(options_.checkpoint_dir, options_.keep_checkpoints);
-      if (auto latest = saver_->latest()) {
-        step = restore(*latest);
-        restored_ = latest;
-      }
+      restored_ = saver_->latest();
     }
-    trainer_.create_variables(variables_, names_, step);
+    if (restored_)
+      trainer_.restore_variables(variables_, names_, options_.checkpoint_dir, *restored_);
+    else
+      trainer_.create_variables(variables_, names_);
     last_save_time_ = std::chrono::steady_clock::now();
     last_save_step_ = trainer_.step();
     for (auto& h : hooks_) h->begin(trainer_.step(), trainer_.is_chief());
@@ -172,15 +183,35 @@ class monitored_session {
   std::uint64_t step() const noexcept { return trainer_.step(); }
   /// @returns true once a hook asked to stop.
   bool should_stop() const noexcept { return stop_; }
+  /// @returns how many times the session was re-created after a recoverable failure.
+  std::size_t recoveries() const noexcept { return recoveries_; }
 
   /// Pushes @p gradients (computed on the values of step()), pulls the next values into the
-  /// variables, then runs the hooks and the chief's checkpoint schedule.
+  /// variables, then runs the hooks and the chief's checkpoint schedule. After a recoverable
+  /// failure (see trainer::recoverable) the session is re-created instead, from the latest
+  /// checkpoint where the chief has one: the variables then hold its values, this step's
+  /// gradients are dropped and the hooks do not run for it.
+  /// @throws dsgd::error a non-recoverable error, or a recoverable one that lasted longer than
+  ///         session_options::recovery_timeout
   void run(float loss, const std::vector<tensor<device_type>>& gradients) {
-    trainer_.push(gradients);
-    trainer_.pull(variables_);
+    try {
+      trainer_.push(gradients);
+      trainer_.pull(variables_);
+    } catch (const dsgd::error& e) {
+      if (!Trainer::recoverable(e.code()) || options_.recovery_timeout.count() == 0) throw;
+      recover(e);
+      return;
+    }
     last_ = {trainer_.step(), loss, &variables_, &gradients, &names_};
     for (auto& h : hooks_) stop_ = h->after_run(last_) || stop_;
-    if (saver_ && due()) save();
+    if (saver_ && due()) {
+      try {
+        save();
+      } catch (const dsgd::error& e) {
+        if (!Trainer::recoverable(e.code()) || options_.recovery_timeout.count() == 0) throw;
+        recover(e);
+      }
+    }
   }
 
   /// Runs the final hooks, saves a last checkpoint (chief) and finishes this worker; the chief
@@ -204,36 +235,42 @@ class monitored_session {
            std::chrono::steady_clock::now() - last_save_time_ >= options_.save_checkpoint_secs;
   }
 
-  // One file per ps task, holding what the plan gives it, then the manifest. The values are the
-  // chief's pulled copy of the step (under sync, exactly the variables at that step).
+  // Each ps task writes its data file (values, optimizer slots and counters of the shards it
+  // holds, at the step the chief just pulled: under sync exactly that step), then the chief
+  // verifies them and writes the manifest.
   void save() {
-    const auto& plan = trainer_.plan();
-    std::vector<std::vector<float>> host;
-    for (const auto& v : variables_) host.push_back(v.to_host());
-    for (std::size_t ps = 0; ps < plan.ps_tasks(); ++ps) {
-      std::vector<shard_data> shards;
-      for (const auto& s : plan.shards())
-        if (s.ps_task == ps)
-          shards.push_back({plan.variables()[s.variable].name, plan.variables()[s.variable].shape, s.offset,
-                            std::span<const float>(host[s.variable]).subspan(s.offset, s.elements)});
-      saver_->write_shard_file(trainer_.step(), ps, plan.ps_tasks(), shards);
-    }
-    saver_->commit(trainer_.step(), plan);
+    trainer_.save_shards(options_.checkpoint_dir);
+    saver_->commit(trainer_.step(), trainer_.plan());
     last_save_step_ = trainer_.step();
     last_save_time_ = std::chrono::steady_clock::now();
   }
 
-  // Reads every variable by name (whatever the placement was when it was written).
-  std::uint64_t restore(std::uint64_t step) {
-    auto reader = saver_->open(step);
-    for (std::size_t i = 0; i < variables_.size(); ++i) {
-      if (reader.shape_of(names_[i]) != variables_[i].shape())
-        throw error(errc::shape_mismatch, "checkpoint " + std::to_string(step) + ": " + names_[i] + " has shape " +
-                                              reader.shape_of(names_[i]).to_string() + ", the model " +
-                                              variables_[i].shape().to_string());
-      variables_[i].assign(reader.read(names_[i]));
+  // Re-creates the session after @p failure: the chief from its latest checkpoint (or its last
+  // values), everyone reconnecting and pulling anew; retried with backoff until the deadline.
+  void recover(const dsgd::error& failure) {
+    const auto who = trainer_.task().to_string();
+    options_.log(who + ": session lost at step " + std::to_string(trainer_.step()) + " (" + failure.what() +
+                 "); re-creating it");
+    const auto deadline = std::chrono::steady_clock::now() + options_.recovery_timeout;
+    auto backoff = std::chrono::milliseconds(100);
+    while (true) {
+      try {
+        std::optional<std::pair<std::filesystem::path, std::uint64_t>> from;
+        if (saver_)
+          if (auto latest = saver_->latest()) from.emplace(options_.checkpoint_dir, *latest);
+        trainer_.recover(variables_, from);
+        ++recoveries_;
+        last_save_step_ = trainer_.step();
+        last_save_time_ = std::chrono::steady_clock::now();
+        options_.log(who + ": session re-created at step " + std::to_string(trainer_.step()) +
+                     (from ? " from checkpoint " + std::to_string(from->second) : std::string()));
+        return;
+      } catch (const dsgd::error& e) {
+        if (!Trainer::recoverable(e.code()) || std::chrono::steady_clock::now() + backoff > deadline) throw;
+      }
+      std::this_thread::sleep_for(backoff);
+      backoff = std::min(backoff * 2, std::chrono::milliseconds(5'000));
     }
-    return step;
   }
 
   Trainer& trainer_;
@@ -246,6 +283,7 @@ class monitored_session {
   run_values<device_type> last_{};
   std::chrono::steady_clock::time_point last_save_time_;
   std::uint64_t last_save_step_ = 0;
+  std::size_t recoveries_ = 0;
   bool stop_ = false;
   bool closed_ = false;
 };

@@ -71,6 +71,9 @@ struct bounded_staleness {
     std::uint64_t clock_of(std::size_t worker) const { std::lock_guard lock(this->mutex_); return clocks_.at(worker); }
 
    private:
+    // Caller holds the lock: after a restore every worker counts its clock from 0 again.
+    void reset_locked() { std::fill(clocks_.begin(), clocks_.end(), std::uint64_t{0}); }
+
     // For SSP the step a worker pulls at is its own clock (the gradients it has pushed).
     bool ready_locked(std::size_t, std::uint64_t clock) const {
       return clock <= S || slowest() >= clock - S;

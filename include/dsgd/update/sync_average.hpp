@@ -109,6 +109,14 @@ struct sync_average {
       return true;
     }
 
+    // Caller holds the lock: a restore discards the step in progress.
+    void reset_locked() {
+      thrust::fill(this->device_.policy(), accumulator_.begin(), accumulator_.end(), 0.f);
+      this->device_.synchronize();
+      std::fill(pushed_.begin(), pushed_.end(), false);
+      count_ = 0;
+    }
+
     bool ready_locked(std::size_t, std::uint64_t step) const { return this->step_ >= step; }
     std::string reason_locked(std::size_t worker, std::uint64_t step) const {
       return "sync_average: worker " + std::to_string(worker) + " waited past its deadline for step " +

@@ -27,6 +27,8 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace dsgd::update {
@@ -290,16 +292,77 @@ class shard_storage {
     return dropped_;
   }
 
-  /// Overwrites the values and the step (a restore from a checkpoint); slots are reset.
+  /// Overwrites the values and the step (a restore from a checkpoint); the optimizer's slots
+  /// and the rule's bookkeeping of the step in progress start afresh.
   void assign(std::span<const float> values, std::uint64_t step) {
+    saved_state s;
+    s.step = step;
+    s.values.assign(values.begin(), values.end());
+    restore(s);
+  }
+
+  /// What a checkpoint holds of a shard, in host memory: its values and step, and the
+  /// optimizer's slots (one float per element) and counters by name (Optimizer's `visit`).
+  struct saved_state {
+    std::uint64_t step = 0;                                          ///< the shard's step
+    std::vector<float> values;                                       ///< the shard's values
+    std::vector<std::pair<std::string, std::vector<float>>> slots;   ///< e.g. "velocity"
+    std::vector<std::pair<std::string, std::uint64_t>> counters;     ///< e.g. "t" of adam
+  };
+
+  /// @returns a consistent copy of the shard's values, step, slots and counters.
+  saved_state save() {
     std::lock_guard lock(mutex_);
-    if (values.size() != values_->size())
-      throw error(errc::shape_mismatch, "shard::assign: " + std::to_string(values.size()) +
-                                            " values for a shard of " + std::to_string(values_->size()));
-    if (values_.use_count() > 1) values_ = std::make_shared<buffer_type>(values_->size());
-    thrust::copy(values.begin(), values.end(), values_->begin());
-    slots_ = typename O::template state<D>(device_, values_->size());
-    step_ = step;
+    saved_state out;
+    out.step = step_;
+    out.values.resize(values_->size());
+    copy_out(out.values.data());
+    if constexpr (checkpointable_state<typename O::template state<D>>) {
+      slots_.visit([&](const char* name, auto& slot) {
+        if constexpr (std::is_same_v<std::decay_t<decltype(slot)>, std::uint64_t>) {
+          out.counters.emplace_back(name, slot);
+        } else {
+          out.slots.emplace_back(name, std::vector<float>(slot.size()));
+          thrust::copy(slot.begin(), slot.end(), out.slots.back().second.begin());
+        }
+      });
+    }
+    return out;
+  }
+
+  /// Overwrites the shard with @p s (a restore from a checkpoint): values and step, the slots
+  /// and counters @p s names (any it lacks start afresh), and the rule's bookkeeping of the
+  /// step in progress starts afresh (gradients accumulated towards it are discarded).
+  /// @throws dsgd::error errc::shape_mismatch naming the values or slot of the wrong size
+  void restore(const saved_state& s) {
+    std::lock_guard lock(mutex_);
+    const auto n = values_->size();
+    if (s.values.size() != n)
+      throw error(errc::shape_mismatch, "shard restore: " + std::to_string(s.values.size()) +
+                                            " values for a shard of " + std::to_string(n));
+    typename O::template state<D> slots(device_, n);
+    if constexpr (checkpointable_state<typename O::template state<D>>) {
+      slots.visit([&](const char* name, auto& slot) {
+        if constexpr (std::is_same_v<std::decay_t<decltype(slot)>, std::uint64_t>) {
+          for (const auto& [k, v] : s.counters)
+            if (k == name) slot = v;
+        } else {
+          for (const auto& [k, v] : s.slots) {
+            if (k != name) continue;
+            if (v.size() != n)
+              throw error(errc::shape_mismatch, std::string("shard restore: slot ") + name + " holds " +
+                                                    std::to_string(v.size()) + " values for a shard of " +
+                                                    std::to_string(n));
+            thrust::copy(v.begin(), v.end(), slot.begin());
+          }
+        }
+      });
+    }
+    if (values_.use_count() > 1) values_ = std::make_shared<buffer_type>(n);
+    thrust::copy(s.values.begin(), s.values.end(), values_->begin());
+    slots_ = std::move(slots);
+    step_ = s.step;
+    static_cast<Derived&>(*this).reset_locked();
     cv_.notify_all();
   }
 
@@ -380,6 +443,9 @@ class shard_storage {
     return n;
   }
   const Derived& self() const noexcept { return static_cast<const Derived&>(*this); }
+  // Callers hold mutex_. A rule with bookkeeping of the step in progress hides this to clear it
+  // when the shard is restored.
+  void reset_locked() {}
 
   D device_;
   std::shared_ptr<buffer_type> values_;  // replaced, never written, while a pin holds it

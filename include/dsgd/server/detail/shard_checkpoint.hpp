@@ -1,0 +1,108 @@
+// SPDX-FileCopyrightText: Copyright (c) 2026 The dsgd authors
+// SPDX-License-Identifier: Apache-2.0
+//
+/// @file
+/// How a ps task writes its part of a checkpoint and reads its shards back: the values, and the
+/// optimizer's slots and counters, as records of train::saver's data file.
+///
+/// Record names follow TensorFlow's slot variables: a variable `dense0/kernel` with momentum is
+/// saved as `dense0/kernel` and `dense0/kernel/velocity`, each slice at the shard's offset, so
+/// that a cluster with another number of ps tasks restores them by range like the values.
+/// A counter (adam's `t`) is per variable: the shard holding the variable's first element
+/// writes it as `dense0/kernel/t`, a record of shape [2] holding the 64 bits as two 32-bit
+/// halves (low first), so that any count is restored exactly.
+// IWYU pragma: private, include <dsgd/server/parameter_server.hpp>
+#pragma once
+
+#include <dsgd/error.hpp>
+#include <dsgd/optim/concepts.hpp>
+#include <dsgd/server/protocol.hpp>
+#include <dsgd/tensor/shape.hpp>
+#include <dsgd/train/saver.hpp>
+
+#include <bit>
+#include <cstdint>
+#include <filesystem>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace dsgd::server::detail {
+
+/// @returns the shape of the whole variable @p l is a shard of.
+inline dsgd::shape variable_shape(const shard_layout& l) {
+  return dsgd::shape(std::vector<std::size_t>(l.extents.begin(), l.extents.end()));
+}
+
+/// @returns the offset of the shard's first element in its variable.
+inline std::size_t shard_offset(const shard_layout& l) {
+  return static_cast<std::size_t>(l.first_row * l.row_elements());
+}
+
+/// Writes ps task @p ps_task's data file of checkpoint @p step in @p dir: for each shard, its
+/// values, its slots and (at offset 0) its counters.
+/// @tparam State a shard_storage::saved_state
+/// @throws dsgd::error naming the directory when it cannot be written
+template <class State>
+void write_shard_checkpoint(const std::filesystem::path& dir, std::uint64_t step, std::size_t ps_task,
+                            std::size_t ps_tasks, const std::vector<std::pair<shard_layout, State>>& shards) {
+  std::vector<train::shard_data> records;
+  // The counters' bits; each inner vector keeps its buffer when the outer one grows.
+  std::vector<std::vector<float>> counter_bits;
+  for (const auto& [layout, state] : shards) {
+    const auto shape = variable_shape(layout);
+    const auto offset = shard_offset(layout);
+    records.push_back({layout.name, shape, offset, state.values});
+    for (const auto& [slot, values] : state.slots) records.push_back({layout.name + "/" + slot, shape, offset, values});
+    if (offset != 0) continue;
+    for (const auto& [counter, value] : state.counters) {
+      counter_bits.push_back({std::bit_cast<float>(static_cast<std::uint32_t>(value)),
+                              std::bit_cast<float>(static_cast<std::uint32_t>(value >> 32))});
+      records.push_back({layout.name + "/" + counter, dsgd::shape{2}, 0, counter_bits.back()});
+    }
+  }
+  try {
+    train::saver(dir, 0).write_shard_file(step, ps_task, ps_tasks, records);
+  } catch (const dsgd::error&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw error(errc::not_found, "ps:" + std::to_string(ps_task) + " cannot write checkpoint " +
+                                     std::to_string(step) + " in " + dir.string() + ": " + e.what());
+  }
+}
+
+/// Reads the shard described by @p layout from checkpoint @p reader: its values, every slot and
+/// counter of @p probe (an optimizer state, visited for their names) the checkpoint holds.
+/// @tparam State a shard_storage::saved_state
+/// @throws dsgd::error errc::not_found for a variable the checkpoint lacks, errc::shape_mismatch
+///         when its shape there differs from the model's, naming both
+template <class State, class Probe>
+State read_shard_checkpoint(const train::checkpoint_reader& reader, const shard_layout& layout, Probe& probe,
+                            std::size_t elements) {
+  const auto shape = variable_shape(layout);
+  if (reader.shape_of(layout.name) != shape)
+    throw error(errc::shape_mismatch, "checkpoint " + std::to_string(reader.step()) + " holds " + layout.name +
+                                          reader.shape_of(layout.name).to_string() + ", the model " +
+                                          layout.name + shape.to_string());
+  const auto offset = shard_offset(layout);
+  State s;
+  s.step = reader.step();
+  s.values = reader.read(layout.name, offset, elements);
+  auto visit = [&](const char* slot, auto& member) {
+    const auto name = layout.name + "/" + slot;
+    if (!reader.contains(name)) return;
+    if constexpr (std::is_same_v<std::decay_t<decltype(member)>, std::uint64_t>) {
+      auto bits = reader.read(name, 0, 2);
+      s.counters.emplace_back(slot, std::uint64_t{std::bit_cast<std::uint32_t>(bits[0])} |
+                                        (std::uint64_t{std::bit_cast<std::uint32_t>(bits[1])} << 32));
+    } else {
+      s.slots.emplace_back(slot, reader.read(name, offset, elements));
+    }
+  };
+  if constexpr (checkpointable_state<Probe>) probe.visit(visit);
+  return s;
+}
+
+}  // namespace dsgd::server::detail

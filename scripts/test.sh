@@ -5,8 +5,8 @@
 # Sets up a fresh Debian machine, builds everything and runs the whole test suite.
 # With nvcc present the CUDA code is compiled too (sm_90) and its tests, labelled "gpu",
 # report "skipped" where no GPU is found.
-#   scripts/test.sh                 # everything
-#   scripts/test.sh -L unit         # extra arguments go to ctest
+#   scripts/test.sh                 # everything, then a bounded run of the fuzzers
+#   scripts/test.sh -L unit         # extra arguments go to ctest (and skip the fuzzers)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -31,3 +31,6 @@ cmake --build "$build" -j "$jobs" --target all_verify_interface_header_sets
 # Tasks and replicas share the cores: OpenMP threads sleep instead of spinning between kernels.
 export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 ctest --test-dir "$build" -j "$jobs" --output-on-failure --timeout 1200 "$@"
+# The libFuzzer targets, bounded (about 1.3 million executions under ASan and UBSan, clang):
+# docs/reliability.md, "Fuzzing".
+if (($# == 0)); then scripts/fuzz.sh; fi

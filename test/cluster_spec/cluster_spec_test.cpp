@@ -111,6 +111,11 @@ BOOST_AUTO_TEST_CASE(malformed_json_is_reported_with_line_and_column) {
   BOOST_TEST(contains(msg, "c.json: malformed JSON at line 2, column 2 (byte 17): syntax error"));
 }
 
+BOOST_AUTO_TEST_CASE(a_number_beyond_a_double_is_a_named_error_not_a_foreign_exception) {
+  const auto msg = error_of([] { cluster_spec::from_json_string("1e400", "c.json"); }, dsgd::errc::bad_cluster_spec);
+  BOOST_TEST(contains(msg, "c.json: unusable JSON"));
+}
+
 BOOST_AUTO_TEST_CASE(duplicate_addresses_name_both_tasks) {
   const auto msg = spec_error({{"ps", {"localhost:2222"}}, {"worker", {"localhost:2223", "LOCALHOST:2222"}}});
   BOOST_TEST(contains(msg, "duplicate address"));

@@ -167,6 +167,9 @@ inline nlohmann::json parse_json(std::string_view text, std::string_view where) 
     throw error(errc::bad_cluster_spec, std::string(where) + ": malformed JSON at line " +
                                             std::to_string(line) + ", column " + std::to_string(column) +
                                             " (byte " + std::to_string(offset) + "): " + why);
+  } catch (const nlohmann::json::exception& e) {
+    // Well-formed but unrepresentable, such as a number beyond a double's range ("1e400").
+    throw error(errc::bad_cluster_spec, std::string(where) + ": unusable JSON: " + e.what());
   }
 }
 

@@ -1,0 +1,195 @@
+// SPDX-FileCopyrightText: Copyright (c) 2026 The dsgd authors
+// SPDX-License-Identifier: Apache-2.0
+//
+// Fault tests with real processes on 127.0.0.1: a worker of a running counter_job cluster is
+// killed with SIGKILL or stalled with SIGSTOP, and the test checks what the others do under
+// each update rule: carry on and complete, or fail with a named error within the step
+// deadline, never hang. Deadlines are a few seconds (--step-timeout-ms) so the suite stays fast.
+#include "fault_support.hpp"
+
+#include <boost/test/unit_test.hpp>
+
+#include <csignal>
+#include <string>
+#include <thread>
+
+using namespace std::chrono_literals;
+using dsgd::test::count_lines_starting;
+using dsgd::test::exited_with;
+using dsgd::test::final_counter;
+using dsgd::test::line_starting;
+using dsgd::test::process_cluster;
+
+namespace {
+
+constexpr auto step_timeout = 2000ms;  // every test's --step-timeout-ms unless it says otherwise
+
+std::vector<std::string> job_args(const std::string& rule, std::size_t backup, std::size_t steps, int step_ms,
+                                  std::chrono::milliseconds deadline = step_timeout) {
+  return {"--rule", rule, "--backup", std::to_string(backup), "--steps", std::to_string(steps), "--step-ms",
+          std::to_string(step_ms), "--step-timeout-ms", std::to_string(deadline.count())};
+}
+
+// Starts ps:0 and worker:0..2; worker:2 (the victim) gets --steps victim_steps.
+void start(process_cluster& c, std::size_t victim_steps) {
+  c.start("ps", 0);
+  c.start("worker", 0);
+  c.start("worker", 1);
+  c.start("worker", 2, {"--steps", std::to_string(victim_steps)});
+}
+
+// Waits until the victim has had @p acks pushes acknowledged: the fault lands mid-run.
+void wait_until_running(process_cluster& c, std::size_t acks = 5) {
+  BOOST_REQUIRE_MESSAGE(c.worker(2).wait_for_lines("ack ", acks, 60s),
+                        "worker:2 did not get " << acks << " pushes acknowledged\n" << c.transcript());
+}
+
+// Every one of @p tasks exits 0 within @p timeout and printed "done".
+void expect_completion(process_cluster& c, std::initializer_list<int> workers, std::chrono::milliseconds timeout) {
+  for (int w : workers) {
+    auto status = c.worker(w).wait_exit(timeout);
+    BOOST_TEST_INFO(c.transcript());
+    BOOST_TEST(exited_with(status, 0), "worker:" << w << " did not exit 0 within the deadline");
+    BOOST_TEST(count_lines_starting(c.worker(w).output(), "done ") == 1u);
+  }
+  auto ps = c.ps(0).wait_exit(timeout);
+  BOOST_TEST_INFO(c.transcript());
+  BOOST_TEST(exited_with(ps, 0), "ps:0 did not shut down within the deadline");
+}
+
+// Every one of @p workers fails (exit 3) within @p timeout with "error ERRC" and a message
+// containing @p names.
+void expect_named_failure(process_cluster& c, std::initializer_list<int> workers, const std::string& errc,
+                          const std::string& names, std::chrono::milliseconds timeout) {
+  for (int w : workers) {
+    auto status = c.worker(w).wait_exit(timeout);
+    const auto out = c.worker(w).output();
+    const auto error = line_starting(out, "error ");
+    BOOST_TEST_INFO(c.transcript());
+    BOOST_TEST(exited_with(status, 3), "worker:" << w << " did not fail within the deadline");
+    BOOST_TEST(error.rfind("error " + errc + " ", 0) == 0u, "worker:" << w << ": " << error);
+    BOOST_TEST(error.find(names) != std::string::npos, "worker:" << w << ": " << error);
+    BOOST_TEST(count_lines_starting(out, "done ") == 0u);
+  }
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(a_killed_worker)
+
+BOOST_AUTO_TEST_CASE(sync_with_one_backup_worker_completes_without_it) {
+  process_cluster c(dsgd::test::counter_job_path, 1, 3, job_args("sync", 1, 60, 10), dsgd::test::quiet_threads());
+  start(c, 60);
+  wait_until_running(c);
+  c.worker(2).signal(SIGKILL);
+  expect_completion(c, {0, 1}, 120s);
+  const auto ps_out = c.ps(0).output();
+  const auto final = final_counter(ps_out);
+  BOOST_TEST_INFO(c.transcript());
+  BOOST_REQUIRE(final.has_value());
+  // Each sync step adds exactly 1 (the mean of gradients of -1); the survivors train until
+  // the global step is 60.
+  BOOST_TEST(final->value == 60);
+  BOOST_TEST(final->step == 60u);
+  BOOST_TEST(ps_out.find("shutting down without replica 2 having finished") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(sync_without_backup_fails_naming_it_within_the_step_deadline) {
+  process_cluster c(dsgd::test::counter_job_path, 1, 3, job_args("sync", 0, 100000, 10), dsgd::test::quiet_threads());
+  start(c, 100000);
+  wait_until_running(c);
+  c.worker(2).signal(SIGKILL);
+  const auto killed = dsgd::test::clock_type::now();
+  // The ps answers the parked pull at step_timeout; the bound leaves room for a loaded machine.
+  expect_named_failure(c, {0, 1}, "timed_out", "no gradient yet from worker:2)", step_timeout + 20s);
+  for (int w : {0, 1}) {
+    const double after = std::chrono::duration<double>(c.worker(w).ended_at() - killed).count();
+    BOOST_TEST_MESSAGE("worker:" << w << " failed " << after << " s after the kill (step deadline 2 s)");
+  }
+}
+
+BOOST_AUTO_TEST_CASE(async_completes_without_it_and_counts_each_acknowledged_push_once) {
+  process_cluster c(dsgd::test::counter_job_path, 1, 3, job_args("async", 0, 100, 10), dsgd::test::quiet_threads());
+  start(c, 100);
+  wait_until_running(c);
+  c.worker(2).signal(SIGKILL);
+  BOOST_REQUIRE(c.worker(2).wait_exit(10s).has_value());
+  expect_completion(c, {0, 1}, 120s);
+  const auto final = final_counter(c.ps(0).output());
+  const auto victim = c.worker(2).output();
+  const auto acked = 200 + count_lines_starting(victim, "ack ");
+  const auto in_flight = count_lines_starting(victim, "push ") - count_lines_starting(victim, "ack ");
+  BOOST_TEST_INFO(c.transcript());
+  BOOST_REQUIRE(final.has_value());
+  BOOST_TEST(final->value == static_cast<long long>(final->step));
+  // An acknowledged push is applied exactly once; the one in flight at the kill may or may not be.
+  BOOST_TEST(final->value >= static_cast<long long>(acked));
+  BOOST_TEST(final->value <= static_cast<long long>(acked + in_flight));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// SIGSTOP stalls the victim for stall_time, then SIGCONT resumes it. The victim has fewer steps
+// than the others (async: pushes; sync: its last global step), so that once resumed it ends
+// before them: the stall is the fault, not the chief's shutdown deadline.
+BOOST_AUTO_TEST_SUITE(a_stalled_worker)
+
+constexpr auto stall_time = 3000ms;  // longer than the 2 s step deadline
+
+BOOST_AUTO_TEST_CASE(async_completes_and_every_push_counts_once) {
+  process_cluster c(dsgd::test::counter_job_path, 1, 3, job_args("async", 0, 400, 10), dsgd::test::quiet_threads());
+  start(c, 100);
+  wait_until_running(c);
+  c.worker(2).signal(SIGSTOP);
+  std::this_thread::sleep_for(stall_time);  // the fault itself: a stall of this length
+  c.worker(2).signal(SIGCONT);
+  expect_completion(c, {0, 1, 2}, 120s);
+  const auto final = final_counter(c.ps(0).output());
+  BOOST_TEST_INFO(c.transcript());
+  BOOST_REQUIRE(final.has_value());
+  BOOST_TEST(final->value == 400 + 400 + 100);
+  BOOST_TEST(final->step == 900u);
+}
+
+BOOST_AUTO_TEST_CASE(sync_with_one_backup_worker_completes_and_drops_its_late_gradients) {
+  process_cluster c(dsgd::test::counter_job_path, 1, 3, job_args("sync", 1, 400, 10), dsgd::test::quiet_threads());
+  start(c, 100);
+  wait_until_running(c);
+  c.worker(2).signal(SIGSTOP);
+  std::this_thread::sleep_for(stall_time);
+  c.worker(2).signal(SIGCONT);
+  expect_completion(c, {0, 1, 2}, 120s);
+  const auto final = final_counter(c.ps(0).output());
+  BOOST_TEST_INFO(c.transcript());
+  BOOST_REQUIRE(final.has_value());
+  BOOST_TEST(final->value == 400);
+  BOOST_TEST(final->step == 400u);
+}
+
+BOOST_AUTO_TEST_CASE(sync_without_backup_fails_naming_it_when_the_stall_exceeds_the_deadline) {
+  process_cluster c(dsgd::test::counter_job_path, 1, 3, job_args("sync", 0, 100000, 10), dsgd::test::quiet_threads());
+  start(c, 100000);
+  wait_until_running(c);
+  c.worker(2).signal(SIGSTOP);
+  expect_named_failure(c, {0, 1}, "timed_out", "no gradient yet from worker:2)", step_timeout + 20s);
+  c.worker(2).signal(SIGCONT);
+}
+
+BOOST_AUTO_TEST_CASE(sync_without_backup_completes_when_the_stall_is_within_the_deadline) {
+  // A 1 s stall against a 5 s step deadline: the others wait, then every step completes.
+  process_cluster c(dsgd::test::counter_job_path, 1, 3, job_args("sync", 0, 100, 10, 5000ms),
+                    dsgd::test::quiet_threads());
+  start(c, 100);
+  wait_until_running(c);
+  c.worker(2).signal(SIGSTOP);
+  std::this_thread::sleep_for(1000ms);
+  c.worker(2).signal(SIGCONT);
+  expect_completion(c, {0, 1, 2}, 120s);
+  const auto final = final_counter(c.ps(0).output());
+  BOOST_TEST_INFO(c.transcript());
+  BOOST_REQUIRE(final.has_value());
+  BOOST_TEST(final->value == 100);
+  BOOST_TEST(final->step == 100u);
+}
+
+BOOST_AUTO_TEST_SUITE_END()

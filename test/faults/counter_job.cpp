@@ -9,7 +9,7 @@
 //
 //   counter_job [--rule sync|async] [--backup N] [--steps N] [--step-ms MS] [--vars N]
 //               [--step-timeout-ms MS] [--ready-timeout-ms MS] [--startup-timeout-ms MS]
-//               [--chief-timeout-ms MS] [--recover]
+//               [--chief-timeout-ms MS] [--recover] [--session DIR]
 //
 //   --rule           sync (update::sync_average), async (update::async) or ssp
 //                    (update::bounded_staleness<2>); default sync
@@ -24,6 +24,9 @@
 //   --recover        a worker whose ps was lost re-creates its session (trainer::recover: it
 //                    reconnects and the chief re-initialises the ps tasks from its last values)
 //                    instead of failing; it prints "recover ERRC" each time
+//   --session DIR    workers train in a train::monitored_session until the global step reaches
+//                    --steps, checkpointing every 5 steps into DIR (the chief restores the
+//                    latest there at start), recovering from a lost ps or a restore
 //
 // A worker prints one line per event, written straight to fd 1 so that nothing is lost when it
 // is killed:
@@ -41,6 +44,7 @@
 #include <dsgd/placement/round_robin.hpp>
 #include <dsgd/server/parameter_server.hpp>
 #include <dsgd/tensor/init.hpp>
+#include <dsgd/train/monitored_session.hpp>
 #include <dsgd/trainer.hpp>
 #include <dsgd/update/async.hpp>
 #include <dsgd/update/bounded_staleness.hpp>
@@ -73,6 +77,7 @@ struct settings {
   long chief_timeout_ms = 600'000;
   long startup_timeout_ms = 30'000;
   bool recover = false;
+  std::string session_dir;  // --session: run in a monitored_session checkpointing here
 };
 
 void emit(std::string line) {
@@ -164,6 +169,31 @@ int serve(const settings& s, const dsgd::cluster::role& me) {
   return 0;
 }
 
+// --session DIR: the loop of a train::monitored_session (checkpoints every 5 global steps in
+// DIR, recovery on), until the global step reaches --steps.
+template <class Trainer, class Tensors>
+int work_in_session(const settings& s, Trainer& t, Tensors& values, const Tensors& grads,
+                    const std::vector<std::string>& names) {
+  std::vector<std::unique_ptr<dsgd::train::session_hook<dsgd::device::cpu>>> hooks;
+  hooks.push_back(std::make_unique<dsgd::train::stop_at_step_hook<dsgd::device::cpu>>(s.steps));
+  dsgd::train::monitored_session<Trainer> session(
+      t, values, names, std::move(hooks),
+      {.checkpoint_dir = s.session_dir, .save_checkpoint_steps = 5, .recovery_timeout = std::chrono::seconds(60),
+       .log = [](std::string_view line) { emit("log " + std::string(line)); }});
+  const std::string task = t.task().to_string();
+  emit("start " + task + " replica " + std::to_string(t.replica()) + " at " + std::to_string(session.step()) +
+       (session.restored_step() ? " restored " + std::to_string(*session.restored_step()) : std::string()));
+  std::size_t k = 0;
+  while (!session.should_stop()) {
+    if (s.step_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(s.step_ms));
+    session.run(0.f, grads);
+    ++k;
+  }
+  session.close();
+  emit("done " + task + " pushes " + std::to_string(k) + " recoveries " + std::to_string(session.recoveries()));
+  return 0;
+}
+
 template <class Rule>
 int work(const settings& s, const dsgd::cluster::role& me) {
   using trainer = dsgd::trainer<dsgd::device::cpu, dsgd::placement::round_robin, Rule, dsgd::optim::sgd>;
@@ -184,6 +214,7 @@ int work(const settings& s, const dsgd::cluster::role& me) {
     grads.emplace_back(dsgd::device::cpu{}, dsgd::shape{1}, dsgd::init::constant{-1.f});
     names.push_back("counter" + std::to_string(v));
   }
+  if (!s.session_dir.empty()) return work_in_session(s, t, values, grads, names);
   t.create_variables(values, names);
   const std::string task = me.task.to_string();
   emit("start " + task + " replica " + std::to_string(t.replica()));
@@ -258,6 +289,9 @@ int main(int argc, char** argv) {
         s.pushes = static_cast<std::size_t>(number(argc, argv, i));
       } else if (a == "--step-ms") {
         s.step_ms = static_cast<int>(number(argc, argv, i));
+      } else if (a == "--session") {
+        if (i + 1 >= argc) throw dsgd::error(dsgd::errc::invalid_argument, "option --session needs a directory");
+        s.session_dir = argv[++i];
       } else if (a == "--recover") {
         s.recover = true;
       } else if (a == "--vars") {

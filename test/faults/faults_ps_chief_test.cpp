@@ -6,12 +6,16 @@
 // a deadline, never hang; under dsgd-launch no process may outlive the run.
 #include "fault_support.hpp"
 
+#include <dsgd/train/saver.hpp>
+
 #include <boost/test/unit_test.hpp>
 
 #include <csignal>
+#include <filesystem>
 #include <fstream>
 #include <regex>
 #include <string>
+#include <thread>
 
 using namespace std::chrono_literals;
 using dsgd::test::child_process;
@@ -118,6 +122,42 @@ BOOST_AUTO_TEST_CASE(the_ps_ends_on_its_own_when_the_chief_is_gone) {
   BOOST_TEST_INFO(c.transcript());
   BOOST_TEST(status.has_value(), "ps:0 still serving 30 s after its chief died");
   BOOST_TEST(c.transcript().find("the chief has been gone for 5000 ms") != std::string::npos);
+}
+
+// The chief of a sync job in monitored sessions (checkpoints every 5 steps) is killed and
+// started again: it restores the latest checkpoint over the shards the ps kept, which aborts
+// the other workers' waiting requests; they re-create their sessions, and everyone finishes at
+// step 200 with the counter at exactly 200 (each sync step adds 1, the restore rewinds it).
+BOOST_AUTO_TEST_CASE(a_restarted_chief_resumes_from_its_checkpoint_and_the_others_follow) {
+  const auto dir = std::filesystem::temp_directory_path() / ("dsgd_chief_restart_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  process_cluster c(dsgd::test::counter_job_path, 1, 3,
+                    {"--rule", "sync", "--steps", "200", "--step-ms", "10", "--step-timeout-ms", "30000", "--session",
+                     dir.string()},
+                    dsgd::test::quiet_threads());
+  c.start_all();
+  dsgd::train::saver saver(dir);
+  const auto give_up = std::chrono::steady_clock::now() + 60s;
+  while (saver.latest().value_or(0) < 10 && std::chrono::steady_clock::now() < give_up)
+    std::this_thread::sleep_for(20ms);
+  BOOST_REQUIRE_MESSAGE(saver.latest().value_or(0) >= 10, c.transcript());
+  c.worker(0).signal(SIGKILL);
+  BOOST_REQUIRE(c.worker(0).wait_exit(10s).has_value());
+  c.start("worker", 0);
+  for (int w : {0, 1, 2}) {
+    auto status = c.worker(w).wait_exit(120s);
+    BOOST_TEST_INFO(c.transcript());
+    BOOST_TEST(exited_with(status, 0), "worker:" << w << " did not finish");
+  }
+  BOOST_TEST(exited_with(c.ps(0).wait_exit(60s), 0));
+  BOOST_TEST_INFO(c.transcript());
+  BOOST_TEST(c.worker(0).output().find(" restored ") != std::string::npos);
+  for (int w : {1, 2}) BOOST_TEST(c.worker(w).output().find("recoveries 0") == std::string::npos);
+  const auto final = dsgd::test::final_counter(c.ps(0).output());
+  BOOST_REQUIRE(final.has_value());
+  BOOST_TEST(final->value == 200);
+  BOOST_TEST(final->step == 200u);
+  std::filesystem::remove_all(dir);
 }
 
 BOOST_AUTO_TEST_CASE(under_dsgd_launch_every_task_is_stopped_and_none_outlives_the_run) {

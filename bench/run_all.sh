@@ -6,20 +6,21 @@
 # keeps each one's output in build-bench/results/<name>.txt:
 #   bench/run_all.sh            # all of them (about 1.5 hours on 2 cores, most of it compare)
 #   bench/run_all.sh kernels push_pull    # only these
-# Names: kernels push_pull update_rules straggler compare. Run it on an otherwise idle machine:
+# Names: kernels push_pull update_rules straggler scaling compare. Run it on an otherwise idle machine:
 # the figures are medians and ratios to baselines measured in the same run, but two benchmarks
 # sharing the cores would still disturb each other.
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
 out="$root/build-bench/results"
 mkdir -p "$out"
-names=${*:-kernels push_pull update_rules straggler compare}
+names=${*:-kernels push_pull update_rules straggler scaling compare}
 for name in $names; do
   case $name in
     kernels) set -- ;;
     push_pull) set -- --reps=9 ;;
     update_rules) set -- ;;
     straggler) set -- --verify --epochs 15 ;;
+    scaling) set -- --reps 3 --epochs 2 ;;
     compare) set -- --reps 3 --epochs 8 ;;
     *) echo "run_all.sh: unknown benchmark $name" >&2; exit 2 ;;
   esac

@@ -19,6 +19,8 @@
 #   build-fuzz/test/fuzz/<target>_fuzzer build-fuzz/fuzz-artifacts/<target>-crash-...
 #
 # Environment: CXX (default clang++), DSGD_FUZZ_BUILD_DIR (default build-fuzz), DSGD_FUZZ_RUNS,
+# DSGD_FUZZ_SEED (libFuzzer's -seed: the same seed and corpus explore the same inputs; unset,
+# a fresh random seed each run; scripts/test.sh uses 1 so that the test command is repeatable),
 # DSGD_FUZZ_TARGETS (default: all five), DSGD_FUZZ_JOBS (build parallelism; default nproc).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -69,7 +71,9 @@ for t in $targets; do
   fi
   echo "== $t: ${bound[*]}"
   start=$SECONDS
-  if "$build/test/fuzz/${t}_fuzzer" "${bound[@]}" \
+  seed=()
+  [[ -n ${DSGD_FUZZ_SEED:-} ]] && seed=(-seed="$DSGD_FUZZ_SEED")
+  if "$build/test/fuzz/${t}_fuzzer" "${bound[@]}" "${seed[@]}" \
       -max_len=4096 -timeout=10 -rss_limit_mb=1024 -malloc_limit_mb=64 \
       -print_final_stats=1 -artifact_prefix="$build/fuzz-artifacts/$t-" \
       "$corpus" "${extra[@]}" >"$build/fuzz-artifacts/$t.log" 2>&1; then

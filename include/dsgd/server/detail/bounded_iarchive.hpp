@@ -2,7 +2,8 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 /// @file
-/// A Boost.Serialization binary input archive that never allocates for bytes it was not sent.
+/// A Boost.Serialization binary input archive that never allocates for bytes it was not sent
+/// and never reads a byte into a bool that is not 0 or 1.
 ///
 /// binary_iarchive sizes a string or a collection from the length on the wire before reading
 /// its contents, so a few bytes claiming a length of 2^31 make it allocate 2 GiB. This archive
@@ -58,6 +59,15 @@ class bounded_iarchive
     check(length);
     s.resize(length);
     if (length != 0) load_binary(s.data(), length);
+  }
+
+  // A bool from its byte, which must be 0 or 1: Boost's own load would read any other byte
+  // into the bool, an invalid value (undefined behaviour).
+  void load(bool& b) {
+    unsigned char byte = 0;
+    load_binary(&byte, 1);
+    if (byte > 1) throw error(errc::bad_frame, "a bool holds " + std::to_string(byte) + ", not 0 or 1");
+    b = byte == 1;
   }
 
   // A collection's element count, checked before the collection is reserved or resized.

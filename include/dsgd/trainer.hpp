@@ -196,7 +196,7 @@ class trainer {
     resync(variables);
   }
 
-  /// Chief: every ps task writes its part of checkpoint @p step() into @p dir (values, optimizer
+  /// Chief: every ps task writes its part of checkpoint step() into @p dir (values, optimizer
   /// slots and counters of its shards); train::saver::commit() then makes it a checkpoint.
   void save_shards(const std::filesystem::path& dir) { client_->save(std::filesystem::absolute(dir), step_); }
 

@@ -70,6 +70,11 @@ struct tcp_options {
   payload_checksums checksum_payloads = payload_checksums::remote;
   /// SO_SNDBUF and SO_RCVBUF in bytes; 0 keeps the system's default.
   int socket_buffer_bytes = 4 << 20;
+  /// A peer that stops answering at the TCP level (a cut link, a host gone without a FIN) fails
+  /// the connection within about this long, idle or not: TCP keepalive probes while idle and,
+  /// on Linux, TCP_USER_TIMEOUT while sent data is unacknowledged. 0 keeps the system's
+  /// defaults (no keepalive; retransmissions for about 15 minutes).
+  std::chrono::seconds dead_peer_timeout{60};
   /// Where connection errors are reported; by default one line on stderr.
   std::function<void(std::string_view)> log;
 };

@@ -16,6 +16,12 @@
 #include <cstdio>
 #include <string>
 
+#if defined(__linux__)
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#endif
+
 namespace dsgd::transport {
 
 namespace detail {
@@ -55,6 +61,21 @@ inline void tcp_connection::apply_socket_options() {
                        ignored);
     socket_.set_option(
         boost::asio::socket_base::receive_buffer_size(options_.socket_buffer_bytes), ignored);
+  }
+  const auto dead = static_cast<int>(options_.dead_peer_timeout.count());
+  if (dead > 0) {
+    socket_.set_option(boost::asio::socket_base::keep_alive(true), ignored);
+#if defined(__linux__)
+    // Idle for half the time, then three probes a sixth of it apart: a silent peer is dropped
+    // after about the whole of it; unacknowledged data gets no longer than that either.
+    const int idle = std::max(1, dead / 2), interval = std::max(1, dead / 6), probes = 3;
+    const unsigned user_timeout_ms = static_cast<unsigned>(dead) * 1000u;
+    const int fd = socket_.native_handle();
+    ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
+    ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof interval);
+    ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &probes, sizeof probes);
+    ::setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout_ms, sizeof user_timeout_ms);
+#endif
   }
 }
 

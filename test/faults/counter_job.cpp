@@ -141,15 +141,23 @@ Rule make_rule(const settings& s, std::size_t replicas) {
   }
 }
 
-template <class Rule>
-int serve(const settings& s, const dsgd::cluster::role& me) {
-  using server = dsgd::server::parameter_server<Rule, dsgd::optim::sgd>;
-  typename server::options o;
+// What a ps task's and a worker's options share: the token, the counter's optimizer, the rule,
+// the step and ready deadlines.
+template <class Options, class Rule>
+Options common_options(const settings& s, const dsgd::cluster::role& me) {
+  Options o;
   o.token = token();
   o.optimizer = dsgd::optim::sgd{1.f};
   o.rule = make_rule<Rule>(s, dsgd::server::replicas::count(me.cluster));
   o.step_timeout = std::chrono::milliseconds(s.step_timeout_ms);
   o.ready_timeout = std::chrono::milliseconds(s.ready_timeout_ms);
+  return o;
+}
+
+template <class Rule>
+int serve(const settings& s, const dsgd::cluster::role& me) {
+  using server = dsgd::server::parameter_server<Rule, dsgd::optim::sgd>;
+  auto o = common_options<typename server::options, Rule>(s, me);
   o.chief_timeout = std::chrono::milliseconds(s.chief_timeout_ms);
   server ps(me.cluster, me.task.index, o);
   ps.join();
@@ -197,12 +205,7 @@ int work_in_session(const settings& s, Trainer& t, Tensors& values, const Tensor
 template <class Rule>
 int work(const settings& s, const dsgd::cluster::role& me) {
   using trainer = dsgd::trainer<dsgd::device::cpu, dsgd::placement::round_robin, Rule, dsgd::optim::sgd>;
-  typename trainer::options o;
-  o.token = token();
-  o.optimizer = dsgd::optim::sgd{1.f};
-  o.rule = make_rule<Rule>(s, dsgd::server::replicas::count(me.cluster));
-  o.step_timeout = std::chrono::milliseconds(s.step_timeout_ms);
-  o.ready_timeout = std::chrono::milliseconds(s.ready_timeout_ms);
+  auto o = common_options<typename trainer::options, Rule>(s, me);
   o.startup_timeout = std::chrono::milliseconds(s.startup_timeout_ms);
   o.log = [](std::string_view line) { emit("log " + std::string(line)); };
   trainer t(me.cluster, me.task, o);

@@ -12,6 +12,8 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/read.hpp>
 #include <boost/asio/write.hpp>
+#include <support/run_until.hpp>
+
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>
@@ -38,16 +40,7 @@ constexpr std::size_t concurrency = 64;
 
 enum class attack { garbage, wrong_token, wrong_version, truncated_hello, frame_without_proof, count };
 
-// Runs the context until @p done() holds; false if @p limit passes first.
-bool run_until(asio::io_context& ioc, const std::function<bool()>& done, std::chrono::seconds limit) {
-  const auto end = std::chrono::steady_clock::now() + limit;
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > end) return false;
-    ioc.restart();
-    ioc.run_one_for(10ms);
-  }
-  return true;
-}
+using dsgd::test::run_until;
 
 // A peer that writes some bytes, half-closes, and reads until the server closes the connection
 // (so that it completes only once the server has decided).

@@ -8,6 +8,8 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/read.hpp>
 #include <boost/asio/write.hpp>
+#include <support/run_until.hpp>
+
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>
@@ -39,17 +41,7 @@ constexpr const char* token = "correct horse battery staple";
 
 dsgd::error_code code(dsgd::errc e) { return dsgd::make_error_code(e); }
 
-// Runs the context until @p done() holds; false if 20 s pass first.
-bool run_until(asio::io_context& ioc, const std::function<bool()>& done,
-               std::chrono::milliseconds limit = 20s) {
-  const auto end = std::chrono::steady_clock::now() + limit;
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > end) return false;
-    ioc.restart();
-    ioc.run_one_for(10ms);
-  }
-  return true;
-}
+using dsgd::test::run_until;
 
 std::vector<std::byte> random_bytes(std::size_t n, unsigned seed) {
   std::vector<std::byte> v(n);

@@ -96,6 +96,7 @@ class ps_client {
   void connect() {
     auto deadline = std::chrono::steady_clock::now() + opts_.startup_timeout;
     std::vector<std::size_t> missing = disconnected();
+    std::vector<int> handshake_failures(conns_.size(), 0);
     auto backoff = opts_.initial_backoff;
     std::string last_error;
     while (true) {
@@ -116,9 +117,12 @@ class ps_client {
           });
           continue;
         }
-        if (ec == errc::handshake_failed)
+        // A ps that rejects our token closes the handshake; so does one dying or just
+        // restarting while we connect. Three in a row is a rejection; fewer is retried.
+        if (ec == errc::handshake_failed && ++handshake_failures[i] >= 3)
           throw error(ec, me_.to_string() + ": ps:" + std::to_string(i) + " at " +
-                              spec_.address("ps", int(i)).to_string() + " rejected the handshake: " + ec.message());
+                              spec_.address("ps", int(i)).to_string() + " rejected the handshake " +
+                              std::to_string(handshake_failures[i]) + " times: " + ec.message());
         last_error = ec.message();
         still.push_back(i);
       }

@@ -4,7 +4,8 @@
 /// @file
 /// Boost.Asio TCP connections speaking the dsgd wire protocol: an authenticated handshake,
 /// zero-copy gather sends of header + raw tensor bytes, chunking of large messages, receives
-/// straight into a buffer the caller names per frame, a bounded send queue and deadlines.
+/// straight into a buffer the caller names per frame, a bounded send queue and deadlines;
+/// optionally over TLS with mutual certificate verification (tcp_options::tls).
 /// Out-of-line definitions are in impl/asio_tcp.hpp; the protocol is in docs/transport.md.
 #pragma once
 
@@ -14,11 +15,13 @@
 #include <dsgd/transport/detail/completion.hpp>
 #include <dsgd/transport/frame.hpp>
 #include <dsgd/transport/handshake.hpp>
+#include <dsgd/transport/tls.hpp>
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl/stream.hpp>
 #include <boost/asio/steady_timer.hpp>
 
 #include <chrono>
@@ -37,8 +40,9 @@ namespace dsgd::transport {
 
 /// When a sender adds a CRC-32C of every payload (receivers check it whenever a frame says so).
 enum class payload_checksums {
-  /// On, except towards a peer on a loopback address: bytes that never cross a wire gain
-  /// nothing from it, while on a real link it backs up TCP's 16-bit sum end to end.
+  /// On, except towards a peer on a loopback address (bytes that never cross a wire gain
+  /// nothing from it, while on a real link it backs up TCP's 16-bit sum end to end) and on a
+  /// TLS connection (whose records already authenticate every byte).
   remote,
   always,  ///< on every connection
   never,   ///< off (frame headers are checksummed whatever this says)
@@ -77,6 +81,9 @@ struct tcp_options {
   std::chrono::seconds dead_peer_timeout{60};
   /// Where connection errors are reported; by default one line on stderr.
   std::function<void(std::string_view)> log;
+  /// TLS with mutual certificate verification, run after connecting and before the token
+  /// handshake (which then runs inside it); empty: plain TCP.
+  std::optional<tls_options> tls;
 };
 
 /// A receive sink: given a validated header, returns the buffer its payload is read into.
@@ -133,6 +140,9 @@ class tcp_connection : public std::enable_shared_from_this<tcp_connection> {
   bool is_open() const noexcept { return !closed_; }
   /// @returns true once the handshake has succeeded.
   bool authenticated() const noexcept { return authenticated_; }
+  /// @returns true when the connection runs over TLS (options().tls is set): every byte after
+  /// the TCP connect, the token handshake included, is encrypted and authenticated.
+  bool encrypted() const noexcept { return tls_.has_value(); }
   /// @returns why the connection was closed (empty while open).
   const std::string& close_reason() const noexcept { return close_reason_; }
   /// @returns messages waiting in the send queue, the one being written included.
@@ -142,15 +152,18 @@ class tcp_connection : public std::enable_shared_from_this<tcp_connection> {
   /// @returns the options the connection was made with.
   const tcp_options& options() const noexcept { return options_; }
   /// @returns true when this connection sends payload CRCs (options().checksum_payloads
-  /// applied to the peer's address).
+  /// applied to the peer's address and to encrypted()).
   bool checksums_payloads() const noexcept {
     return options_.checksum_payloads == payload_checksums::always ||
-           (options_.checksum_payloads == payload_checksums::remote && !remote_.address().is_loopback());
+           (options_.checksum_payloads == payload_checksums::remote && !encrypted() &&
+            !remote_.address().is_loopback());
   }
 
-  /// Runs the handshake as @p side under options().handshake_timeout.
+  /// Runs the handshake as @p side under options().handshake_timeout: with options().tls, first
+  /// the TLS handshake (the initiator is the TLS client), then the token handshake inside it.
   /// Completion signature: void(error_code); errc::handshake_failed for a wrong token, version
-  /// or identity, errc::timed_out for a silent peer. Failure closes the connection.
+  /// or identity, or a TLS failure (certificate not verified or missing, no common protocol),
+  /// errc::timed_out for a silent peer. Failure closes the connection with a logged reason.
   /// @code
   ///   conn->async_handshake(handshake::role::acceptor, [conn](error_code ec) { ... });
   /// @endcode
@@ -269,6 +282,18 @@ class tcp_connection : public std::enable_shared_from_this<tcp_connection> {
 
   void start_connect(const endpoint_type& to, done_type done);
   void start_handshake(handshake::role side, done_type done);
+  void on_tls_handshake(error_code ec, done_type done);
+  std::string tls_failure(error_code ec);
+  bool tls_names_match(std::string& reason);
+  // Calls f(stream) on the TLS stream when there is one, else on the socket, so that each
+  // read and write is written once for both.
+  template <class F>
+  void with_stream(F&& f) {
+    if (tls_)
+      f(*tls_);
+    else
+      f(socket_);
+  }
   void handshake_step(int step, error_code ec, done_type done);
   void finish_handshake(error_code ec, const std::string& reason, done_type done);
   void enqueue(frame_header header, std::vector<boost::asio::const_buffer> payload,
@@ -296,6 +321,11 @@ class tcp_connection : public std::enable_shared_from_this<tcp_connection> {
   error_code close_ec_;
   std::string close_reason_;
 
+  // TLS (options_.tls): the shared context and the stream layered on socket_.
+  std::shared_ptr<boost::asio::ssl::context> tls_context_;
+  std::optional<boost::asio::ssl::stream<socket_type&>> tls_;
+  std::string tls_verify_failure_;  // the first certificate the peer's chain failed on, and why
+
   std::optional<handshake> handshake_;
   handshake::hello_bytes peer_hello_{};
   handshake::proof_bytes own_proof_{}, peer_proof_{};
@@ -321,10 +351,14 @@ class tcp_connection : public std::enable_shared_from_this<tcp_connection> {
 /// options.handshake_timeout. Retrying an unreachable peer is the caller's policy.
 /// Completion signature: void(error_code, std::shared_ptr<tcp_connection>); the pointer is
 /// null on failure.
+/// @throws dsgd::error from shared_tls_context() when options.tls names a file that cannot be
+///         loaded (before anything starts)
 template <class Token>
 auto async_connect(boost::asio::any_io_executor ex, const boost::asio::ip::tcp::endpoint& to,
                    tcp_options options, Token&& token) {
   using signature = void(error_code, std::shared_ptr<tcp_connection>);
+  if (options.tls) shared_tls_context(*options.tls);  // throws naming a bad file, here
+
   return boost::asio::async_initiate<Token, signature>(
       [ex, to](auto handler, tcp_options opts) {
         auto conn = tcp_connection::create(tcp_connection::socket_type(ex), std::move(opts));
@@ -356,7 +390,8 @@ class tcp_listener : public std::enable_shared_from_this<tcp_listener> {
   tcp_listener(private_tag, executor_type ex, const endpoint_type& bind_to, tcp_options options);
 
   /// Binds and listens on @p bind_to (port 0 picks a free port; see local_endpoint()).
-  /// @throws dsgd::error with the system's code when the address cannot be bound
+  /// @throws dsgd::error with the system's code when the address cannot be bound, or from
+  ///         shared_tls_context() when options.tls names a file that cannot be loaded
   static std::shared_ptr<tcp_listener> create(executor_type ex, const endpoint_type& bind_to,
                                               tcp_options options) {
     return std::make_shared<tcp_listener>(private_tag{}, std::move(ex), bind_to,

@@ -10,7 +10,12 @@
 
 #include <boost/asio/error.hpp>
 #include <boost/asio/read.hpp>
+#include <boost/asio/ssl/error.hpp>
+#include <boost/asio/ssl/verify_context.hpp>
 #include <boost/asio/write.hpp>
+
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -40,6 +45,20 @@ inline tcp_connection::tcp_connection(private_tag, socket_type socket, tcp_optio
       options_(std::move(options)),
       write_timer_(socket_.get_executor()),
       read_timer_(socket_.get_executor()) {
+  if (options_.tls) {
+    tls_context_ = shared_tls_context(*options_.tls);
+    tls_.emplace(socket_, *tls_context_);
+    // Keeps the first certificate the peer's chain fails on, to name it in the log.
+    tls_->set_verify_callback([this](bool preverified, boost::asio::ssl::verify_context& vc) {
+      if (!preverified && tls_verify_failure_.empty()) {
+        X509_STORE_CTX* sc = vc.native_handle();
+        tls_verify_failure_ = std::string(X509_verify_cert_error_string(X509_STORE_CTX_get_error(sc))) +
+                              " (certificate at depth " + std::to_string(X509_STORE_CTX_get_error_depth(sc)) +
+                              ", subject " + detail::subject_line(X509_STORE_CTX_get_current_cert(sc)) + ")";
+      }
+      return preverified;
+    });
+  }
   if (socket_.is_open()) {
     error_code ec;
     remote_ = socket_.remote_endpoint(ec);
@@ -159,7 +178,53 @@ inline void tcp_connection::start_handshake(handshake::role side, done_type done
   }
   arm(read_timer_, read_seq_, options_.handshake_timeout,
       "handshake timed out after " + std::to_string(options_.handshake_timeout.count()) + " ms");
-  handshake_step(0, {}, std::move(done));
+  if (!tls_) return handshake_step(0, {}, std::move(done));
+  tls_->async_handshake(side == handshake::role::initiator ? boost::asio::ssl::stream_base::client
+                                                           : boost::asio::ssl::stream_base::server,
+                        [self = shared_from_this(), done = std::move(done)](error_code ec) mutable {
+                          self->on_tls_handshake(ec, std::move(done));
+                        });
+}
+
+inline void tcp_connection::on_tls_handshake(error_code ec, done_type done) {
+  if (!ec) return handshake_step(0, {}, std::move(done));  // the token handshake, inside TLS
+  if (closed_) {
+    const auto why = io_error(ec);
+    return finish_handshake(why, "TLS handshake aborted: " + why.message(), std::move(done));
+  }
+  finish_handshake(errc::handshake_failed, "TLS handshake failed: " + tls_failure(ec), std::move(done));
+}
+
+inline std::string tcp_connection::tls_failure(error_code ec) {
+  std::string what;
+  if (ec == boost::asio::error::eof || ec == boost::asio::error::connection_reset ||
+      ec == boost::asio::ssl::error::stream_truncated)
+    what = "the peer closed the connection (it does not speak TLS, or rejected our certificate)";
+  else
+    what = ec.message();  // OpenSSL's reason: "certificate verify failed", "tlsv1 alert unknown ca"
+  if (!tls_verify_failure_.empty()) {
+    what += ": " + tls_verify_failure_;
+  } else if (tls_) {
+    const long result = SSL_get_verify_result(tls_->native_handle());
+    if (result != X509_V_OK) what += std::string(": ") + X509_verify_cert_error_string(result);
+  }
+  return what;
+}
+
+inline bool tcp_connection::tls_names_match(std::string& reason) {
+#if OPENSSL_VERSION_NUMBER >= 0x30000000L
+  detail::x509_ptr peer(SSL_get1_peer_certificate(tls_->native_handle()));
+#else
+  detail::x509_ptr peer(SSL_get_peer_certificate(tls_->native_handle()));
+#endif
+  const auto names = detail::certificate_names(peer.get());
+  const auto& identity = handshake_->peer_identity();
+  if (std::find(names.begin(), names.end(), identity) != names.end()) return true;
+  std::string list;
+  for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+  reason = "the peer proved identity '" + identity + "' but its TLS certificate names only [" + list +
+           "] (tls_options::peer_names is task_identity)";
+  return false;
 }
 
 // Steps: 0 send hello, 1 read peer hello, 2 check it and send proof, 3 read peer proof,
@@ -167,10 +232,16 @@ inline void tcp_connection::start_handshake(handshake::role side, done_type done
 // symmetric exchange cannot deadlock.
 inline void tcp_connection::handshake_step(int step, error_code ec, done_type done) {
   if (ec) {
-    if (ec == boost::asio::error::eof || ec == boost::asio::error::connection_reset)
+    if (!closed_ && tls_ && ec.category() == boost::asio::error::get_ssl_category())
+      return finish_handshake(errc::handshake_failed,
+                              "TLS error during the token handshake: " + tls_failure(ec),
+                              std::move(done));
+    if (ec == boost::asio::error::eof || ec == boost::asio::error::connection_reset ||
+        ec == boost::asio::ssl::error::stream_truncated)
       return finish_handshake(errc::handshake_failed,
                               "peer closed the connection during the handshake (it rejected "
-                              "our token, version or identity?)",
+                              "our token, version or identity" +
+                                  std::string(tls_ ? ", or our TLS certificate" : "") + "?)",
                               std::move(done));
     const auto why = io_error(ec);
     return finish_handshake(why, "handshake I/O error: " + why.message(), std::move(done));
@@ -185,10 +256,10 @@ inline void tcp_connection::handshake_step(int step, error_code ec, done_type do
   std::string reason;
   switch (step) {
     case 0:
-      boost::asio::async_write(socket_, boost::asio::buffer(handshake_->hello()), next());
+      with_stream([&](auto& s) { boost::asio::async_write(s, boost::asio::buffer(handshake_->hello()), next()); });
       return;
     case 1:
-      boost::asio::async_read(socket_, boost::asio::buffer(peer_hello_), next());
+      with_stream([&](auto& s) { boost::asio::async_read(s, boost::asio::buffer(peer_hello_), next()); });
       return;
     case 2:
       if (auto e = handshake_->receive_hello(peer_hello_, reason))
@@ -197,11 +268,14 @@ inline void tcp_connection::handshake_step(int step, error_code ec, done_type do
         return finish_handshake(errc::handshake_failed,
                                 "unknown peer identity '" + handshake_->peer_identity() + "'",
                                 std::move(done));
+      if (tls_ && options_.tls->peer_names == peer_name_check::task_identity &&
+          !tls_names_match(reason))
+        return finish_handshake(errc::handshake_failed, reason, std::move(done));
       own_proof_ = handshake_->proof();
-      boost::asio::async_write(socket_, boost::asio::buffer(own_proof_), next());
+      with_stream([&](auto& s) { boost::asio::async_write(s, boost::asio::buffer(own_proof_), next()); });
       return;
     case 3:
-      boost::asio::async_read(socket_, boost::asio::buffer(peer_proof_), next());
+      with_stream([&](auto& s) { boost::asio::async_read(s, boost::asio::buffer(peer_proof_), next()); });
       return;
     default:
       if (auto e = handshake_->verify_proof(peer_proof_, reason))
@@ -299,12 +373,14 @@ inline void tcp_connection::write_next() {
   arm(write_timer_, write_seq_, options_.write_timeout,
       "write stalled for " + std::to_string(options_.write_timeout.count()) +
           " ms (peer not reading)");
-  boost::asio::async_write(socket_, tx_gather_,
-                           [guard = write_guard(shared_from_this())](error_code ec,
-                                                                     std::size_t) mutable {
-                             auto self = std::move(guard.self);
-                             self->on_written(ec);
-                           });
+  with_stream([&](auto& s) {
+    boost::asio::async_write(s, tx_gather_,
+                             [guard = write_guard(shared_from_this())](error_code ec,
+                                                                       std::size_t) mutable {
+                               auto self = std::move(guard.self);
+                               self->on_written(ec);
+                             });
+  });
 }
 
 inline void tcp_connection::on_written(error_code ec) {
@@ -347,14 +423,19 @@ inline void tcp_connection::start_receive(receive_op op) {
     return;
   }
   receiving_ = true;
-  boost::asio::async_read(socket_, boost::asio::buffer(rx_header_bytes_),
-                          [self = shared_from_this(), op = std::move(op)](
-                              error_code ec, std::size_t) mutable {
-                            self->on_header(ec, std::move(op));
-                          });
+  with_stream([&](auto& s) {
+    boost::asio::async_read(s, boost::asio::buffer(rx_header_bytes_),
+                            [self = shared_from_this(), op = std::move(op)](
+                                error_code ec, std::size_t) mutable {
+                              self->on_header(ec, std::move(op));
+                            });
+  });
 }
 
 inline void tcp_connection::on_header(error_code ec, receive_op op) {
+  // A TLS peer that closes TCP without close_notify between frames ends as cleanly as a plain
+  // one: frames carry their lengths, so nothing can have been cut off.
+  if (ec == boost::asio::ssl::error::stream_truncated) ec = boost::asio::error::eof;
   if (ec) {
     const auto why = io_error(ec);
     if (why != boost::asio::error::eof)
@@ -384,11 +465,13 @@ inline void tcp_connection::on_header(error_code ec, receive_op op) {
   }
   arm(read_timer_, read_seq_, options_.frame_timeout,
       "frame payload incomplete after " + std::to_string(options_.frame_timeout.count()) + " ms");
-  boost::asio::async_read(socket_, rx_dest_,
-                          [self = shared_from_this(), op = std::move(op)](
-                              error_code e, std::size_t) mutable {
-                            self->on_payload(e, std::move(op));
-                          });
+  with_stream([&](auto& s) {
+    boost::asio::async_read(s, rx_dest_,
+                            [self = shared_from_this(), op = std::move(op)](
+                                error_code e, std::size_t) mutable {
+                              self->on_payload(e, std::move(op));
+                            });
+  });
 }
 
 inline void tcp_connection::on_payload(error_code ec, receive_op op) {
@@ -422,6 +505,7 @@ inline void tcp_connection::finish_receive(error_code ec, const frame_header& h,
 inline tcp_listener::tcp_listener(private_tag, executor_type ex, const endpoint_type& bind_to,
                                   tcp_options options)
     : acceptor_(ex), retry_timer_(ex), options_(std::move(options)) {
+  if (options_.tls) shared_tls_context(*options_.tls);  // throws naming a bad file, before binding
   error_code ec;
   auto fail = [&](const char* what) {
     throw error(ec, std::string("tcp_listener: cannot ") + what + " " +

@@ -11,7 +11,7 @@ packages=(
   libboost-dev libboost-serialization-dev libboost-test-dev
   libopenblas-dev zlib1g-dev libssl-dev nlohmann-json3-dev libbenchmark-dev
   dataset-fashion-mnist
-  python3
+  python3 iproute2
   clang libclang-rt-dev
 )
 # Thrust: the CUDA toolkit ships it (CCCL); without one, Debian's libthrust-dev is the fallback.

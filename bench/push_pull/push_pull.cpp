@@ -12,7 +12,9 @@
 //   workload,variant,bytes,seconds,rep,chunk_bytes,checksum
 // bench/push_pull/table.py turns the rows into medians and ratios; bench/push_pull/run.sh runs both.
 //
-//   dsgd_bench_push_pull [--sizes=B,B,...] [--reps=N] [--warmup=N] [--latency-iters=N] [--smoke]
+//   dsgd_bench_push_pull [--sizes=B,B,...] [--reps=N] [--warmup=N] [--latency-iters=N] [--smoke] [--tls]
+//
+// --tls adds variants over TLS (dsgd_tls*, dsgd_pull_tls), with certificates made at start-up.
 //
 // Exits with status 1 when a pulled value or an echoed byte is wrong.
 #include <dsgd/device/cpu.hpp>
@@ -22,6 +24,8 @@
 #include <dsgd/server/ps_client.hpp>
 #include <dsgd/transport/crc32c.hpp>
 #include <dsgd/update/async.hpp>
+
+#include "../../test/support/tls_certs.hpp"  // certificates for --tls, made at run time
 
 
 #include <arpa/inet.h>
@@ -58,7 +62,24 @@ struct settings {
   int reps = 7;
   int warmup = 2;
   int latency_iters = 2000;
+  bool tls = false;
 };
+
+// TLS settings for ps:0 and worker:0, from a CA made on first use (removed at exit).
+dsgd::transport::tls_options bench_tls(const std::string& task) {
+  static const auto dir = [] {
+    auto d = std::make_unique<dsgd::test::cert_dir>();
+    d->add_ca("ca");
+    d->add_cert("ps0", "ca", "ps:0");
+    d->add_cert("worker0", "ca", "worker:0");
+    return d;
+  }();
+  static const auto ps = dsgd::transport::tls_options{.ca_file = dir->cert("ca"), .cert_file = dir->cert("ps0"),
+                                                      .key_file = dir->key("ps0")};
+  static const auto worker = dsgd::transport::tls_options{
+      .ca_file = dir->cert("ca"), .cert_file = dir->cert("worker0"), .key_file = dir->key("worker0")};
+  return task == "ps" ? ps : worker;
+}
 
 double seconds_since(clock_type::time_point start) {
   return std::chrono::duration<double>(clock_type::now() - start).count();
@@ -174,6 +195,8 @@ struct ps_variant {
   std::string name;
   std::size_t chunk_bytes;
   bool checksum;
+  bool apply_in_chunks = true;  // ps_options::apply_in_chunks
+  bool tls = false;             // ps_options::tls and client_options::tls
 };
 
 std::uint16_t free_port() {
@@ -191,8 +214,10 @@ class ps_pair {
     o.token = "bench";
     o.optimizer = {learning_rate};
     o.chunk_bytes = v.chunk_bytes;
+    o.apply_in_chunks = v.apply_in_chunks;
     o.checksum_payloads = v.checksum ? dsgd::transport::payload_checksums::always : dsgd::transport::payload_checksums::never;
     o.log = [](std::string_view) {};  // start and shutdown lines would interleave with the rows
+    if (v.tls) o.tls = bench_tls("ps");
     // A cluster spec names fixed ports: take one the system reports free (the worker's port is
     // never listened on).
     const dsgd::cluster::cluster_spec spec(
@@ -203,6 +228,7 @@ class ps_pair {
     c.token = "bench";
     c.chunk_bytes = v.chunk_bytes;
     c.checksum_payloads = v.checksum ? dsgd::transport::payload_checksums::always : dsgd::transport::payload_checksums::never;
+    if (v.tls) c.tls = bench_tls("worker");
     client_ = std::make_unique<dsgd::server::ps_client>(spec, dsgd::cluster::task_id{"worker", 0}, c);
     plan_ = dsgd::placement::round_robin{}.place({{"v", dsgd::shape{floats}}}, 1);
     client_->connect();
@@ -252,11 +278,17 @@ class ps_pair {
 
 void push_pull_size(const settings& s, std::size_t bytes) {
   const std::size_t floats = bytes / sizeof(float);
-  const std::vector<ps_variant> variants{{"dsgd_crc", std::size_t{4} << 20, true},
+  std::vector<ps_variant> variants{{"dsgd_crc", std::size_t{4} << 20, true},
                                          {"dsgd_nocrc", std::size_t{4} << 20, false},
                                          {"dsgd_crc_chunk1m", std::size_t{1} << 20, true},
+                                         {"dsgd_nocrc_chunk1m", std::size_t{1} << 20, false},
+                                         {"dsgd_nocrc_whole", std::size_t{4} << 20, false, false},
                                          {"dsgd_crc_chunk16m", std::size_t{16} << 20, true},
                                          {"dsgd_nocrc_chunk16m", std::size_t{16} << 20, false}};
+  if (s.tls) {  // TLS authenticates every record, so these carry no payload CRC
+    variants.push_back({"dsgd_tls", std::size_t{4} << 20, false, true, true});
+    variants.push_back({"dsgd_tls_chunk1m", std::size_t{1} << 20, false, true, true});
+  }
   std::vector<std::unique_ptr<ps_pair>> pairs;
   for (const auto& v : variants) pairs.push_back(std::make_unique<ps_pair>(v, floats));
   raw_echo raw;
@@ -298,6 +330,9 @@ void latency(const settings& s) {
   constexpr std::size_t bytes = sizeof(float);
   ps_pair crc({"dsgd_pull_crc", std::size_t{4} << 20, true}, 1);
   ps_pair nocrc({"dsgd_pull_nocrc", std::size_t{4} << 20, false}, 1);
+  std::vector<ps_pair*> pairs{&crc, &nocrc};
+  std::unique_ptr<ps_pair> tls;
+  if (s.tls) pairs.push_back((tls = std::make_unique<ps_pair>(ps_variant{"dsgd_pull_tls", std::size_t{4} << 20, false, true, true}, 1)).get());
   raw_echo raw;
   float out = 1.f, in = 0.f;
   for (int rep = -s.warmup; rep < s.reps; ++rep) {
@@ -306,7 +341,7 @@ void latency(const settings& s) {
     double t = seconds_since(start) / s.latency_iters;
     if (in != out) fail("raw echo returned another value");
     if (rep >= 0) row("round_trip", "raw", bytes, t, rep, 0, false);
-    for (auto* p : {&crc, &nocrc}) {
+    for (auto* p : pairs) {
       start = clock_type::now();
       for (int i = 0; i < s.latency_iters; ++i) p->pull();
       t = seconds_since(start) / s.latency_iters;
@@ -345,6 +380,8 @@ int main(int argc, char** argv) {
         s.reps = 2;
         s.warmup = 1;
         s.latency_iters = 20;
+      } else if (a == "--tls") {
+        s.tls = true;
       } else if (a.starts_with("--sizes=")) {
         s.sizes = parse_sizes(value("--sizes="));
       } else if (a.starts_with("--reps=")) {
@@ -362,7 +399,7 @@ int main(int argc, char** argv) {
   } catch (const std::exception& e) {
     std::fprintf(stderr,
                  "dsgd_bench_push_pull: %s\nusage: dsgd_bench_push_pull [--sizes=B,B,...] [--reps=N] "
-                 "[--warmup=N] [--latency-iters=N] [--smoke]\n",
+                 "[--warmup=N] [--latency-iters=N] [--smoke] [--tls]\n",
                  e.what());
     return 2;
   }

@@ -61,6 +61,11 @@ struct trainer_options {
   std::chrono::milliseconds chief_timeout{600'000};
   /// workers: how long to keep retrying an unreachable ps at start.
   std::chrono::milliseconds startup_timeout{120'000};
+  /// every connection: a peer silent at the TCP level (a cut link) fails it after about this long.
+  std::chrono::seconds dead_peer_timeout{60};
+  /// every connection: TLS with mutual certificate verification (docs/transport.md, "TLS");
+  /// empty: plain TCP.
+  std::optional<transport::tls_options> tls;
   std::function<void(std::string_view)> log;  ///< stderr by default
 };
 
@@ -94,6 +99,8 @@ class trainer {
       c.token = opts_.token;
       c.startup_timeout = opts_.startup_timeout;
       c.request_timeout = std::max(opts_.step_timeout, opts_.ready_timeout) + std::chrono::seconds(30);
+      c.dead_peer_timeout = opts_.dead_peer_timeout;
+      c.tls = opts_.tls;
       c.log = opts_.log;
       client_ = std::make_unique<server::ps_client>(spec_, task_, c);
     }
@@ -141,7 +148,7 @@ class trainer {
   /// variable @p v, computed on the values of step(); push() then ends the step. Duplicate keys
   /// add up. See ps_client::push_rows. @returns how many shards dropped them.
   std::size_t push_rows(std::size_t v, std::span<const std::uint64_t> keys, std::span<const float> grads) {
-    return client_->push_rows(plan_, v, keys, grads, step_);
+    return client_->push_rows(plan_, v, keys, grads, step_, update::applies_each_push_v<U>);
   }
 
   /// ps only: serves until the chief shuts the cluster down, then returns.
@@ -154,6 +161,8 @@ class trainer {
     o.step_timeout = opts_.step_timeout;
     o.ready_timeout = opts_.ready_timeout;
     o.chief_timeout = opts_.chief_timeout;
+    o.dead_peer_timeout = opts_.dead_peer_timeout;
+    o.tls = opts_.tls;
     o.log = opts_.log;
     server::parameter_server<U, O> ps(spec_, task_.index, o);
     ps.join();
@@ -243,11 +252,17 @@ class trainer {
   std::size_t push(const std::vector<tensor<D>>& gradients) {
     auto views = host_views(gradients);
     std::vector<std::span<const float>> values(views.begin(), views.end());
-    auto dropped = client_->push(plan_, step_, values);
+    auto dropped = client_->push(plan_, step_, values, update::applies_each_push_v<U>);
     pushed_at_ = step_;
     ++pushes_;
     return dropped;
   }
+
+  /// @returns how many of this replica's pushes the ps tasks had received when this worker last
+  /// registered (create_variables(), recover()), counting those of earlier processes of the
+  /// same task: each arrived exactly once. Under async and SSP a restarted worker resumes its
+  /// data at this push (see ps_client::pushes_received()).
+  std::uint64_t pushes_received() const noexcept { return client_->pushes_received(); }
 
   /// This worker has no more data. The chief then waits for every worker to finish and shuts
   /// the ps tasks down, which ends their join().

@@ -9,7 +9,7 @@
 //
 //   counter_job [--rule sync|async] [--backup N] [--steps N] [--step-ms MS] [--vars N]
 //               [--step-timeout-ms MS] [--ready-timeout-ms MS] [--startup-timeout-ms MS]
-//               [--chief-timeout-ms MS] [--recover] [--session DIR]
+//               [--chief-timeout-ms MS] [--dead-peer-timeout-s S] [--recover] [--session DIR]
 //
 //   --rule           sync (update::sync_average), async (update::async) or ssp
 //                    (update::bounded_staleness<2>); default sync
@@ -21,6 +21,8 @@
 //   --vars N         counters (default 1)
 //   --step-timeout-ms, --ready-timeout-ms, --startup-timeout-ms: trainer_options' deadlines
 //   --chief-timeout-ms  a ps stops with peer_lost when the chief was gone this long (default 600 s)
+//   --dead-peer-timeout-s  the dead-peer deadline of every connection, ps and worker
+//                    (ps_options, trainer_options::dead_peer_timeout; default 60 s)
 //   --recover        a worker whose ps was lost re-creates its session (trainer::recover: it
 //                    reconnects and the chief re-initialises the ps tasks from its last values)
 //                    instead of failing; it prints "recover ERRC" each time
@@ -31,7 +33,9 @@
 // A worker prints one line per event, written straight to fd 1 so that nothing is lost when it
 // is killed:
 //   start TASK replica R                    after create_variables
-//   push S at STEP                          before push S (0-based) of this process
+//   resume K                                async, ssp: the ps tasks already hold K pushes of
+//                                           this task (an earlier process of it was killed)
+//   push S at STEP                          before push S (0-based) of this task
 //   ack S dropped D                         after the ps acknowledged push S (D shards dropped it)
 //   done TASK pushes N                      after finish()
 //   error ERRC MESSAGE                      a dsgd::error (exit status 3), ERRC as in dsgd::errc
@@ -76,6 +80,7 @@ struct settings {
   long ready_timeout_ms = 30'000;
   long chief_timeout_ms = 600'000;
   long startup_timeout_ms = 30'000;
+  long dead_peer_timeout_s = -1;  // -1: the transport's default
   bool recover = false;
   std::string session_dir;  // --session: run in a monitored_session checkpointing here
 };
@@ -142,7 +147,7 @@ Rule make_rule(const settings& s, std::size_t replicas) {
 }
 
 // What a ps task's and a worker's options share: the token, the counter's optimizer, the rule,
-// the step and ready deadlines.
+// the step and ready deadlines, the dead-peer deadline.
 template <class Options, class Rule>
 Options common_options(const settings& s, const dsgd::cluster::role& me) {
   Options o;
@@ -151,6 +156,7 @@ Options common_options(const settings& s, const dsgd::cluster::role& me) {
   o.rule = make_rule<Rule>(s, dsgd::server::replicas::count(me.cluster));
   o.step_timeout = std::chrono::milliseconds(s.step_timeout_ms);
   o.ready_timeout = std::chrono::milliseconds(s.ready_timeout_ms);
+  if (s.dead_peer_timeout_s >= 0) o.dead_peer_timeout = std::chrono::seconds(s.dead_peer_timeout_s);
   return o;
 }
 
@@ -225,7 +231,10 @@ int work(const settings& s, const dsgd::cluster::role& me) {
   // (a worker counting its own pushes could stop a step early and leave the others waiting).
   // Async: --steps pushes of this worker.
   constexpr bool sync = std::is_same_v<Rule, dsgd::update::sync_average>;
-  std::size_t k = 0;
+  // Async and SSP: a restarted worker resumes at the first push the ps has not received from
+  // its task (each push arrived exactly once, the one in flight at a kill included).
+  std::size_t k = sync ? 0 : t.pushes_received();
+  if (k > 0) emit("resume " + std::to_string(k));
   auto more = [&] { return s.pushes ? k < s.pushes : sync ? t.step() < s.steps : k < s.steps; };
   while (more()) {
     if (s.step_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(s.step_ms));
@@ -239,6 +248,7 @@ int work(const settings& s, const dsgd::cluster::role& me) {
       if (!s.recover || !trainer::recoverable(e.code())) throw;
       emit("recover " + errc_name(e.code()));
       t.recover(values);
+      if (!sync) k = t.pushes_received();  // the push that failed may have arrived
     }
   }
   t.finish();
@@ -307,6 +317,8 @@ int main(int argc, char** argv) {
         s.ready_timeout_ms = number(argc, argv, i);
       } else if (a == "--startup-timeout-ms") {
         s.startup_timeout_ms = number(argc, argv, i);
+      } else if (a == "--dead-peer-timeout-s") {
+        s.dead_peer_timeout_s = number(argc, argv, i);
       } else {
         throw dsgd::error(dsgd::errc::invalid_argument, "unknown option \"" + a + "\"");
       }

@@ -15,7 +15,10 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
+#include <atomic>
 #include <exception>
+#include <stdexcept>
 #include <random>
 #include <string>
 #include <thread>
@@ -197,6 +200,121 @@ BOOST_AUTO_TEST_CASE(a_dead_worker_in_sync_is_a_named_error_within_the_step_dead
     return e.code() == dsgd::errc::timed_out && std::string(e.what()).find("worker:1") != std::string::npos;
   });
   BOOST_TEST((std::chrono::steady_clock::now() - start < 10s));
+}
+
+BOOST_AUTO_TEST_CASE(async_pushes_in_many_chunks_are_applied_as_they_arrive_and_never_read_half_applied) {
+  using async_ps = ds::parameter_server<dsgd::update::async, dsgd::optim::sgd>;
+  auto spec = dsgd::test::loopback_cluster(1, 2);
+  async_ps::options o;
+  o.token = "secret";
+  o.optimizer = {1.f / 1024.f};  // a power of two: every value below is exact
+  o.log = [](std::string_view) {};
+  async_ps ps(spec, 0, o);
+  std::thread serving([&] { ps.join(); });
+
+  constexpr std::size_t n = 50'000;  // 200 kB: 13 chunks of 16 KiB per push
+  constexpr int pushes = 30;
+  auto plan = dsgd::placement::round_robin{}.place({{"w", {n}}}, 1);
+  std::vector<std::string> failures(2);
+  std::atomic<int> done_pushing{0};
+  std::vector<float> final_values;
+  std::vector<std::thread> workers;
+  for (std::size_t k = 0; k < 2; ++k)
+    workers.emplace_back([&, k] {
+      try {
+        auto co = client();
+        co.chunk_bytes = 16 << 10;
+        ds::ps_client c(spec, {"worker", int(k)}, co);
+        c.connect();
+        c.register_worker(plan, k, k == 0);
+        std::vector<float> w(n, 1.f), g(n, 1.f);
+        if (k == 0) {
+          std::vector<std::span<const float>> init{w};
+          c.initialize(plan, init);
+        }
+        c.wait_ready();
+        for (int i = 0; i < pushes; ++i) {
+          std::vector<std::span<const float>> src{g};
+          c.push(plan, 0, src);
+          std::vector<std::span<float>> dst{w};
+          c.pull(plan, 0, dst);
+          // Every push moves every element alike, so a pull that saw part of one would differ.
+          if (auto odd = std::find_if(w.begin(), w.end(), [&](float x) { return x != w[0]; }); odd != w.end()) {
+            failures[k] = "pull " + std::to_string(i) + " is torn: element 0 is " + std::to_string(w[0]) + ", element " +
+                          std::to_string(odd - w.begin()) + " is " + std::to_string(*odd);
+            return;
+          }
+        }
+        ++done_pushing;
+        if (k == 0) {  // once both are done, the shard holds every push exactly once
+          for (auto until = std::chrono::steady_clock::now() + 20s; done_pushing < 2;) {
+            if (std::chrono::steady_clock::now() > until) throw std::runtime_error("worker 1 never finished pushing");
+            std::this_thread::sleep_for(5ms);
+          }
+          std::vector<std::span<float>> dst{w};
+          c.pull(plan, 0, dst);
+          final_values = w;
+        }
+        c.finish();
+        if (k == 0) c.shutdown_cluster();
+      } catch (const std::exception& e) {
+        failures[k] = e.what();
+      }
+    });
+  for (auto& t : workers) t.join();
+  serving.join();
+  for (std::size_t k = 0; k < 2; ++k) BOOST_TEST(failures[k].empty(), "worker " << k << ": " << failures[k]);
+  const auto* shard = ps.find(0, 0);
+  BOOST_REQUIRE(shard != nullptr);
+  BOOST_TEST(shard->step() == 2u * pushes);
+  BOOST_TEST(shard->streamed() > 0u);  // two workers contend, so not every push streams
+  const float expected = 1.f - 2.f * pushes / 1024.f;
+  BOOST_TEST(std::count(final_values.begin(), final_values.end(), expected) == std::ptrdiff_t(n));
+}
+
+BOOST_AUTO_TEST_CASE(a_worker_registering_again_learns_which_pushes_arrived_and_completes_a_partial_one) {
+  using async_ps = ds::parameter_server<dsgd::update::async, dsgd::optim::sgd>;
+  auto spec = dsgd::test::loopback_cluster(2, 1);
+  async_ps::options o;
+  o.token = "secret";
+  o.optimizer = {1.f};
+  o.log = [](std::string_view) {};
+  async_ps ps0(spec, 0, o), ps1(spec, 1, o);
+  std::thread serving0([&] { ps0.join(); }), serving1([&] { ps1.join(); });
+  auto plan = dsgd::placement::round_robin{}.place({{"a", {2}}, {"b", {2}}}, 2);  // a on ps:0, b on ps:1
+  std::vector<float> a(2, 0.f), b(2, 0.f), g(2, -1.f);
+  {
+    ds::ps_client first(spec, {"worker", 0}, client());
+    first.connect();
+    first.register_worker(plan, 0, true);
+    BOOST_TEST(first.pushes_received() == 0u);
+    std::vector<std::span<const float>> init{a, b};
+    first.initialize(plan, init);
+    std::vector<std::span<const float>> both{g, g}, only_a{g, {}};
+    first.push(plan, 0, both, true);
+    first.push(plan, 0, only_a, true);  // as if the process died between its two shards
+
+    // A second process of the same task: the ps tasks close the first one's connections and
+    // report what arrived.
+    ds::ps_client second(spec, {"worker", 0}, client());
+    second.connect();
+    second.register_worker(plan, 0, true);
+    BOOST_TEST(second.pushes_received() == 1u);  // push 1 reached a only
+    BOOST_CHECK_EXCEPTION(first.push(plan, 0, both, true), dsgd::error,
+                          [](const dsgd::error& e) { return e.code() == dsgd::errc::peer_lost; });
+    second.push(plan, 0, both, true);  // push 1 again: only b lacks it
+    second.push(plan, 0, both, true);  // push 2: both
+    std::vector<std::span<float>> dst{a, b};
+    second.pull(plan, 0, dst);
+    BOOST_TEST(a == (std::vector<float>{3.f, 3.f}), boost::test_tools::per_element());
+    BOOST_TEST(b == (std::vector<float>{3.f, 3.f}), boost::test_tools::per_element());
+    second.register_worker(plan, 0, true);  // again on the same connections: nothing closed
+    BOOST_TEST(second.pushes_received() == 3u);
+    second.finish();
+    second.shutdown_cluster();
+  }
+  serving0.join();
+  serving1.join();
 }
 
 BOOST_AUTO_TEST_CASE(the_chiefs_shutdown_makes_join_return) {

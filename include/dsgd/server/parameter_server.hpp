@@ -30,6 +30,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace dsgd::server {
@@ -51,8 +52,18 @@ struct ps_options {
   std::chrono::milliseconds chief_timeout{600'000};
   transport::limits limits{};
   std::size_t chunk_bytes = std::size_t{4} << 20;
+  /// Apply a push that arrives in several chunks chunk by chunk, overlapping the apply with the
+  /// rest of it arriving, where the rule and the optimizer can (streams_pushes). Off: every push
+  /// is applied once complete.
+  bool apply_in_chunks = true;
   /// Which connections carry payload CRC-32Cs (transport::payload_checksums).
   transport::payload_checksums checksum_payloads = transport::payload_checksums::remote;
+  /// TLS with mutual certificate verification for every connection (docs/transport.md, "TLS");
+  /// empty: plain TCP.
+  std::optional<transport::tls_options> tls;
+  /// A worker that stops answering at the TCP level (a cut link) is dropped after about this
+  /// long (transport::tcp_options::dead_peer_timeout).
+  std::chrono::seconds dead_peer_timeout{60};
   /// Most keys one sparse_pull or sparse_push may carry; checked from the frame header before
   /// anything is allocated (a larger request is answered with an error naming the cap).
   std::size_t max_rows_per_request = std::size_t{1} << 22;
@@ -66,6 +77,15 @@ template <class S>
 concept pins_values = requires(S& s) {
   { s.try_pin(std::size_t{0}, std::uint64_t{0})->values->data() } -> std::convertible_to<const float*>;
   { s.try_pin(std::size_t{0}, std::uint64_t{0})->step } -> std::convertible_to<std::uint64_t>;
+};
+
+/// A shard that applies a push chunk by chunk as it arrives (push_chunk, then push_streamed
+/// with the whole gradient), as the async and bounded-staleness shards do for optimizers with
+/// an update::chunked_apply; other shards apply a push once it is complete.
+template <class S>
+concept streams_pushes = requires(S& s, const float* g, update::clock_type::time_point t) {
+  { s.push_chunk(std::size_t{0}, std::size_t{0}, std::size_t{0}, g) } -> std::same_as<bool>;
+  { s.push_streamed(std::size_t{0}, std::uint64_t{0}, g, t) } -> std::same_as<update::push_outcome>;
 };
 
 /// A parameter-server task: holds the shards the placement gives it, applies the update rule
@@ -144,6 +164,7 @@ class parameter_server {
     std::uint64_t generation = 0;  // the ps's generation when this peer registered
     std::vector<std::byte> control;
     std::vector<float> incoming;  // init_shard values or a pushed gradient, received in place
+    bool streaming = false;       // the push arriving in `incoming` is being applied chunk by chunk
     std::vector<std::uint64_t> keys_in;  // a sparse_pull's keys, received in place
     std::vector<float> sparse_in;        // a sparse_push's keys then rows, received in place
     std::size_t sparse_keys = 0;         // keys in sparse_in
@@ -166,6 +187,8 @@ class parameter_server {
     t.caps = opts_.limits;
     t.chunk_bytes = opts_.chunk_bytes;
     t.checksum_payloads = opts_.checksum_payloads;
+    t.tls = opts_.tls;
+    t.dead_peer_timeout = opts_.dead_peer_timeout;
     t.log = opts_.log;
     auto spec = spec_;
     t.accept_peer = [spec](std::string_view who) {
@@ -202,6 +225,8 @@ class parameter_server {
             } catch (const dsgd::error& e) {
               reply_error(p, h, e.code(), e.what());
             }
+          } else if (static_cast<message>(h.type) == message::push) {
+            on_push_chunk(*p, h);
           }
           if (!closed_) receive(p);
         });
@@ -235,7 +260,10 @@ class parameter_server {
           return {};
         }
       }
-      if (h.chunk_offset == 0) p.incoming.resize(floats);
+      if (h.chunk_offset == 0) {
+        p.incoming.resize(floats);
+        p.streaming = false;
+      }
       return transport::chunk_destination(boost::asio::buffer(p.incoming), h, ec);
     }
     if (type == message::sparse_pull || type == message::sparse_push) return sparse_destination(p, h, ec);
@@ -289,12 +317,29 @@ class parameter_server {
                       " holds (were variables created in another order or with other shapes?)\n  " +
                       self_.to_string() + ": " + placement_ + "\n  " + r.task + ": " + r.placement);
     }
+    // A replica registering on a new connection supersedes its older ones (a restarted or
+    // reconnected worker): closed now, nothing they still carry is applied after the counts
+    // below are read, so those counts are final.
+    for (auto& other : std::vector<std::shared_ptr<peer>>(peers_))
+      if (other != p && other->registered && other->replica == r.replica) {
+        log(self_.to_string() + ": " + r.task + " registered again; closing its older connection");
+        drop(other, boost::asio::error::operation_aborted);
+      }
     p->replica = r.replica;
     p->registered = true;
     p->chief = r.chief;
     if (r.chief) chief_seen_ = true;
     p->generation = generation_;
-    reply(p, h, message::reply_ok);
+    auto counts = std::make_shared<std::vector<std::uint64_t>>();
+    for (const auto& l : r.layouts) counts->push_back(to_le(pushes_received(key(l.variable, l.shard), r.replica)));
+    send(p, reply_header(h, message::reply_ok), boost::asio::buffer(*counts), [counts](error_code) {});
+  }
+
+  // Pushes of @p replica received for shard @p k (every outcome counts: the push was taken).
+  std::uint64_t& pushes_received(std::uint64_t k, std::size_t replica) {
+    auto& per_replica = received_[k];
+    per_replica.resize(replicas_);
+    return per_replica[replica];
   }
 
   void on_init(const std::shared_ptr<peer>& p, const transport::frame_header& h) {
@@ -312,8 +357,34 @@ class parameter_server {
 
   void on_push(const std::shared_ptr<peer>& p, const transport::frame_header& h) {
     auto& s = *shards_.at(key(h.variable, h.shard));
-    auto outcome = s.push(p->replica, h.step, p->incoming.data(), update::clock_type::now() + opts_.step_timeout);
+    const auto deadline = update::clock_type::now() + opts_.step_timeout;
+    update::push_outcome outcome;
+    if constexpr (streams_pushes<shard_type>) {
+      outcome = std::exchange(p->streaming, false) ? s.push_streamed(p->replica, h.step, p->incoming.data(), deadline)
+                                                   : s.push(p->replica, h.step, p->incoming.data(), deadline);
+    } else {
+      outcome = s.push(p->replica, h.step, p->incoming.data(), deadline);
+    }
+    ++pushes_received(key(h.variable, h.shard), p->replica);
     reply_push(p, h, outcome, s.step());
+  }
+
+  // A chunk of a push other than its last: applied now, out of place, where the shard can (see
+  // streams_pushes), so that the apply overlaps the rest of the push arriving. The push is
+  // published, or applied whole, at its last chunk (on_push).
+  void on_push_chunk(peer& p, const transport::frame_header& h) {
+    if constexpr (streams_pushes<shard_type>) {
+      if (h.chunk_offset == 0) p.streaming = opts_.apply_in_chunks && p.registered && p.generation == generation_;
+      if (!p.streaming) return;
+      if (h.chunk_offset % sizeof(float) != 0 || h.payload_length % sizeof(float) != 0) {
+        p.streaming = false;
+        return;
+      }
+      auto it = shards_.find(key(h.variable, h.shard));
+      p.streaming = it != shards_.end() && it->second->push_chunk(p.replica, h.chunk_offset / sizeof(float),
+                                                                  h.payload_length / sizeof(float),
+                                                                  p.incoming.data());
+    }
   }
 
   void reply_push(const std::shared_ptr<peer>& p, const transport::frame_header& h, update::push_outcome outcome,
@@ -396,6 +467,12 @@ class parameter_server {
   // A key as it came off the wire (little-endian), on any host.
   static std::uint64_t from_le(const std::uint64_t& v) noexcept {
     return transport::detail::load_le<std::uint64_t>(reinterpret_cast<const std::byte*>(&v));
+  }
+  // A number as it goes on the wire (little-endian), on any host.
+  static std::uint64_t to_le(std::uint64_t v) noexcept {
+    std::uint64_t out;
+    transport::detail::store_le(reinterpret_cast<std::byte*>(&out), v);
+    return out;
   }
 
   // The layout of the shard a sparse request names, with every check that needs only the
@@ -505,6 +582,7 @@ class parameter_server {
     auto& s = *shards_.at(key(h.variable, h.shard));
     auto outcome = s.push_rows(p->replica, h.step, rows, l.row_elements(), grads,
                                update::clock_type::now() + opts_.step_timeout);
+    ++pushes_received(key(h.variable, h.shard), p->replica);
     reply_push(p, h, outcome, s.step());
   }
 
@@ -724,6 +802,7 @@ class parameter_server {
   std::list<parked_request> parked_;
   std::map<std::uint64_t, std::unique_ptr<shard_type>> shards_;
   std::map<std::uint64_t, shard_layout> layouts_;
+  std::map<std::uint64_t, std::vector<std::uint64_t>> received_;  // shard -> pushes per replica
   std::set<std::size_t> finished_;
   std::string placement_;
   std::uint64_t fingerprint_ = 0;

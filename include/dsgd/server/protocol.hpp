@@ -30,7 +30,7 @@ namespace dsgd::server {
 ///
 /// | request | payload | reply |
 /// |---|---|---|
-/// | register_worker | control: register_request | ok, or error (placement mismatch, ...) |
+/// | register_worker | control: register_request | ok with the push counts (below), or error (placement mismatch, ...) |
 /// | init_shard (chief) | raw floats: initial values of (variable, shard) | ok |
 /// | wait_ready | none | ok once every shard this ps holds exists |
 /// | pull (step = step or clock) | none | pull_reply: raw floats, step = shard step |
@@ -41,6 +41,13 @@ namespace dsgd::server {
 /// | shutdown (chief) | none | ok, then the ps closes and join() returns |
 /// | save (chief; step = checkpoint step) | control: checkpoint_request | ok once the ps wrote its data file |
 /// | restore (chief; step = checkpoint step) | control: checkpoint_request | ok once the ps holds the checkpoint's values |
+///
+/// The reply to register_worker carries, for each shard of the request's `layouts` in that
+/// order, a u64 LE: how many pushes (dense or sparse) of this replica the ps has received for
+/// that shard. Pushes go one at a time, in order, on one connection, and a registration closes
+/// any older connection of the same replica first, so the counts tell a restarted or
+/// reconnected worker exactly which of its pushes arrived (exactly once: it resends none of
+/// them, and the one in flight when it died arrived or not, never both).
 ///
 /// A restore re-creates the session: every request from a worker that registered before it is
 /// answered with errc::aborted until that worker registers again.

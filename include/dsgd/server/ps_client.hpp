@@ -46,6 +46,12 @@ struct client_options {
   std::size_t chunk_bytes = std::size_t{4} << 20;
   /// Which connections carry payload CRC-32Cs (transport::payload_checksums).
   transport::payload_checksums checksum_payloads = transport::payload_checksums::remote;
+  /// TLS with mutual certificate verification towards every ps (docs/transport.md, "TLS");
+  /// empty: plain TCP. connect() throws naming a certificate or key file that cannot be loaded.
+  std::optional<transport::tls_options> tls;
+  /// A ps that stops answering at the TCP level (a cut link) fails its connection, with
+  /// errc::peer_lost, after about this long (transport::tcp_options::dead_peer_timeout).
+  std::chrono::seconds dead_peer_timeout{60};
   transport::limits limits{};
   std::function<void(std::string_view)> log;  ///< stderr by default
 };
@@ -143,20 +149,41 @@ class ps_client {
   }
 
   /// Tells every ps task who this worker is and the placement it computed; a ps holding a
-  /// different placement answers with errc::placement_mismatch naming both.
+  /// different placement answers with errc::placement_mismatch naming both. Each ps answers
+  /// with how many pushes of this replica it has received per shard (pushes_received()).
   void register_worker(const placement::plan& plan, std::size_t replica, bool chief) {
     std::vector<request> batch;
     std::vector<std::string> bodies(conns_.size());
+    std::vector<std::vector<std::uint64_t>> counts(conns_.size());
     for (std::size_t i = 0; i < conns_.size(); ++i) {
-      std::uint32_t shards = 0;
-      for (const auto& s : plan.shards()) shards += s.ps_task == i;
+      auto mine = layouts(plan, i);
+      counts[i].resize(mine.size());
       bodies[i] = encode_control(register_request{me_.to_string(), static_cast<std::uint32_t>(replica), chief,
-                                                  plan.fingerprint(), plan.describe(), shards, layouts(plan, i)});
-      request r{i, header(message::register_worker, 0, 0, 0), boost::asio::buffer(bodies[i]), {}};
+                                                  plan.fingerprint(), plan.describe(),
+                                                  static_cast<std::uint32_t>(mine.size()), std::move(mine)});
+      request r{i, header(message::register_worker, 0, 0, 0), boost::asio::buffer(bodies[i]),
+                boost::asio::buffer(counts[i])};
       r.h.flags = transport::frame_flags::control;
       batch.push_back(r);
     }
     run(batch);
+    // The counts come in the order of each ps task's layouts: plan order, filtered by task.
+    received_.assign(plan.shards().size(), 0);
+    std::vector<std::size_t> next(conns_.size(), 0);
+    for (std::size_t s = 0; s < plan.shards().size(); ++s) {
+      const auto i = plan.shards()[s].ps_task;
+      received_[s] = transport::detail::load_le<std::uint64_t>(reinterpret_cast<const std::byte*>(&counts[i][next[i]++]));
+    }
+  }
+
+  /// @returns how many pushes of this replica every shard had received when it last registered:
+  /// pushes [0, pushes_received()) arrived exactly once, even those in flight when a previous
+  /// process of this replica died, and none later. A restarted or reconnected worker resumes its
+  /// data there. A push that reached only some shards (the worker died between them) is
+  /// completed by the next push() made with `skip_received`, which sends it to the shards still
+  /// missing it and skips those that have it.
+  std::uint64_t pushes_received() const noexcept {
+    return received_.empty() ? 0 : *std::min_element(received_.begin(), received_.end());
   }
 
   /// Chief only: creates every shard on its ps task with the initial values of its variable.
@@ -198,17 +225,23 @@ class ps_client {
   /// Sends the gradient of every variable, computed at @p step, one host span per variable; an
   /// empty span skips its variable (one updated by rows with push_rows()).
   /// @returns how many shards dropped it (stale or duplicate).
-  std::size_t push(const placement::plan& plan, std::uint64_t step, std::span<const std::span<const float>> grads) {
+  /// With @p skip_received (rules that apply each push on its own: async, SSP), shards that
+  /// received one push more than the others (the last push of a process that died while sending
+  /// it) are skipped, so every shard counts each of this replica's pushes exactly once; sync
+  /// pushes are told apart by their step instead and go to every shard.
+  std::size_t push(const placement::plan& plan, std::uint64_t step, std::span<const std::span<const float>> grads,
+                   bool skip_received = false) {
     std::vector<request> batch;
+    std::vector<std::size_t> shards;  // plan index of each request's shard
+    std::size_t at = 0;
     for_each_shard(plan, [&](const placement::shard& s, std::uint32_t index) {
+      const std::size_t plan_index = at++;
       if (grads[s.variable].empty() && s.elements != 0) return;
       batch.push_back({s.ps_task, header(message::push, s.variable, index, step),
                        span_buffer(grads[s.variable].subspan(s.offset, s.elements)), {}});
+      shards.push_back(plan_index);
     });
-    auto replies = run(batch);
-    return static_cast<std::size_t>(std::count_if(replies.begin(), replies.end(), [](const reply& r) {
-      return r.type == message::push_dropped;
-    }));
+    return count_dropped(send_push(plan, batch, shards, skip_received));
   }
 
   /// Reads rows @p keys of variable @p variable (indices along dimension 0 of the whole
@@ -260,10 +293,11 @@ class ps_client {
   /// @throws dsgd::error as pull_rows(), and errc::invalid_argument from a ps whose update rule
   ///         needs a sparse apply the optimizer lacks (async or SSP with adam, adagrad)
   std::size_t push_rows(const placement::plan& plan, std::size_t variable, std::span<const std::uint64_t> keys,
-                        std::span<const float> grads, std::uint64_t step) {
+                        std::span<const float> grads, std::uint64_t step, bool skip_received = false) {
     auto groups = route(plan, variable, keys, grads.size(), "push_rows");
     std::size_t dim = row_width(plan, variable);
     std::vector<request> batch;
+    std::vector<std::size_t> shards;  // plan index of each request's shard
     for (auto& g : groups) {
       std::size_t m = g.at.size();
       boost::asio::const_buffer rows;
@@ -278,11 +312,9 @@ class ps_client {
       request r{g.ps, header(message::sparse_push, variable, g.index, step), key_buffer(g, keys), {}};
       r.payload_rows = rows;
       batch.push_back(r);
+      shards.push_back(g.plan_index);
     }
-    auto replies = run(batch);
-    return static_cast<std::size_t>(std::count_if(replies.begin(), replies.end(), [](const reply& r) {
-      return r.type == message::push_dropped;
-    }));
+    return count_dropped(send_push(plan, batch, shards, skip_received));
   }
 
   /// Chief only: every ps task writes its part of checkpoint @p step (values, optimizer slots
@@ -316,6 +348,7 @@ class ps_client {
   struct row_group {
     std::size_t ps = 0;
     std::uint32_t index = 0;         // of the shard within its variable
+    std::size_t plan_index = 0;      // of the shard in plan.shards()
     std::uint64_t first_row = 0;     // rows [first_row, first_row + rows) of the variable
     std::vector<std::size_t> at;     // positions in the caller's keys, increasing
     std::vector<std::uint64_t> keys; // staged keys, when they are not sent from the caller's
@@ -336,6 +369,8 @@ class ps_client {
     t.caps = opts_.limits;
     t.chunk_bytes = opts_.chunk_bytes;
     t.checksum_payloads = opts_.checksum_payloads;
+    t.tls = opts_.tls;
+    t.dead_peer_timeout = opts_.dead_peer_timeout;
     t.log = opts_.log;
     t.accept_peer = [](std::string_view who) { return who.starts_with("ps:"); };
     t.frame_timeout = opts_.request_timeout;
@@ -405,11 +440,14 @@ class ps_client {
                                             std::to_string(keys.size() * dim) + " floats (rows of " +
                                             std::to_string(dim) + "), the buffer holds " + std::to_string(floats));
     std::vector<row_group> groups;
+    std::size_t at = 0;
     for_each_shard(plan, [&](const placement::shard& s, std::uint32_t index) {
+      const std::size_t plan_index = at++;
       if (s.variable != variable) return;
       row_group g;
       g.ps = s.ps_task;
       g.index = index;
+      g.plan_index = plan_index;
       g.first_row = dim == 0 ? 0 : s.offset / dim;
       groups.push_back(std::move(g));
     });
@@ -455,6 +493,30 @@ class ps_client {
       batch.push_back(r);
     }
     run(batch);
+  }
+
+  // Sends a push (one request per shard, shards[k] the plan index of batch[k]'s) and counts it
+  // on each shard once answered. With @p skip_received, only to the shards that lack it: one
+  // whose count of received pushes is ahead of the others' already has it (it arrived there
+  // before the previous process of this replica died).
+  std::vector<reply> send_push(const placement::plan& plan, std::vector<request>& batch,
+                               const std::vector<std::size_t>& shards, bool skip_received) {
+    if (received_.size() != plan.shards().size()) received_.assign(plan.shards().size(), 0);
+    std::uint64_t lowest = ~std::uint64_t{0};
+    for (auto s : shards) lowest = std::min(lowest, received_[s]);
+    std::vector<request> missing;
+    for (std::size_t k = 0; k < batch.size(); ++k)
+      if (!skip_received || received_[shards[k]] == lowest) missing.push_back(batch[k]);
+    auto replies = run(missing);
+    for (std::size_t k = 0; k < batch.size(); ++k)
+      received_[shards[k]] = skip_received ? lowest + 1 : received_[shards[k]] + 1;
+    return replies;
+  }
+
+  static std::size_t count_dropped(const std::vector<reply>& replies) {
+    return static_cast<std::size_t>(std::count_if(replies.begin(), replies.end(), [](const reply& r) {
+      return r.type == message::push_dropped;
+    }));
   }
 
   // The ps tasks without an open connection, asked on the I/O thread that owns conns_.
@@ -544,7 +606,9 @@ class ps_client {
             return {};
           }
           auto type = static_cast<message>(h.type);
-          if (type == message::pull_reply) return transport::chunk_destination(it->second->reply_into, h, ec);
+          // A pull's values, or the push counts answering register_worker (none for other oks).
+          if (type == message::pull_reply || type == message::reply_ok)
+            return transport::chunk_destination(it->second->reply_into, h, ec);
           if (type == message::reply_error) {
             it->second->control.resize(h.payload_length);
             return boost::asio::buffer(it->second->control);
@@ -583,6 +647,7 @@ class ps_client {
   std::vector<std::shared_ptr<transport::tcp_connection>> conns_;
   std::vector<std::map<std::uint64_t, std::shared_ptr<pending_request>>> pending_;
   std::uint64_t next_id_ = 0;
+  std::vector<std::uint64_t> received_;  // per plan shard: this replica's pushes it has received
   std::thread thread_;
 };
 

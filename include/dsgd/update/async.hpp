@@ -15,6 +15,8 @@ namespace dsgd::update {
 /// once under the shard's lock, so a pull never sees a shard half-updated. The step counts
 /// applied gradients. Update for a gradient g from any worker: w <- opt(w, g).
 struct async {
+  /// Each push is applied on its own (update::applies_each_push_v).
+  static constexpr bool applies_each_push = true;
   /// Async never waits: any step will do.
   static constexpr std::uint64_t next_pull(std::uint64_t, std::uint64_t) noexcept { return 0; }
 
@@ -28,11 +30,15 @@ struct async {
         : base(device, initial, std::move(optimizer), workers) {}
 
     push_outcome push(std::size_t worker, std::uint64_t, const float* grad, clock_type::time_point) {
-      std::lock_guard lock(this->mutex_);
-      this->check_worker(worker, "async::push");
-      this->apply(grad, 1.f);
-      ++this->step_;
-      return push_outcome::applied;
+      return apply_push(worker, grad, false);
+    }
+
+    using base::push_chunk;
+
+    /// push() of a gradient whose chunks went through push_chunk() as they arrived: publishes
+    /// them with the rest, or applies @p grad whole when the stream was refused or ended.
+    push_outcome push_streamed(std::size_t worker, std::uint64_t, const float* grad, clock_type::time_point) {
+      return apply_push(worker, grad, true);
     }
 
     /// A sparse push: the optimizer (update::sparse_apply) on rows @p rows only, local to the
@@ -57,6 +63,13 @@ struct async {
     }
 
    private:
+    push_outcome apply_push(std::size_t worker, const float* grad, bool streamed) {
+      std::lock_guard lock(this->mutex_);
+      this->check_worker(worker, "async::push");
+      this->apply_push_locked(worker, grad, streamed);
+      ++this->step_;
+      return push_outcome::applied;
+    }
     bool ready_locked(std::size_t, std::uint64_t) const { return true; }
     std::string reason_locked(std::size_t, std::uint64_t) const { return {}; }
   };

@@ -22,6 +22,8 @@ namespace dsgd::update {
 template <std::size_t S>
 struct bounded_staleness {
   static constexpr std::size_t staleness = S;
+  /// Each push is applied on its own (update::applies_each_push_v).
+  static constexpr bool applies_each_push = true;
 
   /// A worker pulls at its own clock: the number of gradients it has pushed.
   static constexpr std::uint64_t next_pull(std::uint64_t, std::uint64_t pushes) noexcept { return pushes; }
@@ -36,13 +38,14 @@ struct bounded_staleness {
         : base(device, initial, std::move(optimizer), workers), clocks_(workers, 0) {}
 
     push_outcome push(std::size_t worker, std::uint64_t, const float* grad, clock_type::time_point) {
-      std::lock_guard lock(this->mutex_);
-      this->check_worker(worker, "bounded_staleness::push");
-      this->apply(grad, 1.f);
-      ++this->step_;
-      ++clocks_[worker];
-      this->cv_.notify_all();
-      return push_outcome::applied;
+      return apply_push(worker, grad, false);
+    }
+
+    using base::push_chunk;
+
+    /// As async::shard::push_streamed; it advances @p worker's clock like push().
+    push_outcome push_streamed(std::size_t worker, std::uint64_t, const float* grad, clock_type::time_point) {
+      return apply_push(worker, grad, true);
     }
 
     /// A sparse push, as async::shard::push_rows; it advances @p worker's clock like push().
@@ -71,6 +74,15 @@ struct bounded_staleness {
     std::uint64_t clock_of(std::size_t worker) const { std::lock_guard lock(this->mutex_); return clocks_.at(worker); }
 
    private:
+    push_outcome apply_push(std::size_t worker, const float* grad, bool streamed) {
+      std::lock_guard lock(this->mutex_);
+      this->check_worker(worker, "bounded_staleness::push");
+      this->apply_push_locked(worker, grad, streamed);
+      ++this->step_;
+      ++clocks_[worker];
+      this->cv_.notify_all();
+      return push_outcome::applied;
+    }
     // Caller holds the lock: after a restore every worker counts its clock from 0 again.
     void reset_locked() { std::fill(clocks_.begin(), clocks_.end(), std::uint64_t{0}); }
 

@@ -30,6 +30,14 @@ enum class push_outcome {
 /// The clock a ps task uses for deadlines.
 using clock_type = std::chrono::steady_clock;
 
+/// True for a rule that applies each push on its own, whatever step it was computed at (async,
+/// bounded_staleness): a worker's pushes then form one sequence, which lets a restarted worker
+/// complete a push that reached only some shards (ps_client::push's `skip_received`). A rule
+/// says so with `static constexpr bool applies_each_push = true;`; sync rules, whose pushes
+/// are told apart by their step, do not.
+template <class U>
+inline constexpr bool applies_each_push_v = requires { requires U::applies_each_push; };
+
 }  // namespace update
 
 /// An UpdateRule @p U makes, for device D and optimizer O, a `U::shard<D, O>`: the state of one

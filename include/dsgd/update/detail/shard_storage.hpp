@@ -12,6 +12,7 @@
 #include <dsgd/optim/concepts.hpp>
 #include <dsgd/optim/momentum.hpp>
 #include <dsgd/optim/sgd.hpp>
+#include <dsgd/update/chunked_apply.hpp>
 #include <dsgd/update/concepts.hpp>
 
 #include <thrust/copy.h>
@@ -291,6 +292,11 @@ class shard_storage {
     std::lock_guard lock(mutex_);
     return dropped_;
   }
+  /// @returns how many pushes were applied chunk by chunk as they arrived (chunked_apply).
+  std::uint64_t streamed() const {
+    std::lock_guard lock(mutex_);
+    return streamed_;
+  }
 
   /// Overwrites the values and the step (a restore from a checkpoint); the optimizer's slots
   /// and the rule's bookkeeping of the step in progress start afresh.
@@ -361,6 +367,7 @@ class shard_storage {
     if (values_.use_count() > 1) values_ = std::make_shared<buffer_type>(n);
     thrust::copy(s.values.begin(), s.values.end(), values_->begin());
     slots_ = std::move(slots);
+    ++version_;  // a push being applied in chunks started from the old values: it is applied whole
     step_ = s.step;
     static_cast<Derived&>(*this).reset_locked();
     cv_.notify_all();
@@ -372,6 +379,7 @@ class shard_storage {
   // released concurrently at worst costs a copy that was not needed.
   float* writable_values() {
     if (values_.use_count() > 1) values_ = std::make_shared<buffer_type>(*values_);
+    ++version_;  // every caller is about to change the values, the slots or both
     return thrust::raw_pointer_cast(values_->data());
   }
   // Callers hold mutex_.
@@ -379,6 +387,85 @@ class shard_storage {
     optimizer_.apply(device_, slots_, writable_values(), grad, values_->size(), scale);
     device_.synchronize();
   }
+
+  // --- chunked apply -------------------------------------------------------------------------
+  // A push that arrives in chunks is applied as they come, out of place: the new values and
+  // slots go to next_values_ and next_slots_ while values_ and slots_ stay what pulls, pins and
+  // saves read. Its last chunk publishes the new version with a swap, under the lock, so no
+  // reader ever sees a push half applied. Whatever changes the values meanwhile (another push,
+  // a restore) bumps version_, which ends the stream: that push is then applied whole, from the
+  // gradient the ps kept. One stream per shard at a time; a push whose stream ended, was refused,
+  // or never started loses nothing but the overlap.
+
+  /// Applies elements [first, first + count) of a push from @p worker that is still arriving
+  /// (in chunks, in order, from element 0; @p grad is the whole gradient buffer, filled up to
+  /// first + count; device memory), out of place: pulls see none of it until the rule's
+  /// push_streamed() publishes the whole. Rules that apply every push on arrival (async,
+  /// bounded_staleness) make this public.
+  /// @returns false when this push will be applied whole instead: the optimizer has no
+  ///          chunked_apply, another push is being streamed, or the shard changed meanwhile
+  bool push_chunk(std::size_t worker, std::size_t first, std::size_t count, const float* grad) {
+    std::lock_guard lock(mutex_);
+    check_worker(worker, "push_chunk");
+    return stream_chunk_locked(worker, first, count, grad);
+  }
+
+  // Callers hold mutex_. push_chunk().
+  bool stream_chunk_locked(std::size_t worker, std::size_t first, std::size_t count, const float* grad) {
+    if constexpr (!chunked_apply<O>::available) {
+      return false;
+    } else {
+      const std::size_t n = values_->size();
+      if (first == 0) {
+        if (stream_.live && stream_.worker != worker && stream_.version == version_) return false;  // taken
+        stream_ = {worker, version_, 0, true};
+        if (!next_values_ || next_values_.use_count() > 1) next_values_ = std::make_shared<buffer_type>(n);
+        if (!next_slots_) next_slots_.emplace(device_, n);
+      } else if (!stream_live_for(worker) || stream_.done != first) {
+        if (stream_.worker == worker) stream_.live = false;
+        return false;
+      }
+      if (first > n || count > n - first) {
+        stream_.live = false;
+        return false;
+      }
+      chunked_apply<O>::apply(optimizer_, device_, slots_, *next_slots_, thrust::raw_pointer_cast(values_->data()),
+                              thrust::raw_pointer_cast(next_values_->data()), grad, first, count, 1.f);
+      device_.synchronize();
+      stream_.done = first + count;
+      return true;
+    }
+  }
+
+  // Callers hold mutex_. Applies @p worker's complete push @p grad. When @p streamed (its
+  // chunks went through push_chunk) and its stream is still live, publishes the stream with the
+  // rest; otherwise applies @p grad whole, and ends any stream the worker left behind (a
+  // connection lost mid-push) so that it is never published with another push.
+  void apply_push_locked(std::size_t worker, const float* grad, bool streamed) {
+    if constexpr (chunked_apply<O>::available) {
+      if (streamed && stream_live_for(worker)) {
+        const std::size_t n = values_->size();
+        if (stream_.done < n)
+          chunked_apply<O>::apply(optimizer_, device_, slots_, *next_slots_,
+                                  thrust::raw_pointer_cast(values_->data()),
+                                  thrust::raw_pointer_cast(next_values_->data()), grad, stream_.done,
+                                  n - stream_.done, 1.f);
+        device_.synchronize();
+        std::swap(values_, next_values_);  // the old version is the next stream's buffer, unless pinned
+        std::swap(slots_, *next_slots_);
+        ++version_;
+        stream_.live = false;
+        ++streamed_;
+        return;
+      }
+    }
+    if (stream_.worker == worker) stream_.live = false;
+    apply(grad, 1.f);
+  }
+  bool stream_live_for(std::size_t worker) const {
+    return stream_.live && stream_.worker == worker && stream_.version == version_;
+  }
+
   // Throws for a row width that does not divide the shard or a row past its end.
   void check_rows(std::span<const std::uint64_t> rows, std::size_t dim, const char* what) const {
     if (dim == 0 || values_->size() % dim != 0)
@@ -456,6 +543,17 @@ class shard_storage {
   std::uint64_t step_ = 0;
   std::uint64_t dropped_ = 0;
   mutable std::mutex mutex_;
+  std::uint64_t version_ = 0;  // bumped by every change of values_ or slots_
+  struct stream_state {
+    std::size_t worker = 0;
+    std::uint64_t version = 0;  // version_ the stream reads from
+    std::size_t done = 0;       // elements [0, done) of the next version are written
+    bool live = false;
+  };
+  stream_state stream_;
+  std::shared_ptr<buffer_type> next_values_;                 // the version a stream writes
+  std::optional<typename O::template state<D>> next_slots_;  // and its slots
+  std::uint64_t streamed_ = 0;
   std::condition_variable cv_;
 };
 

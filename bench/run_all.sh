@@ -17,7 +17,7 @@ names=${*:-kernels push_pull update_rules straggler scaling compare}
 for name in $names; do
   case $name in
     kernels) set -- ;;
-    push_pull) set -- --reps=9 ;;
+    push_pull) set -- --sizes=1048576,8388608,16777216,104857600 --reps=9 --tls ;;
     update_rules) set -- ;;
     straggler) set -- --verify --epochs 15 ;;
     scaling) set -- --reps 3 --epochs 2 ;;

@@ -14,7 +14,7 @@
 //
 //   dsgd_bench_push_pull [--sizes=B,B,...] [--reps=N] [--warmup=N] [--latency-iters=N] [--smoke] [--tls]
 //
-// --tls adds variants over TLS (dsgd_tls*, dsgd_pull_tls), with certificates made at start-up.
+// --tls adds variants over TLS (dsgd_tls, dsgd_pull_tls), with certificates made at start-up.
 //
 // Exits with status 1 when a pulled value or an echoed byte is wrong.
 #include <dsgd/device/cpu.hpp>
@@ -278,17 +278,13 @@ class ps_pair {
 
 void push_pull_size(const settings& s, std::size_t bytes) {
   const std::size_t floats = bytes / sizeof(float);
-  std::vector<ps_variant> variants{{"dsgd_crc", std::size_t{4} << 20, true},
-                                         {"dsgd_nocrc", std::size_t{4} << 20, false},
-                                         {"dsgd_crc_chunk1m", std::size_t{1} << 20, true},
-                                         {"dsgd_nocrc_chunk1m", std::size_t{1} << 20, false},
-                                         {"dsgd_nocrc_whole", std::size_t{4} << 20, false, false},
-                                         {"dsgd_crc_chunk16m", std::size_t{16} << 20, true},
-                                         {"dsgd_nocrc_chunk16m", std::size_t{16} << 20, false}};
-  if (s.tls) {  // TLS authenticates every record, so these carry no payload CRC
-    variants.push_back({"dsgd_tls", std::size_t{4} << 20, false, true, true});
-    variants.push_back({"dsgd_tls_chunk1m", std::size_t{1} << 20, false, true, true});
-  }
+  // The defaults (1 MiB chunks, applied as they arrive), then one setting changed at a time.
+  std::vector<ps_variant> variants{{"dsgd_nocrc", std::size_t{1} << 20, false},
+                                   {"dsgd_crc", std::size_t{1} << 20, true},
+                                   {"dsgd_nocrc_whole", std::size_t{1} << 20, false, false},
+                                   {"dsgd_nocrc_chunk4m", std::size_t{4} << 20, false},
+                                   {"dsgd_nocrc_chunk16m", std::size_t{16} << 20, false}};
+  if (s.tls) variants.push_back({"dsgd_tls", std::size_t{1} << 20, false, true, true});  // TLS: no CRC
   std::vector<std::unique_ptr<ps_pair>> pairs;
   for (const auto& v : variants) pairs.push_back(std::make_unique<ps_pair>(v, floats));
   raw_echo raw;
@@ -328,11 +324,11 @@ void push_pull_size(const settings& s, std::size_t bytes) {
 // Round trip of a tiny message: a pull of a one-float variable against a raw 4-byte echo.
 void latency(const settings& s) {
   constexpr std::size_t bytes = sizeof(float);
-  ps_pair crc({"dsgd_pull_crc", std::size_t{4} << 20, true}, 1);
-  ps_pair nocrc({"dsgd_pull_nocrc", std::size_t{4} << 20, false}, 1);
+  ps_pair crc({"dsgd_pull_crc", std::size_t{1} << 20, true}, 1);
+  ps_pair nocrc({"dsgd_pull_nocrc", std::size_t{1} << 20, false}, 1);
   std::vector<ps_pair*> pairs{&crc, &nocrc};
   std::unique_ptr<ps_pair> tls;
-  if (s.tls) pairs.push_back((tls = std::make_unique<ps_pair>(ps_variant{"dsgd_pull_tls", std::size_t{4} << 20, false, true, true}, 1)).get());
+  if (s.tls) pairs.push_back((tls = std::make_unique<ps_pair>(ps_variant{"dsgd_pull_tls", std::size_t{1} << 20, false, true, true}, 1)).get());
   raw_echo raw;
   float out = 1.f, in = 0.f;
   for (int rep = -s.warmup; rep < s.reps; ++rep) {

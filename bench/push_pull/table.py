@@ -31,8 +31,8 @@ def main(path):
     reps = max(len(v) for v in times.values())
 
     sizes = sorted({b for (w, _, b) in med if w == "push_pull"})
-    variants = [v for v in ["dsgd_crc", "dsgd_nocrc", "dsgd_crc_chunk1m", "dsgd_nocrc_chunk1m", "dsgd_nocrc_whole", "dsgd_crc_chunk16m",
-                            "dsgd_nocrc_chunk16m"] if any(("push_pull", v, b) in med for b in sizes)]
+    variants = [v for v in ["dsgd_nocrc", "dsgd_crc", "dsgd_nocrc_whole", "dsgd_nocrc_chunk4m",
+                            "dsgd_nocrc_chunk16m", "dsgd_tls"] if any(("push_pull", v, b) in med for b in sizes)]
     print(f"Push + pull, medians of {reps} repetitions (ms); ratio = raw / dsgd "
           "(ratio of the medians; in brackets the median of the per-repetition ratios)\n")
     head = "| bytes | raw ms |"

@@ -51,7 +51,7 @@ struct ps_options {
   /// it could shut the cluster down. A chief restarted within it resumes. 0: wait forever.
   std::chrono::milliseconds chief_timeout{600'000};
   transport::limits limits{};
-  std::size_t chunk_bytes = std::size_t{4} << 20;
+  std::size_t chunk_bytes = std::size_t{1} << 20;
   /// Apply a push that arrives in several chunks chunk by chunk, overlapping the apply with the
   /// rest of it arriving, where the rule and the optimizer can (streams_pushes). Off: every push
   /// is applied once complete.

@@ -43,7 +43,7 @@ struct client_options {
   /// A request without an answer after this fails with errc::timed_out naming the ps task. Keep
   /// it above the ps's step_timeout, so that a slow step is reported by the ps with its reason.
   std::chrono::milliseconds request_timeout{180'000};
-  std::size_t chunk_bytes = std::size_t{4} << 20;
+  std::size_t chunk_bytes = std::size_t{1} << 20;
   /// Which connections carry payload CRC-32Cs (transport::payload_checksums).
   transport::payload_checksums checksum_payloads = transport::payload_checksums::remote;
   /// TLS with mutual certificate verification towards every ps (docs/transport.md, "TLS");

@@ -65,7 +65,7 @@ struct tcp_options {
   /// One frame's write must finish within this (a peer that stops reading is dropped).
   std::chrono::milliseconds write_timeout{60'000};
   /// Large messages are split into frames of at most this many payload bytes.
-  std::size_t chunk_bytes = std::size_t{4} << 20;
+  std::size_t chunk_bytes = std::size_t{1} << 20;
   /// Most messages waiting in one connection's send queue; more fail with no_buffer_space.
   std::size_t max_queued_sends = 256;
   /// Most payload bytes waiting in one connection's send queue (one message always fits).

@@ -94,6 +94,26 @@ BOOST_AUTO_TEST_CASE(sync_with_one_backup_worker_completes_without_it) {
   BOOST_TEST(ps_out.find("shutting down without replica 2 having finished") != std::string::npos);
 }
 
+BOOST_AUTO_TEST_CASE(sync_with_one_backup_worker_completes_without_it_after_another_worker_finished) {
+  // The dead worker is the backup: once worker:1 has run out of data, the chief's steps need
+  // only its own gradient, not one the dead worker would never send.
+  process_cluster c(dsgd::test::counter_job_path, 1, 3, job_args("sync", 1, 60, 10), dsgd::test::quiet_threads());
+  c.start("ps", 0);
+  c.start("worker", 0);
+  c.start("worker", 1, {"--pushes", "20"});
+  c.start("worker", 2);
+  wait_until_running(c);
+  c.worker(2).signal(SIGKILL);
+  expect_completion(c, {0, 1}, 120s);
+  const auto ps_out = c.ps(0).output();
+  const auto final = final_counter(ps_out);
+  BOOST_TEST_INFO(c.transcript());
+  BOOST_REQUIRE(final.has_value());
+  BOOST_TEST(final->value == 60);
+  BOOST_TEST(final->step == 60u);
+  BOOST_TEST(count_lines_starting(c.worker(1).output(), "ack ") == 20u);
+}
+
 BOOST_AUTO_TEST_CASE(sync_without_backup_fails_naming_it_within_the_step_deadline) {
   process_cluster c(dsgd::test::counter_job_path, 1, 3, job_args("sync", 0, 100000, 10), dsgd::test::quiet_threads());
   start(c, 100000);

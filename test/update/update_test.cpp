@@ -284,6 +284,22 @@ BOOST_AUTO_TEST_CASE(try_pin_pins_nothing_until_the_rule_allows_it) {
   BOOST_TEST((*pin->values)[0] == 2.f);
 }
 
+BOOST_AUTO_TEST_CASE(a_departed_worker_is_a_backup_only_within_the_backup_count) {
+  std::vector<float> w0{0.f}, g{-1.f}, w(1);
+  // 3 workers, 2 aggregated: one backup.
+  dsgd::update::sync_average::shard<cpu, dsgd::optim::sgd> backup(cpu{}, w0, {1.f}, 3, 2);
+  backup.finish(1);
+  backup.depart(2);
+  BOOST_TEST((backup.push(0, 0, g.data(), soon()) == push_outcome::applied));  // worker 2 was the backup
+  backup.rejoin(2);
+  BOOST_TEST((backup.push(0, 1, g.data(), soon()) == push_outcome::accumulated));  // it counts again
+  // Without backups a departed worker is waited for, as before: its deadline names it.
+  dsgd::update::sync_average::shard<cpu, dsgd::optim::sgd> none(cpu{}, w0, {1.f}, 2);
+  none.depart(1);
+  BOOST_TEST((none.push(0, 0, g.data(), soon()) == push_outcome::accumulated));
+  BOOST_TEST(none.wait_reason(0, 1).find("worker:1") != std::string::npos);
+}
+
 BOOST_AUTO_TEST_CASE(assign_restores_values_and_step) {
   std::vector<float> w0{0.f, 0.f}, restored{4.f, 5.f}, w(2);
   dsgd::update::sync_average::shard<cpu, dsgd::optim::sgd> shard(cpu{}, w0, {1.f}, 1);

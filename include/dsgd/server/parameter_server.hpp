@@ -88,6 +88,14 @@ concept streams_pushes = requires(S& s, const float* g, update::clock_type::time
   { s.push_streamed(std::size_t{0}, std::uint64_t{0}, g, t) } -> std::same_as<update::push_outcome>;
 };
 
+/// A shard that is told when a worker's connection is lost and when it registers again
+/// (update::sync_average, whose backups then stand in for a dead worker).
+template <class S>
+concept tracks_departures = requires(S& s) {
+  s.depart(std::size_t{0});
+  s.rejoin(std::size_t{0});
+};
+
 /// A parameter-server task: holds the shards the placement gives it, applies the update rule
 /// to the gradients workers push, and answers pulls. It listens on exactly the address the
 /// cluster spec gives ps task @p task_index, authenticates every peer with the cluster token,
@@ -323,10 +331,12 @@ class parameter_server {
     for (auto& other : std::vector<std::shared_ptr<peer>>(peers_))
       if (other != p && other->registered && other->replica == r.replica) {
         log(self_.to_string() + ": " + r.task + " registered again; closing its older connection");
-        drop(other, boost::asio::error::operation_aborted);
+        drop(other, boost::asio::error::operation_aborted, false);
       }
     p->replica = r.replica;
     p->registered = true;
+    if constexpr (tracks_departures<shard_type>)
+      for (auto& [k, s] : shards_) s->rejoin(r.replica);
     p->chief = r.chief;
     if (r.chief) chief_seen_ = true;
     p->generation = generation_;
@@ -762,7 +772,10 @@ class parameter_server {
     p->conn->async_send(h, payload, std::forward<Handler>(done));
   }
 
-  void drop(const std::shared_ptr<peer>& p, error_code ec) {
+  // Closes @p p's connection. With @p departs, a registered worker that has not finished and
+  // has no other connection counts as gone for the rule (tracks_departures) until it registers
+  // again.
+  void drop(const std::shared_ptr<peer>& p, error_code ec, bool departs = true) {
     if (!closed_ && !shutting_down_ && ec != boost::asio::error::operation_aborted) {
       std::string who = p->conn->peer_identity().empty() ? "a peer" : p->conn->peer_identity();
       bool clean = ec == boost::asio::error::eof && finished_.contains(p->replica);
@@ -771,6 +784,15 @@ class parameter_server {
     p->conn->close();
     std::erase(peers_, p);
     std::erase_if(parked_, [&](const parked_request& r) { return r.from == p; });
+    if constexpr (tracks_departures<shard_type>) {
+      const bool still_here = std::any_of(peers_.begin(), peers_.end(), [&](const auto& q) {
+        return q->registered && q->replica == p->replica && q->conn->is_open();
+      });
+      if (departs && p->registered && !closed_ && !finished_.contains(p->replica) && !still_here) {
+        for (auto& [k, s] : shards_) s->depart(p->replica);
+        retry_parked();
+      }
+    }
   }
 
   void close_all(const std::string& why) {

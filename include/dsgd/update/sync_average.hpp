@@ -93,6 +93,26 @@ struct sync_average {
       this->cv_.notify_all();
     }
 
+    /// @p worker is gone without finishing (its ps connection was lost); rejoin() when it
+    /// registers again. With backups, up to `workers - replicas_to_aggregate` such workers are
+    /// the backups: a step then needs gradients only from the live unfinished workers, so a
+    /// dead worker no longer stalls the steps once another has finished its data. Beyond
+    /// that, or without backups, nothing changes: the step waits, and its deadline names them.
+    void depart(std::size_t worker) {
+      std::lock_guard lock(this->mutex_);
+      this->check_worker(worker, "sync_average::depart");
+      departed_[worker] = true;
+      maybe_apply();
+      this->cv_.notify_all();
+    }
+
+    /// @p worker is back (it registered again): it counts as live.
+    void rejoin(std::size_t worker) {
+      std::lock_guard lock(this->mutex_);
+      this->check_worker(worker, "sync_average::rejoin");
+      departed_[worker] = false;
+    }
+
    private:
     // Caller holds the lock. false (and counted as dropped) for a stale or second push.
     bool admit(std::size_t worker, std::uint64_t step, const char* what) {
@@ -126,7 +146,10 @@ struct sync_average {
 
     // Caller holds the lock. Applies the mean once enough fresh gradients are in.
     bool maybe_apply() {
-      std::size_t needed = std::min(replicas_, this->active_workers());
+      std::size_t active = this->active_workers(), gone = 0;
+      for (std::size_t w = 0; w < departed_.size(); ++w) gone += departed_[w] && !this->finished_[w];
+      if (gone <= this->workers_ - replicas_) active -= gone;  // the departed are the backups
+      std::size_t needed = std::min(replicas_, active);
       if (count_ == 0 || count_ < needed) return false;
       this->apply(thrust::raw_pointer_cast(accumulator_.data()), 1.f / static_cast<float>(count_));
       thrust::fill(this->device_.policy(), accumulator_.begin(), accumulator_.end(), 0.f);
@@ -147,6 +170,7 @@ struct sync_average {
 
     typename D::template vector<float> accumulator_;
     std::vector<bool> pushed_;
+    std::vector<bool> departed_ = std::vector<bool>(this->workers_, false);
     std::size_t replicas_;
     std::size_t count_ = 0;
   };

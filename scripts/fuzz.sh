@@ -40,7 +40,7 @@ jobs=${DSGD_FUZZ_JOBS:-$(nproc)}
 
 cmake -S . -B "$build" -G Ninja \
   -DCMAKE_CXX_COMPILER="${CXX:-clang++}" \
-  -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -gline-tables-only -DNDEBUG" \
   -DDSGD_BUILD_FUZZERS=ON -DDSGD_BUILD_EXAMPLES=OFF -DDSGD_INSTALL=OFF >/dev/null
 build_targets=()
 for t in $targets; do build_targets+=("${t}_fuzzer" "${t}_fuzz_replay"); done

@@ -13,13 +13,16 @@
 
 #include <support/loopback_cluster.hpp>
 
+#include <boost/asio/read.hpp>
+#include <boost/asio/write.hpp>
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <exception>
-#include <stdexcept>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <thread>
 
@@ -315,6 +318,74 @@ BOOST_AUTO_TEST_CASE(a_worker_registering_again_learns_which_pushes_arrived_and_
   }
   serving0.join();
   serving1.join();
+}
+
+BOOST_AUTO_TEST_CASE(a_chief_that_never_initialises_is_a_named_error_at_the_ready_deadline) {
+  auto spec = dsgd::test::loopback_cluster(1, 2);
+  sync_ps::options o;
+  o.token = "secret";
+  o.ready_timeout = 500ms;
+  o.log = [](std::string_view) {};
+  sync_ps ps(spec, 0, o);
+  std::thread serving([&] { ps.join(); });
+  {
+    ds::ps_client c(spec, {"worker", 1}, client());
+    c.connect();
+    c.register_worker(dsgd::placement::round_robin{}.place({{"w", {3}}}, 1), 1, false);
+    const auto start = std::chrono::steady_clock::now();
+    BOOST_CHECK_EXCEPTION(c.wait_ready(), dsgd::error, [](const dsgd::error& e) {
+      return e.code() == dsgd::errc::timed_out &&
+             std::string(e.what()).find("variables not initialised before the deadline (0 of 1 shards created; is "
+                                        "the chief running?)") != std::string::npos;
+    });
+    BOOST_TEST((std::chrono::steady_clock::now() - start < 10s));
+  }
+  ps.stop();
+  serving.join();
+}
+
+BOOST_AUTO_TEST_CASE(a_header_whose_payload_never_follows_is_dropped_at_the_frame_deadline) {
+  namespace t = dsgd::transport;
+  auto spec = dsgd::test::loopback_cluster(1, 1);
+  sync_ps::options o;
+  o.token = "secret";
+  o.frame_timeout = 500ms;
+  o.log = [](std::string_view) {};
+  sync_ps ps(spec, 0, o);
+  std::thread serving([&] { ps.join(); });
+  {
+    // A peer that passes the handshake, then sends a header announcing 100 bytes and stops.
+    boost::asio::io_context ioc;
+    boost::asio::ip::tcp::socket sock(ioc);
+    sock.connect(ps.local_endpoint());
+    t::handshake hs(t::handshake::role::initiator, "worker:0", "secret");
+    boost::asio::write(sock, boost::asio::buffer(hs.hello()));
+    t::handshake::hello_bytes peer_hello;
+    boost::asio::read(sock, boost::asio::buffer(peer_hello));
+    std::string why;
+    BOOST_REQUIRE(!hs.receive_hello(peer_hello, why));
+    boost::asio::write(sock, boost::asio::buffer(hs.proof()));
+    t::handshake::proof_bytes peer_proof;
+    boost::asio::read(sock, boost::asio::buffer(peer_proof));
+    BOOST_REQUIRE(!hs.verify_proof(peer_proof, why));
+    t::frame_header h;
+    h.type = static_cast<std::uint16_t>(ds::message::register_worker);
+    h.flags = t::frame_flags::control;
+    h.payload_length = h.total_length = 100;
+    boost::asio::write(sock, boost::asio::buffer(t::encode(h)));
+    const auto sent = std::chrono::steady_clock::now();
+    std::array<char, 1> byte;
+    boost::system::error_code ec;
+    boost::asio::read(sock, boost::asio::buffer(byte), ec);  // returns when the ps closes
+    const auto after = std::chrono::steady_clock::now() - sent;
+    BOOST_TEST((ec == boost::asio::error::eof || ec == boost::asio::error::connection_reset), ec.message());
+    BOOST_TEST((after >= 400ms), "closed before the frame deadline");
+    BOOST_TEST((after < 10s));
+  }
+  ds::ps_client good(spec, {"worker", 0}, client());  // the ps still serves
+  BOOST_CHECK_NO_THROW(good.connect());
+  ps.stop();
+  serving.join();
 }
 
 BOOST_AUTO_TEST_CASE(the_chiefs_shutdown_makes_join_return) {

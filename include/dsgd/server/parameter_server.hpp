@@ -64,6 +64,9 @@ struct ps_options {
   /// A worker that stops answering at the TCP level (a cut link) is dropped after about this
   /// long (transport::tcp_options::dead_peer_timeout).
   std::chrono::seconds dead_peer_timeout{60};
+  /// Once a frame header has arrived its payload must follow within this, or the connection is
+  /// closed (transport::tcp_options::frame_timeout).
+  std::chrono::milliseconds frame_timeout{60'000};
   /// Most keys one sparse_pull or sparse_push may carry; checked from the frame header before
   /// anything is allocated (a larger request is answered with an error naming the cap).
   std::size_t max_rows_per_request = std::size_t{1} << 22;
@@ -197,6 +200,7 @@ class parameter_server {
     t.checksum_payloads = opts_.checksum_payloads;
     t.tls = opts_.tls;
     t.dead_peer_timeout = opts_.dead_peer_timeout;
+    t.frame_timeout = opts_.frame_timeout;
     t.log = opts_.log;
     auto spec = spec_;
     t.accept_peer = [spec](std::string_view who) {

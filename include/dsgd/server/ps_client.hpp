@@ -356,10 +356,20 @@ class ps_client {
     // The keys are one run of the caller's: sent from, and received into, its buffers.
     bool direct() const noexcept { return !at.empty() && at.back() - at.front() + 1 == at.size(); }
   };
+  // What the I/O thread hands the caller: a reply, or why the request failed. The failure is
+  // plain data, made into a dsgd::error by the caller: an exception object shared between the
+  // threads would be released through libstdc++'s uninstrumented reference count, which
+  // ThreadSanitizer cannot see.
+  struct answer {
+    reply r;
+    error_code ec;
+    std::string what;
+  };
+  static answer failed(const dsgd::error& e) { return {{}, e.code(), e.what()}; }
   struct pending_request {
     boost::asio::mutable_buffer reply_into;
     std::vector<std::byte> control;
-    std::promise<reply> done;
+    std::promise<answer> done;
   };
 
   transport::tcp_options tcp() const {
@@ -533,7 +543,7 @@ class ps_client {
 
   // Sends every request (pipelined on each connection) and waits for all the answers.
   std::vector<reply> run(std::vector<request>& batch) {
-    std::vector<std::future<reply>> answers;
+    std::vector<std::future<answer>> answers;
     auto deadline = std::chrono::steady_clock::now() + opts_.request_timeout;
     for (auto& r : batch) {
       auto p = std::make_shared<pending_request>();
@@ -542,7 +552,7 @@ class ps_client {
       boost::asio::post(ioc_, [this, r, p] {
         auto& conn = conns_[r.ps];
         if (!conn || !conn->is_open()) {
-          p->done.set_exception(std::make_exception_ptr(lost(r.ps)));
+          p->done.set_value(failed(lost(r.ps)));
           return;
         }
         auto h = r.h;
@@ -555,13 +565,13 @@ class ps_client {
           if (!ec) return;
           auto node = pending_[ps].extract(id);
           if (!node.empty())
-            node.mapped()->done.set_exception(std::make_exception_ptr(
+            node.mapped()->done.set_value(failed(
                 error(ec, me_.to_string() + ": sending to ps:" + std::to_string(ps) + " failed: " + ec.message())));
         });
       });
     }
     std::vector<reply> out;
-    std::exception_ptr first_error;
+    std::optional<dsgd::error> first_error;
     for (std::size_t i = 0; i < answers.size(); ++i) {
       if (answers[i].wait_until(deadline) != std::future_status::ready) {
         abandon();
@@ -569,13 +579,13 @@ class ps_client {
                                          " to " + to_string(static_cast<message>(batch[i].h.type)) + " within " +
                                          std::to_string(opts_.request_timeout.count()) + " ms");
       }
-      try {
-        out.push_back(answers[i].get());
-      } catch (...) {
-        if (!first_error) first_error = std::current_exception();
-      }
+      auto a = answers[i].get();
+      if (!a.ec)
+        out.push_back(a.r);
+      else if (!first_error)
+        first_error.emplace(a.ec, a.what);
     }
-    if (first_error) std::rethrow_exception(first_error);
+    if (first_error) throw *first_error;
     return out;
   }
 
@@ -618,7 +628,7 @@ class ps_client {
         },
         [this, ps, conn](error_code ec, transport::frame_header h) {
           if (ec) {
-            for (auto& [id, p] : pending_[ps]) p->done.set_exception(std::make_exception_ptr(lost(ps)));
+            for (auto& [id, p] : pending_[ps]) p->done.set_value(failed(lost(ps)));
             pending_[ps].clear();
             return;
           }
@@ -629,10 +639,10 @@ class ps_client {
             if (type == message::reply_error) {
               auto e = decode_control<error_reply>(
                   std::string_view(reinterpret_cast<const char*>(p->control.data()), p->control.size()), "reply_error");
-              p->done.set_exception(std::make_exception_ptr(
+              p->done.set_value(failed(
                   error(error_code(e.code, dsgd::category()), "ps:" + std::to_string(ps) + ": " + e.message)));
             } else {
-              p->done.set_value({type, h.step});
+              p->done.set_value({{type, h.step}, {}, {}});
             }
           }
           receive(ps);

@@ -1,0 +1,191 @@
+// SPDX-FileCopyrightText: Copyright (c) 2026 The dsgd authors
+// SPDX-License-Identifier: Apache-2.0
+//
+// Where the time of a dsgd sync step goes (docs/compare.md, "Step-time breakdown"): the
+// training step of examples/03_cluster (Fashion-MNIST MLP 784-256-128-10, batch 64 per worker,
+// update::sync_average, momentum with 03_cluster's schedule), timed per phase on every worker:
+//
+//   data     the next batch copied out of the shard (shuffled_batches::next)
+//   compute  forward and backward (feed_forward::forward_backward)
+//   push     the gradients sent to the ps and acknowledged
+//   pull     the values of the next step: under sync this waits until the ps has every
+//            worker's gradient of the step and has applied their average, so the wait for the
+//            slower worker lands here
+//   step     all four, back to back (03_cluster's order: compute, push, pull)
+//
+// After --warmup steps, every worker times --steps steps and prints one CSV row of medians
+// over them (comm is the median of step - compute per step, not a difference of medians):
+//   profile,mode,task,steps,step_ms,compute_ms,push_ms,pull_ms,data_ms,comm_ms,mean_step_ms
+//
+//   dsgd-launch --ps 1 --workers 2 -- step_profile [--steps N] [--warmup N] [--batch N]
+//   dsgd-launch --ps 1 --workers 2 -- step_profile --exchange-only    # no compute: push + pull only
+//   step_profile --local [--steps N] ...   # compute alone in one process, no cluster (baseline)
+//
+// bench/compare/step_profile.sh runs these next to a gloo allreduce of the same bytes.
+#include <dsgd/data/fashion_mnist.hpp>
+#include <dsgd/model/mlp.hpp>
+#include <dsgd/model/train.hpp>
+#include <dsgd/optim/exponential_decay.hpp>
+#include <dsgd/optim/momentum.hpp>
+#include <dsgd/placement/greedy_by_bytes.hpp>
+#include <dsgd/trainer.hpp>
+#include <dsgd/update/sync_average.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <numeric>
+#include <string>
+#include <vector>
+
+namespace {
+
+using cpu = dsgd::device::cpu;
+using clock_type = std::chrono::steady_clock;
+
+struct settings {
+  bool local = false;          // compute alone, no cluster
+  bool exchange_only = false;  // cluster without compute: push + pull of the (zero) gradients
+  std::size_t steps = 500;
+  std::size_t warmup = 100;
+  std::size_t batch = 64;
+};
+
+// Per-step times in milliseconds of the measured steps.
+struct phases {
+  std::vector<double> data, compute, push, pull, step;
+};
+
+double ms(clock_type::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  const auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
+  std::nth_element(v.begin(), mid, v.end());
+  if (v.size() % 2 == 1) return *mid;
+  return (*mid + *std::max_element(v.begin(), mid)) / 2;
+}
+
+void print_row(const char* mode, const std::string& task, const phases& p) {
+  std::vector<double> comm(p.step.size());
+  for (std::size_t i = 0; i < comm.size(); ++i) comm[i] = p.step[i] - p.compute[i];
+  const double mean = p.step.empty() ? 0 : std::accumulate(p.step.begin(), p.step.end(), 0.0) / p.step.size();
+  std::printf("profile,%s,%s,%zu,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f\n", mode, task.c_str(), p.step.size(),
+              median(p.step), median(p.compute), median(p.push), median(p.pull), median(p.data), median(comm), mean);
+  std::fflush(stdout);
+}
+
+std::string token() {
+  const char* t = std::getenv("DSGD_CLUSTER_TOKEN");
+  return t ? t : "dsgd-example-token";
+}
+
+// The baseline: the same batches (shard 0 of 2) and forward/backward, nothing else.
+int run_local(const settings& s) {
+  const auto train_set = dsgd::data::fashion_mnist::load(dsgd::data::fashion_mnist::split::train);
+  dsgd::model::mlp<cpu> net(cpu{});
+  dsgd::model::shuffled_batches batches(train_set, {.batch = s.batch, .seed = 1000, .shard = 0, .shards = 2});
+  phases p;
+  for (std::size_t i = 0; i < s.warmup + s.steps; ++i) {
+    const auto t0 = clock_type::now();
+    const auto b = batches.next();
+    const auto t1 = clock_type::now();
+    net.forward_backward(b.images, b.labels, b.size);
+    const auto t2 = clock_type::now();
+    if (i < s.warmup) continue;
+    p.data.push_back(ms(t1 - t0));
+    p.compute.push_back(ms(t2 - t1));
+    p.push.push_back(0);
+    p.pull.push_back(0);
+    p.step.push_back(ms(t2 - t0));
+  }
+  print_row("local", "local", p);
+  return 0;
+}
+
+// One task of the sync cluster, set up as 03_cluster --rule sync sets it up.
+int run_cluster(const settings& s) {
+  using optimizer = dsgd::optim::exponential_decay<dsgd::optim::momentum>;
+  using trainer = dsgd::trainer<cpu, dsgd::placement::greedy_by_bytes, dsgd::update::sync_average, optimizer>;
+  auto role = dsgd::cluster::resolve_from_environment();
+  const std::size_t replicas = dsgd::server::replicas::count(role.cluster);
+  const std::size_t shard = (dsgd::data::fashion_mnist::train_images.count + replicas - 1) / replicas;
+  const std::size_t steps_per_epoch = (shard + s.batch - 1) / s.batch;  // sync: one batch per worker a step
+  trainer::options o;
+  o.token = token();
+  o.optimizer = {{0.05f, 0.9f, false}, 0.7f, steps_per_epoch, true};
+  trainer t(role.cluster, role.task, o);
+  if (t.is_ps()) {
+    t.join();
+    return 0;
+  }
+  const auto train_set = dsgd::data::fashion_mnist::load(dsgd::data::fashion_mnist::split::train);
+  dsgd::model::mlp<cpu> net(cpu{});
+  t.create_variables(net.parameters(), net.names());
+  dsgd::model::shuffled_batches batches(
+      train_set, {.batch = s.batch, .seed = 1000 + t.replica(), .shard = t.replica(), .shards = t.replicas()});
+  phases p;
+  // Every worker makes the same number of pushes, so under sync all finish on the same step.
+  for (std::size_t i = 0; i < s.warmup + s.steps; ++i) {
+    const auto t0 = clock_type::now();
+    const auto b = batches.next();
+    const auto t1 = clock_type::now();
+    if (!s.exchange_only) net.forward_backward(b.images, b.labels, b.size);
+    const auto t2 = clock_type::now();
+    t.push(net.gradients());
+    const auto t3 = clock_type::now();
+    t.pull(net.parameters());
+    const auto t4 = clock_type::now();
+    if (i < s.warmup) continue;
+    p.data.push_back(ms(t1 - t0));
+    p.compute.push_back(ms(t2 - t1));
+    p.push.push_back(ms(t3 - t2));
+    p.pull.push_back(ms(t4 - t3));
+    p.step.push_back(ms(t4 - t0));
+  }
+  t.finish();
+  print_row(s.exchange_only ? "exchange" : "sync", t.task().to_string(), p);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  settings s;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto count = [&]() -> std::size_t {
+      if (i + 1 >= argc) throw dsgd::error(dsgd::errc::invalid_argument, a + " needs a value");
+      const std::string v = argv[++i];
+      std::size_t used = 0;
+      unsigned long n = 0;
+      try {
+        n = std::stoul(v, &used);
+      } catch (const std::logic_error&) {
+        used = 0;
+      }
+      if (used != v.size() || v.empty() || v[0] == '-')
+        throw dsgd::error(dsgd::errc::invalid_argument, a + " " + v + ": expected a whole number");
+      return n;
+    };
+    try {
+      if (a == "--local") s.local = true;
+      else if (a == "--exchange-only") s.exchange_only = true;
+      else if (a == "--steps") s.steps = count();
+      else if (a == "--warmup") s.warmup = count();
+      else if (a == "--batch") s.batch = count();
+      else throw dsgd::error(dsgd::errc::invalid_argument, "unknown option " + a);
+    } catch (const dsgd::error& e) {
+      std::fprintf(stderr, "step_profile: %s\n", e.what());
+      return 2;
+    }
+  }
+  try {
+    if (s.steps == 0 || s.batch == 0) throw dsgd::error(dsgd::errc::invalid_argument, "--steps and --batch must be > 0");
+    return s.local ? run_local(s) : run_cluster(s);
+  } catch (const dsgd::error& e) {
+    std::fprintf(stderr, "step_profile: %s\n", e.what());
+    return 1;
+  }
+}

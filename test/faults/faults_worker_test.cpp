@@ -57,6 +57,16 @@ void expect_completion(process_cluster& c, std::initializer_list<int> workers, s
   BOOST_TEST(exited_with(ps, 0), "ps:0 did not shut down within the deadline");
 }
 
+// ps:0's counter after a sync run to @p steps: each step adds exactly 1 (the mean of
+// gradients of -1), so counter and step are both @p steps.
+void expect_sync_counter(process_cluster& c, long long steps) {
+  const auto final = final_counter(c.ps(0).output());
+  BOOST_TEST_INFO(c.transcript());
+  BOOST_REQUIRE(final.has_value());
+  BOOST_TEST(final->value == steps);
+  BOOST_TEST(final->step == static_cast<unsigned long long>(steps));
+}
+
 // Every one of @p workers fails (exit 3) within @p timeout with "error ERRC" and a message
 // containing @p names.
 void expect_named_failure(process_cluster& c, std::initializer_list<int> workers, const std::string& errc,
@@ -83,15 +93,8 @@ BOOST_AUTO_TEST_CASE(sync_with_one_backup_worker_completes_without_it) {
   wait_until_running(c);
   c.worker(2).signal(SIGKILL);
   expect_completion(c, {0, 1}, 120s);
-  const auto ps_out = c.ps(0).output();
-  const auto final = final_counter(ps_out);
-  BOOST_TEST_INFO(c.transcript());
-  BOOST_REQUIRE(final.has_value());
-  // Each sync step adds exactly 1 (the mean of gradients of -1); the survivors train until
-  // the global step is 60.
-  BOOST_TEST(final->value == 60);
-  BOOST_TEST(final->step == 60u);
-  BOOST_TEST(ps_out.find("shutting down without replica 2 having finished") != std::string::npos);
+  expect_sync_counter(c, 60);
+  BOOST_TEST(c.ps(0).output().find("shutting down without replica 2 having finished") != std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(sync_with_one_backup_worker_completes_without_it_after_another_worker_finished) {
@@ -105,12 +108,7 @@ BOOST_AUTO_TEST_CASE(sync_with_one_backup_worker_completes_without_it_after_anot
   wait_until_running(c);
   c.worker(2).signal(SIGKILL);
   expect_completion(c, {0, 1}, 120s);
-  const auto ps_out = c.ps(0).output();
-  const auto final = final_counter(ps_out);
-  BOOST_TEST_INFO(c.transcript());
-  BOOST_REQUIRE(final.has_value());
-  BOOST_TEST(final->value == 60);
-  BOOST_TEST(final->step == 60u);
+  expect_sync_counter(c, 60);
   BOOST_TEST(count_lines_starting(c.worker(1).output(), "ack ") == 20u);
 }
 

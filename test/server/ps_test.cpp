@@ -29,6 +29,7 @@
 using namespace std::chrono_literals;
 namespace ds = dsgd::server;
 using sync_ps = ds::parameter_server<dsgd::update::sync_average, dsgd::optim::sgd>;
+using async_ps = ds::parameter_server<dsgd::update::async, dsgd::optim::sgd>;
 
 namespace {
 
@@ -40,16 +41,23 @@ ds::client_options client(std::string token = "secret") {
   return o;
 }
 
+// The options every ps of these tests starts from: the test's token, no log lines.
+template <class Ps>
+typename Ps::options quiet_options() {
+  typename Ps::options o;
+  o.token = "secret";
+  o.log = [](std::string_view) {};
+  return o;
+}
+
 // Runs ps task i of spec on its own thread; stops it (if still serving) on destruction.
 struct running_ps {
   std::unique_ptr<sync_ps> ps;
   std::thread thread;
   running_ps(const dsgd::cluster::cluster_spec& spec, int i, std::chrono::milliseconds step_timeout = 20s) {
-    sync_ps::options o;
-    o.token = "secret";
+    auto o = quiet_options<sync_ps>();
     o.optimizer = {0.1f};
     o.step_timeout = step_timeout;
-    o.log = [](std::string_view) {};
     ps = std::make_unique<sync_ps>(spec, i, o);
     thread = std::thread([this] { ps->join(); });
   }
@@ -206,12 +214,9 @@ BOOST_AUTO_TEST_CASE(a_dead_worker_in_sync_is_a_named_error_within_the_step_dead
 }
 
 BOOST_AUTO_TEST_CASE(async_pushes_in_many_chunks_are_applied_as_they_arrive_and_never_read_half_applied) {
-  using async_ps = ds::parameter_server<dsgd::update::async, dsgd::optim::sgd>;
   auto spec = dsgd::test::loopback_cluster(1, 2);
-  async_ps::options o;
-  o.token = "secret";
+  auto o = quiet_options<async_ps>();
   o.optimizer = {1.f / 1024.f};  // a power of two: every value below is exact
-  o.log = [](std::string_view) {};
   async_ps ps(spec, 0, o);
   std::thread serving([&] { ps.join(); });
 
@@ -276,12 +281,9 @@ BOOST_AUTO_TEST_CASE(async_pushes_in_many_chunks_are_applied_as_they_arrive_and_
 }
 
 BOOST_AUTO_TEST_CASE(a_worker_registering_again_learns_which_pushes_arrived_and_completes_a_partial_one) {
-  using async_ps = ds::parameter_server<dsgd::update::async, dsgd::optim::sgd>;
   auto spec = dsgd::test::loopback_cluster(2, 1);
-  async_ps::options o;
-  o.token = "secret";
+  auto o = quiet_options<async_ps>();
   o.optimizer = {1.f};
-  o.log = [](std::string_view) {};
   async_ps ps0(spec, 0, o), ps1(spec, 1, o);
   std::thread serving0([&] { ps0.join(); }), serving1([&] { ps1.join(); });
   auto plan = dsgd::placement::round_robin{}.place({{"a", {2}}, {"b", {2}}}, 2);  // a on ps:0, b on ps:1
@@ -322,10 +324,8 @@ BOOST_AUTO_TEST_CASE(a_worker_registering_again_learns_which_pushes_arrived_and_
 
 BOOST_AUTO_TEST_CASE(a_chief_that_never_initialises_is_a_named_error_at_the_ready_deadline) {
   auto spec = dsgd::test::loopback_cluster(1, 2);
-  sync_ps::options o;
-  o.token = "secret";
+  auto o = quiet_options<sync_ps>();
   o.ready_timeout = 500ms;
-  o.log = [](std::string_view) {};
   sync_ps ps(spec, 0, o);
   std::thread serving([&] { ps.join(); });
   {
@@ -347,10 +347,8 @@ BOOST_AUTO_TEST_CASE(a_chief_that_never_initialises_is_a_named_error_at_the_read
 BOOST_AUTO_TEST_CASE(a_header_whose_payload_never_follows_is_dropped_at_the_frame_deadline) {
   namespace t = dsgd::transport;
   auto spec = dsgd::test::loopback_cluster(1, 1);
-  sync_ps::options o;
-  o.token = "secret";
+  auto o = quiet_options<sync_ps>();
   o.frame_timeout = 500ms;
-  o.log = [](std::string_view) {};
   sync_ps ps(spec, 0, o);
   std::thread serving([&] { ps.join(); });
   {
@@ -390,9 +388,7 @@ BOOST_AUTO_TEST_CASE(a_header_whose_payload_never_follows_is_dropped_at_the_fram
 
 BOOST_AUTO_TEST_CASE(the_chiefs_shutdown_makes_join_return) {
   auto spec = dsgd::test::loopback_cluster(1, 1);
-  sync_ps::options o;
-  o.token = "secret";
-  o.log = [](std::string_view) {};
+  auto o = quiet_options<sync_ps>();
   sync_ps ps(spec, 0, o);
   std::atomic<bool> returned{false};
   std::thread serving([&] {

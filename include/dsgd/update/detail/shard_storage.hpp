@@ -179,6 +179,7 @@ coalesced_rows<D> coalesce_rows(std::span<const std::uint64_t> rows, std::size_t
   }
   coalesced_rows<D> out;
   out.count = unique.size();
+  if (out.count == 0) return out;  // Thrust's copy of an empty range binds a null reference (UBSan)
   out.rows.assign(unique.begin(), unique.end());
   out.grads.assign(sums.begin(), sums.end());
   return out;

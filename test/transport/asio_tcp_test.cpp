@@ -8,6 +8,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/read.hpp>
 #include <boost/asio/write.hpp>
+#include <support/loopback_listener.hpp>
 #include <support/run_until.hpp>
 
 #include <boost/test/unit_test.hpp>
@@ -56,11 +57,8 @@ std::vector<std::byte> random_bytes(std::size_t n, unsigned seed) {
 }
 
 // A listener on 127.0.0.1:0 collecting its authenticated connections and its log lines.
-struct cluster_fixture {
-  asio::io_context ioc;
+struct cluster_fixture : dsgd::test::loopback_listener {
   std::vector<std::string> server_log;
-  std::vector<std::shared_ptr<t::tcp_connection>> accepted;
-  std::shared_ptr<t::tcp_listener> listener;
 
   t::tcp_options server_options() {
     t::tcp_options o;
@@ -81,32 +79,7 @@ struct cluster_fixture {
     return o;
   }
 
-  void listen(t::tcp_options o) {
-    listener = t::tcp_listener::create(ioc.get_executor(),
-                                       {asio::ip::make_address("127.0.0.1"), 0}, std::move(o));
-    listener->start([this](std::shared_ptr<t::tcp_connection> c) { accepted.push_back(c); });
-  }
-
   cluster_fixture() { listen(server_options()); }
-  ~cluster_fixture() {
-    listener->close();
-    for (auto& c : accepted) c->close();
-    // Not run again: pending handlers may refer to a finished test's locals; destroying the
-    // context destroys them without calling them.
-  }
-
-  // Connects with the library's client; returns the error and the connection.
-  std::pair<error_code, std::shared_ptr<t::tcp_connection>> connect(t::tcp_options o) {
-    std::optional<error_code> result;
-    std::shared_ptr<t::tcp_connection> conn;
-    t::async_connect(ioc.get_executor(), listener->local_endpoint(), std::move(o),
-                     [&](error_code ec, std::shared_ptr<t::tcp_connection> c) {
-                       result = ec;
-                       conn = std::move(c);
-                     });
-    BOOST_REQUIRE(run_until(ioc, [&] { return result.has_value(); }));
-    return {*result, conn};
-  }
 
   bool log_mentions(const std::string& what) const {
     return std::any_of(server_log.begin(), server_log.end(), [&](const std::string& line) {

@@ -19,6 +19,7 @@
 #include <boost/asio/write.hpp>
 #include <support/error_checks.hpp>
 #include <support/loopback_cluster.hpp>
+#include <support/loopback_listener.hpp>
 #include <support/run_until.hpp>
 #include <support/tls_certs.hpp>
 
@@ -86,11 +87,8 @@ std::vector<std::byte> pattern_bytes(std::size_t n, unsigned seed) {
 }
 
 // A TLS listener on 127.0.0.1:0 as ps:0, collecting its connections and its log lines.
-struct tls_fixture {
-  asio::io_context ioc;
+struct tls_fixture : dsgd::test::loopback_listener {
   std::vector<std::string> server_log, client_log;
-  std::vector<std::shared_ptr<t::tcp_connection>> accepted;
-  std::shared_ptr<t::tcp_listener> listener;
 
   t::tcp_options server_options(std::optional<t::tls_options> tls = tls_for("ps0")) {
     t::tcp_options o;
@@ -112,30 +110,7 @@ struct tls_fixture {
     return o;
   }
 
-  void listen(t::tcp_options o) {
-    if (listener) listener->close();
-    listener = t::tcp_listener::create(ioc.get_executor(), {asio::ip::make_address("127.0.0.1"), 0},
-                                       std::move(o));
-    listener->start([this](std::shared_ptr<t::tcp_connection> c) { accepted.push_back(c); });
-  }
-
   tls_fixture() { listen(server_options()); }
-  ~tls_fixture() {
-    listener->close();
-    for (auto& c : accepted) c->close();
-  }
-
-  std::pair<error_code, std::shared_ptr<t::tcp_connection>> connect(t::tcp_options o) {
-    std::optional<error_code> result;
-    std::shared_ptr<t::tcp_connection> conn;
-    t::async_connect(ioc.get_executor(), listener->local_endpoint(), std::move(o),
-                     [&](error_code ec, std::shared_ptr<t::tcp_connection> c) {
-                       result = ec;
-                       conn = std::move(c);
-                     });
-    BOOST_REQUIRE(run_until(ioc, [&] { return result.has_value(); }));
-    return {*result, conn};
-  }
 
   static bool mentions(const std::vector<std::string>& log, const std::string& what) {
     return std::any_of(log.begin(), log.end(), [&](const std::string& l) { return contains(l, what); });

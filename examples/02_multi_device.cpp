@@ -150,15 +150,25 @@ int train(const settings& s, const std::vector<D>& devices) {
   return accuracy >= s.target ? 0 : 1;
 }
 
-template <template <dsgd::Device> class Model>
+// The model chosen at run time, for the device chosen at run time: Model::on<D>.
+struct mlp_model {
+  template <dsgd::Device D>
+  using on = dsgd::model::mlp<D>;
+};
+struct softmax_model {
+  template <dsgd::Device D>
+  using on = dsgd::model::softmax_regression<D>;
+};
+
+template <class Model>
 int train_on(const settings& s) {
-  if (s.devices == "cpu") return train<Model<cpu>>(s, std::vector<cpu>(s.replicas));
+  if (s.devices == "cpu") return train<typename Model::template on<cpu>>(s, std::vector<cpu>(s.replicas));
 #if DSGD_HAS_CUDA
   if (s.devices == "cuda") {
     std::vector<dsgd::device::cuda> gpus;
     for (int i = 0; i < dsgd::device::cuda::count(); ++i) gpus.emplace_back(i);
     if (gpus.empty()) throw dsgd::error(dsgd::errc::device_unavailable, "--devices cuda: no CUDA device found");
-    return train<Model<dsgd::device::cuda>>(s, gpus);
+    return train<typename Model::template on<dsgd::device::cuda>>(s, gpus);
   }
 #endif
   throw dsgd::error(dsgd::errc::device_unavailable,
@@ -188,8 +198,8 @@ int main(int argc, char** argv) {
       else throw dsgd::error(dsgd::errc::invalid_argument, "unknown option " + a);
     }
     if (s.replicas == 0) throw dsgd::error(dsgd::errc::invalid_argument, "--replicas must be at least 1");
-    if (s.model == "mlp") return train_on<dsgd::model::mlp>(s);
-    if (s.model == "softmax") return train_on<dsgd::model::softmax_regression>(s);
+    if (s.model == "mlp") return train_on<mlp_model>(s);
+    if (s.model == "softmax") return train_on<softmax_model>(s);
     throw dsgd::error(dsgd::errc::invalid_argument, "--model " + s.model + ": expected mlp or softmax");
   } catch (const dsgd::error& e) {
     std::fprintf(stderr, "02_multi_device: %s\n", e.what());

@@ -12,8 +12,12 @@
 # a separate, uninstrumented project). CUDA is off, so there are no `gpu` tests: sanitizers
 # do not instrument device code.
 #
-# Build: RelWithDebInfo at -O1 with assertions on (no NDEBUG), so DSGD_ASSERT and assert()
-# are live, stack traces are exact, and training tests still finish in time.
+# Build: clang at -O0 with line tables and assertions on (no NDEBUG), so DSGD_ASSERT and
+# assert() are live and every report names its file and line. -O0 because the build, not the
+# run, is what costs: the tests instantiate the server and transport stacks many times over, and
+# at -O0 clang compiles them with both sanitizers in about 0.6 to 0.7 of the time GCC takes for
+# the optimised Release build (GCC with ASan and UBSan at -O1: 3 to 5 times it). The tests still
+# finish well inside their timeouts: the arithmetic that matters runs in OpenBLAS.
 #
 # ThreadSanitizer and OpenMP: libgomp is not built with TSan, so TSan cannot see its barriers
 # and reports races inside every parallel region. The tsan build therefore configures without
@@ -28,7 +32,7 @@
 #
 # Environment: DSGD_SANITIZE_BUILD_DIR (default build-asan / build-tsan), DSGD_SANITIZE_TARGETS
 # (build only these targets instead of everything, e.g. "ps_test asio_tcp_test"),
-# DSGD_SANITIZE_JOBS (default: nproc), CXX (compiler; default the system's c++).
+# DSGD_SANITIZE_JOBS (default: nproc), CXX (compiler; default clang++).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -79,8 +83,9 @@ esac
 build=${DSGD_SANITIZE_BUILD_DIR:-build-$kind}
 jobs=${DSGD_SANITIZE_JOBS:-$(nproc)}
 cmake -S . -B "$build" -G Ninja \
+  -DCMAKE_CXX_COMPILER="${CXX:-clang++}" \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" \
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O0 -gline-tables-only" \
   -DCMAKE_CXX_FLAGS="$flags" \
   -DCMAKE_EXE_LINKER_FLAGS="$flags" \
   -DDSGD_ENABLE_CUDA=OFF -DDSGD_BUILD_BENCH=OFF -DDSGD_BUILD_EXAMPLES=ON \

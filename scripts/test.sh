@@ -2,11 +2,18 @@
 # SPDX-FileCopyrightText: Copyright (c) 2026 The dsgd authors
 # SPDX-License-Identifier: Apache-2.0
 #
-# Sets up a fresh Debian machine, builds everything and runs the whole test suite.
-# With nvcc present the CUDA code is compiled too (sm_90) and its tests, labelled "gpu",
-# report "skipped" where no GPU is found.
-#   scripts/test.sh                 # everything, then a bounded run of the fuzzers
-#   scripts/test.sh -L unit         # extra arguments go to ctest (and skip the fuzzers)
+# Sets up a fresh Debian machine, builds everything and runs the whole test suite:
+#   - optimised (Release, as users build it): the examples, tools, benchmarks and CUDA code
+#     (compiled with nvcc for sm_90 when present; the `gpu` tests report "skipped" without a
+#     GPU), and the tests that train to an accuracy (`slow`), build a consumer project
+#     (`consumer`), or smoke-test a benchmark (`bench`);
+#   - every other test twice, under AddressSanitizer + UndefinedBehaviorSanitizer and under
+#     ThreadSanitizer (scripts/sanitize.sh);
+#   - the libFuzzer targets, bounded (scripts/fuzz.sh).
+# docs/building.md, "What the test command runs", says why the suite is split this way.
+#   scripts/test.sh                 # all of the above
+#   scripts/test.sh -L unit         # extra arguments: one optimised build of everything, then
+#                                   # ctest with them (no sanitizers, no fuzzers)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -25,22 +32,23 @@ if command -v nvcc >/dev/null 2>&1 || [[ -x /usr/local/cuda/bin/nvcc ]]; then
 fi
 jobs=$(nproc)
 # Optimised as users build it, without debug information: the suite compiles about 40% faster
-# than with -g (scripts/sanitize.sh builds with it, for its reports).
+# than with -g (scripts/sanitize.sh builds with line tables, for its reports).
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE="-O2 -DNDEBUG" \
   -DDSGD_ENABLE_CUDA=$cuda -DDSGD_BUILD_BENCH=ON
-cmake --build "$build" -j "$jobs"
-cmake --build "$build" -j "$jobs" --target all_verify_interface_header_sets
 # Tasks and replicas share the cores: OpenMP threads sleep instead of spinning between kernels.
 export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
-ctest --test-dir "$build" -j "$jobs" --output-on-failure --timeout 1200 "$@"
-# The libFuzzer targets, bounded (about 1.3 million executions under ASan and UBSan, clang):
-# docs/reliability.md, "Fuzzing".
-# A fixed seed keeps the command repeatable; scripts/fuzz.sh alone explores with fresh seeds.
-if (($# == 0)); then DSGD_FUZZ_SEED=${DSGD_FUZZ_SEED:-1} scripts/fuzz.sh; fi
-# ThreadSanitizer over the tests of the concurrent core: the update rules' shards (chunked pushes
-# included) and a ps's event loop against clients' I/O threads. scripts/sanitize.sh tsan runs the
-# whole suite the same way (docs/building.md), longer than this command's budget.
-if (($# == 0)); then
-  DSGD_SANITIZE_TARGETS="update_test chunked_apply_test ps_test" \
-    scripts/sanitize.sh tsan -R '^(update_test|chunked_apply_test|ps_test)$'
+if (($# > 0)); then
+  cmake --build "$build" -j "$jobs"
+  ctest --test-dir "$build" -j "$jobs" --output-on-failure --timeout 1200 "$@"
+  exit
 fi
+
+cmake --build "$build" -j "$jobs" --target dsgd_optimised all_verify_interface_header_sets
+ctest --test-dir "$build" -j "$jobs" --output-on-failure --timeout 1200 -L 'slow|gpu|consumer|bench'
+# The libFuzzer targets, bounded (about 1.3 million executions under ASan and UBSan, clang):
+# docs/reliability.md, "Fuzzing". A fixed seed keeps the command repeatable; scripts/fuzz.sh
+# alone explores with fresh seeds.
+DSGD_FUZZ_SEED=${DSGD_FUZZ_SEED:-1} scripts/fuzz.sh
+# The rest of the suite under each sanitizer (clang at -O0: docs/building.md).
+scripts/sanitize.sh asan
+scripts/sanitize.sh tsan

@@ -116,6 +116,7 @@ std::string errc_name(const dsgd::error_code& ec) {
     case dsgd::errc::checkpoint_corrupt: return "checkpoint_corrupt";
     case dsgd::errc::not_found: return "not_found";
     case dsgd::errc::cancelled: return "cancelled";
+    case dsgd::errc::aborted: return "aborted";
   }
   return "errc:" + std::to_string(ec.value());
 }

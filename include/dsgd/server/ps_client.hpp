@@ -117,7 +117,7 @@ class ps_client {
                                  });
         auto [ec, conn] = result.get();  // bounded by the transport's handshake_timeout
         if (!ec) {
-          boost::asio::post(ioc_, [this, i, conn] {
+          boost::asio::post(ioc_, [this, i, conn = conn] {
             conns_[i] = conn;
             receive(i);
           });

@@ -13,12 +13,19 @@
 //            slower worker lands here
 //   step     all four, back to back (03_cluster's order: compute, push, pull)
 //
+// With --overlap the step runs through trainer::overlap instead: each gradient is pushed as the
+// backward pass finishes it, the next step's values are pulled while the next batch is drawn,
+// and the forward pass waits for each layer's values only when it reaches that layer. Then
+// compute is forward and backward with those waits inside, push is end_step() (the rest of the
+// push, its answers, and sending the pull), and pull is 0.
+//
 // After --warmup steps, every worker times --steps steps and prints one CSV row of medians
 // over them (comm is the median of step - compute per step, not a difference of medians):
 //   profile,mode,task,steps,step_ms,compute_ms,push_ms,pull_ms,data_ms,comm_ms,mean_step_ms
 //
 //   dsgd-launch --ps 1 --workers 2 -- step_profile [--steps N] [--warmup N] [--batch N]
 //   dsgd-launch --ps 1 --workers 2 -- step_profile --exchange-only    # no compute: push + pull only
+//   dsgd-launch --ps 1 --workers 2 -- step_profile --overlap          # the step through trainer::overlap
 //   step_profile --local [--steps N] ...   # compute alone in one process, no cluster (baseline)
 //
 // bench/compare/step_profile.sh runs these next to a gloo allreduce of the same bytes.
@@ -47,6 +54,7 @@ using clock_type = std::chrono::steady_clock;
 struct settings {
   bool local = false;          // compute alone, no cluster
   bool exchange_only = false;  // cluster without compute: push + pull of the (zero) gradients
+  bool overlap = false;        // the step through trainer::overlap
   std::size_t steps = 500;
   std::size_t warmup = 100;
   std::size_t batch = 64;
@@ -126,26 +134,45 @@ int run_cluster(const settings& s) {
   dsgd::model::shuffled_batches batches(
       train_set, {.batch = s.batch, .seed = 1000 + t.replica(), .shard = t.replica(), .shards = t.replicas()});
   phases p;
-  // Every worker makes the same number of pushes, so under sync all finish on the same step.
-  for (std::size_t i = 0; i < s.warmup + s.steps; ++i) {
-    const auto t0 = clock_type::now();
-    const auto b = batches.next();
-    const auto t1 = clock_type::now();
-    if (!s.exchange_only) net.forward_backward(b.images, b.labels, b.size);
-    const auto t2 = clock_type::now();
-    t.push(net.gradients());
-    const auto t3 = clock_type::now();
-    t.pull(net.parameters());
-    const auto t4 = clock_type::now();
-    if (i < s.warmup) continue;
+  auto record = [&](std::size_t i, clock_type::time_point t0, clock_type::time_point t1, clock_type::time_point t2,
+                    clock_type::time_point t3, clock_type::time_point t4) {
+    if (i < s.warmup) return;
     p.data.push_back(ms(t1 - t0));
     p.compute.push_back(ms(t2 - t1));
     p.push.push_back(ms(t3 - t2));
     p.pull.push_back(ms(t4 - t3));
     p.step.push_back(ms(t4 - t0));
+  };
+  // Every worker makes the same number of pushes, so under sync all finish on the same step.
+  if (s.overlap) {
+    auto ex = t.overlapped(net.parameters(), net.gradients());
+    for (std::size_t i = 0; i < s.warmup + s.steps; ++i) {
+      const auto t0 = clock_type::now();
+      const auto b = batches.next();
+      const auto t1 = clock_type::now();
+      net.forward_backward(b.images, b.labels, b.size, ex);
+      const auto t2 = clock_type::now();
+      ex.end_step();
+      const auto t3 = clock_type::now();
+      record(i, t0, t1, t2, t3, t3);
+    }
+    ex.step();
+  } else {
+    for (std::size_t i = 0; i < s.warmup + s.steps; ++i) {
+      const auto t0 = clock_type::now();
+      const auto b = batches.next();
+      const auto t1 = clock_type::now();
+      if (!s.exchange_only) net.forward_backward(b.images, b.labels, b.size);
+      const auto t2 = clock_type::now();
+      t.push(net.gradients());
+      const auto t3 = clock_type::now();
+      t.pull(net.parameters());
+      const auto t4 = clock_type::now();
+      record(i, t0, t1, t2, t3, t4);
+    }
   }
   t.finish();
-  print_row(s.exchange_only ? "exchange" : "sync", t.task().to_string(), p);
+  print_row(s.overlap ? "overlap" : s.exchange_only ? "exchange" : "sync", t.task().to_string(), p);
   return 0;
 }
 
@@ -172,6 +199,7 @@ int main(int argc, char** argv) {
     try {
       if (a == "--local") s.local = true;
       else if (a == "--exchange-only") s.exchange_only = true;
+      else if (a == "--overlap") s.overlap = true;
       else if (a == "--steps") s.steps = count();
       else if (a == "--warmup") s.warmup = count();
       else if (a == "--batch") s.batch = count();

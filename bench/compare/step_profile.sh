@@ -10,6 +10,8 @@
 #   sync      dsgd-launch --ps 1 --workers 2 -- dsgd_bench_step_profile: 03_cluster's sync step
 #             timed per phase (data, compute, push, pull) on each worker
 #   exchange  the same cluster without compute: push + pull of the gradients only
+#   overlap   the sync cluster with its step through trainer::overlap (pushes during the
+#             backward pass, pulls during the next forward pass)
 #   torch     dsgd-launch --ps 0 --workers 2 -- allreduce.py: gloo allreduce of 235,146 floats,
 #             then a DDP step against the same step under no_sync()
 #
@@ -95,6 +97,9 @@ while [ "$rep" -le "$reps" ]; do
   collect "$rep" "$out/local_r$rep.log"
   run "$out/sync_r$rep.log" "$launch" --ps 1 --workers 2 --timeout 600 -- "$profile" --steps "$steps"
   collect "$rep" "$out/sync_r$rep.log"
+  run "$out/overlap_r$rep.log" "$launch" --ps 1 --workers 2 --timeout 600 -- "$profile" --overlap \
+    --steps "$steps"
+  collect "$rep" "$out/overlap_r$rep.log"
   run "$out/exchange_r$rep.log" "$launch" --ps 1 --workers 2 --timeout 600 -- "$profile" --exchange-only \
     --steps "$steps"
   collect "$rep" "$out/exchange_r$rep.log"
@@ -133,7 +138,10 @@ for rep in reps:
     exchange = mean_of_tasks(rep, "exchange", 0)
     allreduce = mean_of_tasks(rep, "torch_allreduce", 0)
     ddp_step, ddp_compute, ddp_comm = (mean_of_tasks(rep, "torch_ddp", i) for i in range(3))
-    table.append({"rep": str(rep), "step": step, "compute": compute, "push": push, "pull": pull, "data": data,
+    overlap = mean_of_tasks(rep, "overlap", 0)
+    table.append({"rep": str(rep), "overlap": overlap, "gain": step / overlap, "overlap_comm": overlap - alone,
+                  "overlap_ratio": (overlap - alone) / allreduce, "step": step, "compute": compute, "push": push,
+                  "pull": pull, "data": data,
                   "comm": comm, "alone": alone, "comm_alone": step - alone, "exchange": exchange,
                   "allreduce": allreduce, "ratio": comm / allreduce, "ratio_alone": (step - alone) / allreduce,
                   "ratio_exchange": exchange / allreduce, "ddp_step": ddp_step, "ddp_compute": ddp_compute,
@@ -148,7 +156,7 @@ least = {"rep": "least"}
 for k in table[0]:
     if k != "rep":
         least[k] = min(r[k] for r in table[:-1])
-for k in ("ratio", "ratio_alone", "ratio_exchange", "ddp_ratio"):
+for k in ("ratio", "ratio_alone", "ratio_exchange", "ddp_ratio", "gain", "overlap_ratio"):
     least[k] = float("nan")  # a ratio of two minima from different repetitions means little
 table.append(least)
 
@@ -176,5 +184,12 @@ for r in table:
     print(line(r, ["alone", "comm_alone"], ["ratio_alone"])[:-2] + " | " +
           line(r, ["exchange"], ["ratio_exchange"]).split(" | ", 1)[1][:-2] + " | " +
           line(r, ["ddp_step", "ddp_compute", "ddp_comm"], ["ddp_ratio"]).split(" | ", 1)[1])
+print()
+print("| rep | sync step | overlapped step | gain (sync / overlapped) | overlapped step - compute alone | "
+      "/ allreduce |")
+print("|---|---|---|---|---|---|")
+for r in table:
+    print("| " + " | ".join([r["rep"], fmt(r["step"]), fmt(r["overlap"]), fmt(r["gain"], "x"),
+                             fmt(r["overlap_comm"]), fmt(r["overlap_ratio"], "x")]) + " |")
 PY
 cat "$out/table.md"

@@ -258,6 +258,14 @@ class trainer {
     return dropped;
   }
 
+  class overlap;
+
+  /// Starts communication overlapped with the model's compute on @p variables and their
+  /// @p gradients (see overlap); the values in @p variables are those of step() to begin with.
+  overlap overlapped(std::vector<tensor<D>>& variables, const std::vector<tensor<D>>& gradients) {
+    return overlap(*this, variables, gradients);
+  }
+
   /// @returns how many of this replica's pushes the ps tasks had received when this worker last
   /// registered (create_variables(), recover()), counting those of earlier processes of the
   /// same task: each arrived exactly once. Under async and SSP a restarted worker resumes its
@@ -276,6 +284,144 @@ class trainer {
     }
     if (is_chief()) client_->shutdown_cluster();
   }
+
+  /// A step's communication overlapped with the model's compute, variable by variable, the way
+  /// PyTorch DDP overlaps its all-reduce with the backward pass: each gradient is pushed as soon
+  /// as the backward pass has finished it (the last layers' first), and the next step's values
+  /// are pulled in the order the forward pass reads them, each waited for only when the forward
+  /// pass first reads it. A model drives it through two hooks (model::feed_forward::
+  /// forward_backward(images, labels, n, hooks) calls them):
+  ///   - parameters_needed(v): before the step first reads variable v; waits for its values;
+  ///   - gradient_ready(v): once the step's gradient of v is final; sends it.
+  /// end_step() then sends any gradient not sent yet, waits for the pushes' answers and starts
+  /// the pull of the next step's values. Every step computes on the values and pushes the
+  /// gradients that push() then pull() would: only the waiting moves. The gradients must stay
+  /// untouched from gradient_ready() to end_step(), the values unread from end_step() to
+  /// parameters_needed().
+  ///
+  /// @code
+  /// auto ex = t.overlapped(net.parameters(), net.gradients());
+  /// for (std::size_t i = 0; i < steps; ++i) {
+  ///   auto b = batches.next();                        // while the values arrive
+  ///   net.forward_backward(b.images, b.labels, b.size, ex);
+  ///   ex.end_step();
+  /// }
+  /// @endcode
+  /// One overlap per trainer at a time; the trainer's own pull() and push() must not be called
+  /// while it lives, and evaluating the model needs step() first (the values may still be
+  /// arriving). Its destructor completes the pull in flight. A hook or end_step() throws what
+  /// pull() and push() throw; then destroy the overlap, recover() the trainer if the error is
+  /// recoverable(), and start a new one.
+  class overlap {
+   public:
+    overlap(trainer& t, std::vector<tensor<D>>& variables, const std::vector<tensor<D>>& gradients)
+        : t_(t), variables_(variables), gradients_(gradients), needed_(variables.size(), true) {
+      if (gradients.size() != variables.size())
+        throw error(errc::shape_mismatch, "trainer::overlapped: " + std::to_string(gradients.size()) +
+                                              " gradients for " + std::to_string(variables.size()) + " variables");
+      if constexpr (!D::is_host) {
+        pull_staging_.resize(variables.size());
+        push_staging_.resize(variables.size());
+        for (std::size_t v = 0; v < variables.size(); ++v) {
+          pull_staging_[v].resize(t_.is_sparse(v) ? 0 : variables[v].size());
+          push_staging_[v].resize(t_.is_sparse(v) ? 0 : gradients[v].size());
+        }
+      }
+    }
+    overlap(const overlap&) = delete;
+    overlap& operator=(const overlap&) = delete;
+    /// Completes the pull in flight, so that no value lands after it; a failure is logged.
+    ~overlap() {
+      try {
+        if (pull_.pending()) t_.client_->wait(pull_);
+        if (push_.pending()) t_.client_->wait(push_);
+      } catch (const std::exception& e) {
+        t_.opts_.log(std::string("trainer::overlap: the exchange in flight failed: ") + e.what());
+      }
+    }
+
+    /// Waits until variable @p v holds the values of the step being computed.
+    void parameters_needed(std::size_t v) {
+      if (!pull_.pending() || v >= needed_.size() || !needed_[v]) return;
+      t_.client_->wait(pull_, v);
+      needed_[v] = false;
+      if constexpr (!D::is_host)
+        if (!t_.is_sparse(v)) variables_[v].assign(pull_staging_[v]);
+      if (!pull_.pending()) t_.step_ = t_.client_->wait(pull_);
+    }
+
+    /// Sends the gradient of variable @p v (final for this step) now; once a step.
+    void gradient_ready(std::size_t v) {
+      if (v >= gradients_.size() || t_.is_sparse(v)) return;
+      begin_push();
+      if (push_.sent(v)) return;
+      if constexpr (!D::is_host) {
+        auto host = gradients_[v].to_host();
+        std::copy(host.begin(), host.end(), push_staging_[v].begin());
+      }
+      t_.client_->push_variable(push_, v);
+    }
+
+    /// Ends the step: sends the gradients not sent yet, waits for every push's answer, then
+    /// starts pulling the values of the next step. @returns how many shards dropped the push (a
+    /// backup worker that came late), as trainer::push().
+    std::size_t end_step() {
+      for (std::size_t v = 0; v < gradients_.size(); ++v) gradient_ready(v);
+      begin_push();  // every variable is sparse: the push still counts the step
+      const auto dropped = t_.client_->finish_push(push_);
+      push_ = {};
+      started_ = false;
+      t_.pushed_at_ = t_.step_;
+      ++t_.pushes_;
+      const auto want = U::next_pull(t_.pushed_at_, t_.pushes_);
+      pull_ = t_.client_->start_pull(t_.plan_, want, spans(variables_, pull_staging_));
+      std::fill(needed_.begin(), needed_.end(), true);
+      return dropped;
+    }
+
+    /// Waits for every value of the pull in flight. @returns the step they belong to (the
+    /// trainer's step()).
+    std::uint64_t step() {
+      wait_values();
+      return t_.step_;
+    }
+
+   private:
+    // Opens the step's push, at the step of the values it was computed on.
+    void begin_push() {
+      if (started_) return;
+      wait_values();  // a model that did not ask for every variable
+      const auto views = spans(gradients_, push_staging_);
+      const std::vector<std::span<const float>> grads(views.begin(), views.end());
+      push_ = t_.client_->start_push(t_.plan_, t_.step_, grads, update::applies_each_push_v<U>);
+      started_ = true;
+    }
+    void wait_values() {
+      for (std::size_t v = 0; v < needed_.size(); ++v) parameters_needed(v);
+    }
+    // The host memory the client reads or writes for each tensor: the tensor's own on a host
+    // device, its staging copy otherwise; none for a sparse variable.
+    std::vector<std::span<float>> spans(const std::vector<tensor<D>>& tensors,
+                                        std::vector<std::vector<float>>& staging) const {
+      std::vector<std::span<float>> out(tensors.size());
+      for (std::size_t v = 0; v < tensors.size(); ++v) {
+        if (t_.is_sparse(v)) continue;
+        if constexpr (D::is_host)
+          out[v] = {const_cast<float*>(tensors[v].data()), tensors[v].size()};
+        else
+          out[v] = staging[v];
+      }
+      return out;
+    }
+
+    trainer& t_;
+    std::vector<tensor<D>>& variables_;
+    const std::vector<tensor<D>>& gradients_;
+    server::ps_client::in_flight pull_, push_;
+    bool started_ = false;
+    std::vector<bool> needed_;  // variables whose values of this step are still to be waited for
+    std::vector<std::vector<float>> pull_staging_, push_staging_;  // off-host devices only
+  };
 
  private:
   void place(const std::vector<tensor<D>>& variables, const std::vector<std::string>& names) {

@@ -19,6 +19,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <random>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -166,6 +167,40 @@ BOOST_AUTO_TEST_CASE(gradients_match_central_finite_differences) {
       }
     }
     BOOST_TEST_MESSAGE("worst relative gradient error " << worst);
+  }
+}
+
+// What trainer::overlap relies on: each parameter is announced before its first read, each
+// gradient once final, in the order the passes run; and the hooks change nothing computed.
+BOOST_AUTO_TEST_CASE(step_hooks_hear_of_each_layer_in_the_order_of_the_passes) {
+  struct recorder {
+    feed_forward<cpu>* model;
+    std::vector<std::string> events;
+    std::vector<std::vector<float>> gradients;  // as each was announced
+    void parameters_needed(std::size_t i) { events.push_back("need " + model->names()[i]); }
+    void gradient_ready(std::size_t i) {
+      events.push_back("ready " + model->names()[i]);
+      gradients.push_back(model->gradients()[i].to_host());
+    }
+  };
+  static_assert(dsgd::model::step_hooks<recorder>);
+  const std::size_t batch = 8;
+  feed_forward<cpu> hooked({}, {20, 16, 12, 5}, 11), plain({}, {20, 16, 12, 5}, 11);
+  const auto x = random_floats(batch * 20, 5);
+  const auto y = random_labels(batch, 5, 6);
+  recorder r{&hooked, {}, {}};
+  const float loss = hooked.forward_backward(x.data(), y.data(), batch, r);
+  BOOST_TEST(loss == plain.forward_backward(x.data(), y.data(), batch));
+  const std::vector<std::string> expected{
+      "need dense0/kernel",  "need dense0/bias",  "need dense1/kernel",  "need dense1/bias",
+      "need dense2/kernel",  "need dense2/bias",  "ready dense2/kernel", "ready dense2/bias",
+      "ready dense1/kernel", "ready dense1/bias", "ready dense0/kernel", "ready dense0/bias"};
+  BOOST_TEST(r.events == expected, boost::test_tools::per_element());
+  // Announced gradients are final: the backward pass does not write them again.
+  const std::vector<std::size_t> order{4, 5, 2, 3, 0, 1};
+  for (std::size_t k = 0; k < order.size(); ++k) {
+    BOOST_TEST(r.gradients[k] == hooked.gradients()[order[k]].to_host(), boost::test_tools::per_element());
+    BOOST_TEST(r.gradients[k] == plain.gradients()[order[k]].to_host(), boost::test_tools::per_element());
   }
 }
 

@@ -23,6 +23,7 @@
 #include <thrust/transform_reduce.h>
 
 #include <algorithm>
+#include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -35,6 +36,21 @@ namespace dsgd::model {
 struct evaluation {
   double loss = 0;      ///< mean softmax cross-entropy
   double accuracy = 0;  ///< fraction of examples whose arg-max logit is the label
+};
+
+/// What a training step tells whoever moves its parameters and gradients (trainer::overlap):
+/// parameters_needed(i) before the step first reads parameter i, gradient_ready(i) once the
+/// step has written gradient i, in creation order of the parameters.
+template <class H>
+concept step_hooks = requires(H& h, std::size_t i) {
+  h.parameters_needed(i);
+  h.gradient_ready(i);
+};
+
+/// step_hooks that do nothing: a step on parameters already in place.
+struct no_hooks {
+  void parameters_needed(std::size_t) const noexcept {}
+  void gradient_ready(std::size_t) const noexcept {}
 };
 
 /// A fully connected network: widths {in, h1, ..., out} give dense layers in -> h1 -> ... -> out
@@ -129,10 +145,19 @@ class feed_forward {
   /// @returns the mean softmax cross-entropy of the batch (before any update)
   /// @throws dsgd::error (errc::invalid_argument) for an empty batch or a label out of range.
   float forward_backward(const float* images, const std::int32_t* labels, std::size_t batch) {
+    no_hooks none;
+    return forward_backward(images, labels, batch, none);
+  }
+
+  /// forward_backward() that tells @p hooks when it first reads each layer's parameters (kernel,
+  /// then bias, first layer first) and when each layer's gradients are final (last layer
+  /// first), so that communication overlaps the compute (trainer::overlap).
+  template <step_hooks Hooks>
+  float forward_backward(const float* images, const std::int32_t* labels, std::size_t batch, Hooks& hooks) {
     const float* x = stage(images, labels, batch);
-    forward(x, batch);
+    forward(x, batch, hooks);
     const float loss = cross_entropy(batch, true);
-    backward(x, batch);
+    backward(x, batch, hooks);
     return loss;
   }
 
@@ -153,7 +178,8 @@ class feed_forward {
     for (std::size_t at = 0; at < n; at += batch) {
       const std::size_t b = std::min(batch, n - at);
       const float* x = stage(images + at * inputs(), labels + at, b);
-      forward(x, b);
+      no_hooks none;
+      forward(x, b, none);
       loss_sum += static_cast<double>(cross_entropy(b, false)) * static_cast<double>(b);
       const float* z = raw(acts_.back());
       correct += thrust::transform_reduce(
@@ -229,11 +255,14 @@ class feed_forward {
     }
   }
 
-  void forward(const float* x, std::size_t batch) {
+  template <class Hooks>
+  void forward(const float* x, std::size_t batch, Hooks& hooks) {
     const int m = static_cast<int>(batch);
     const float* in = x;
     for (std::size_t l = 0; l < layers(); ++l) {
       const int k = static_cast<int>(widths_[l]), n = static_cast<int>(widths_[l + 1]);
+      hooks.parameters_needed(2 * l);
+      hooks.parameters_needed(2 * l + 1);
       float* z = raw(acts_[l]);
       blas<D>::gemm(device_, false, false, m, n, k, 1.f, in, k, params_[2 * l].data(), n, 0.f, z,
                     n);
@@ -263,7 +292,8 @@ class feed_forward {
     return sum / static_cast<float>(batch);
   }
 
-  void backward(const float* x, std::size_t batch) {
+  template <class Hooks>
+  void backward(const float* x, std::size_t batch, Hooks& hooks) {
     const int m = static_cast<int>(batch);
     for (std::size_t l = layers(); l-- > 0;) {
       const int k = static_cast<int>(widths_[l]), n = static_cast<int>(widths_[l + 1]);
@@ -274,6 +304,8 @@ class feed_forward {
                     n);
       blas<D>::gemm(device_, false, false, 1, n, m, 1.f, raw(ones_), m, dz, n, 0.f,
                     grads_[2 * l + 1].data(), n);
+      hooks.gradient_ready(2 * l);
+      hooks.gradient_ready(2 * l + 1);
       if (l == 0) break;
       // d(in) = dz W^T, then through the ReLU that produced `in`.
       float* din = raw(deltas_[l - 1]);

@@ -210,16 +210,8 @@ class ps_client {
   /// into @p dest, one host span per variable; an empty span skips its variable (one read by
   /// rows with pull_rows()). @returns the smallest step the shards reported.
   std::uint64_t pull(const placement::plan& plan, std::uint64_t step, std::span<const std::span<float>> dest) {
-    std::vector<request> batch;
-    for_each_shard(plan, [&](const placement::shard& s, std::uint32_t index) {
-      if (dest[s.variable].empty() && s.elements != 0) return;
-      batch.push_back({s.ps_task, header(message::pull, s.variable, index, step), {},
-                       span_buffer(dest[s.variable].subspan(s.offset, s.elements))});
-    });
-    auto replies = run(batch);
-    std::uint64_t lowest = ~std::uint64_t{0};
-    for (const auto& r : replies) lowest = std::min(lowest, r.step);
-    return replies.empty() ? step : lowest;
+    auto f = start_pull(plan, step, dest);
+    return wait(f);
   }
 
   /// Sends the gradient of every variable, computed at @p step, one host span per variable; an
@@ -231,17 +223,151 @@ class ps_client {
   /// pushes are told apart by their step instead and go to every shard.
   std::size_t push(const placement::plan& plan, std::uint64_t step, std::span<const std::span<const float>> grads,
                    bool skip_received = false) {
+    auto f = start_push(plan, step, grads, skip_received);
+    return finish_push(f);
+  }
+
+ private:
+  // What the I/O thread hands the caller: a reply, or why the request failed. The failure is
+  // plain data, made into a dsgd::error by the caller: an exception object shared between the
+  // threads would be released through libstdc++'s uninstrumented reference count, which
+  // ThreadSanitizer cannot see.
+  struct answer {
+    reply r;
+    error_code ec;
+    std::string what;
+  };
+  static answer failed(const dsgd::error& e) { return {{}, e.code(), e.what()}; }
+  // A request handed to the I/O thread, and its answer to come.
+  struct posted {
+    std::size_t ps = 0;
+    message type{};
+    std::future<answer> future;
+    reply result;  // once collected
+  };
+
+ public:
+  /// A pull or a push whose requests go out in parts and whose answers are collected in parts,
+  /// so that a worker overlaps them with its compute (trainer::overlap): see start_pull() and
+  /// start_push(). Every answer is collected before the operation ends, by wait() or
+  /// finish_push(), also when one of them fails, so that no late reply writes into a buffer the
+  /// caller has moved on from. Single-use; move-only.
+  class in_flight {
+   public:
+    in_flight() = default;
+    in_flight(in_flight&&) noexcept = default;
+    in_flight& operator=(in_flight&&) noexcept = default;
+    /// @returns whether requests are sent and not all of their answers collected.
+    bool pending() const noexcept { return collected_ < parts_.size(); }
+    /// @returns whether a push has sent variable @p v.
+    bool sent(std::size_t v) const noexcept { return v < sent_.size() && sent_[v]; }
+
+   private:
+    friend class ps_client;
+    struct part {
+      std::size_t variable = 0;
+      std::size_t shard = 0;  // index in plan.shards()
+      posted call;
+      bool collected = false;
+    };
+    const placement::plan* plan_ = nullptr;
+    std::vector<part> parts_;
+    std::size_t collected_ = 0;
+    std::chrono::steady_clock::time_point deadline_;
+    std::uint64_t step_ = 0;                    // pull: the step asked; then the lowest answered
+    std::uint64_t lowest_answer_ = ~std::uint64_t{0};
+    std::optional<dsgd::error> error_;          // the first failure
+    std::vector<std::span<const float>> grads_;  // push: the gradients, one span per variable
+    std::vector<bool> sent_;                     // push: variables sent
+    std::vector<std::size_t> shards_;            // push: every shard it goes to (plan index)
+    std::uint64_t lowest_received_ = 0;          // push: see send_push()
+    bool skip_received_ = false;
+    std::size_t dropped_ = 0;
+  };
+
+  /// pull() in two halves: sends every request now, in plan order (so the first variables'
+  /// values arrive first); wait(f, v) then waits for variable @p v's values, wait(f) for all.
+  /// @p dest must stay valid until the values are waited for.
+  in_flight start_pull(const placement::plan& plan, std::uint64_t step, std::span<const std::span<float>> dest) {
+    in_flight f = open(&plan, step);
     std::vector<request> batch;
-    std::vector<std::size_t> shards;  // plan index of each request's shard
+    std::vector<std::size_t> shards;
     std::size_t at = 0;
     for_each_shard(plan, [&](const placement::shard& s, std::uint32_t index) {
       const std::size_t plan_index = at++;
-      if (grads[s.variable].empty() && s.elements != 0) return;
-      batch.push_back({s.ps_task, header(message::push, s.variable, index, step),
-                       span_buffer(grads[s.variable].subspan(s.offset, s.elements)), {}});
+      if (dest[s.variable].empty() && s.elements != 0) return;
+      batch.push_back({s.ps_task, header(message::pull, s.variable, index, step), {},
+                       span_buffer(dest[s.variable].subspan(s.offset, s.elements))});
       shards.push_back(plan_index);
     });
-    return count_dropped(send_push(plan, batch, shards, skip_received));
+    add(f, batch, shards);
+    return f;
+  }
+
+  /// Waits until variable @p v's values (every shard of it) have arrived.
+  /// @throws dsgd::error as pull() does, once every other answer of @p f has been collected too
+  void wait(in_flight& f, std::size_t v) {
+    for (auto& p : f.parts_)
+      if (p.variable == v) collect(f, p);
+    if (f.error_) fail(f);
+  }
+
+  /// Waits for every answer of @p f. @returns the smallest step the shards reported (a pull's;
+  /// the step asked when nothing was pulled).
+  std::uint64_t wait(in_flight& f) {
+    for (auto& p : f.parts_) collect(f, p);
+    if (f.error_) fail(f);
+    return f.parts_.empty() ? f.step_ : f.lowest_answer_;
+  }
+
+  /// push() in parts: opens a push of @p grads (one host span per variable; an empty span skips
+  /// its variable) computed at @p step, and sends nothing yet; push_variable() sends a variable
+  /// as soon as its gradient is final, finish_push() sends the rest and waits for the answers.
+  /// The spans must stay valid, and hold the final gradients once sent, until finish_push().
+  in_flight start_push(const placement::plan& plan, std::uint64_t step, std::span<const std::span<const float>> grads,
+                       bool skip_received = false) {
+    track(plan);
+    in_flight f = open(&plan, step);
+    f.grads_.assign(grads.begin(), grads.end());
+    f.sent_.assign(grads.size(), false);
+    f.skip_received_ = skip_received;
+    std::size_t at = 0;
+    for_each_shard(plan, [&](const placement::shard& s, std::uint32_t) {
+      const std::size_t plan_index = at++;
+      if (!grads[s.variable].empty() || s.elements == 0) f.shards_.push_back(plan_index);
+    });
+    f.lowest_received_ = lowest_received(f.shards_);
+    return f;
+  }
+
+  /// Sends variable @p v's gradient (every shard of it) now; a second call, or one for a skipped
+  /// variable, sends nothing.
+  void push_variable(in_flight& f, std::size_t v) {
+    if (v >= f.sent_.size() || f.sent_[v]) return;
+    f.sent_[v] = true;
+    const auto& plan = *f.plan_;
+    std::vector<request> batch;
+    std::vector<std::size_t> shards;
+    std::size_t at = 0;
+    for_each_shard(plan, [&](const placement::shard& s, std::uint32_t index) {
+      const std::size_t plan_index = at++;
+      if (s.variable != v || (f.grads_[v].empty() && s.elements != 0)) return;
+      if (f.skip_received_ && received_[plan_index] != f.lowest_received_) return;  // it has this push
+      batch.push_back({s.ps_task, header(message::push, v, index, f.step_),
+                       span_buffer(f.grads_[v].subspan(s.offset, s.elements)), {}});
+      shards.push_back(plan_index);
+    });
+    add(f, batch, shards);
+  }
+
+  /// Sends every variable not sent yet, waits for every answer and counts the push on each
+  /// shard. @returns how many shards dropped it (stale or duplicate).
+  /// @throws dsgd::error as push() does
+  std::size_t finish_push(in_flight& f) {
+    for (std::size_t v = 0; v < f.sent_.size(); ++v) push_variable(f, v);
+    wait(f);
+    count_received(f.shards_, f.skip_received_, f.lowest_received_);
+    return f.dropped_;
   }
 
   /// Reads rows @p keys of variable @p variable (indices along dimension 0 of the whole
@@ -295,6 +421,7 @@ class ps_client {
   std::size_t push_rows(const placement::plan& plan, std::size_t variable, std::span<const std::uint64_t> keys,
                         std::span<const float> grads, std::uint64_t step, bool skip_received = false) {
     auto groups = route(plan, variable, keys, grads.size(), "push_rows");
+    track(plan);
     std::size_t dim = row_width(plan, variable);
     std::vector<request> batch;
     std::vector<std::size_t> shards;  // plan index of each request's shard
@@ -314,7 +441,7 @@ class ps_client {
       batch.push_back(r);
       shards.push_back(g.plan_index);
     }
-    return count_dropped(send_push(plan, batch, shards, skip_received));
+    return count_dropped(send_push(batch, shards, skip_received));
   }
 
   /// Chief only: every ps task writes its part of checkpoint @p step (values, optimizer slots
@@ -356,16 +483,6 @@ class ps_client {
     // The keys are one run of the caller's: sent from, and received into, its buffers.
     bool direct() const noexcept { return !at.empty() && at.back() - at.front() + 1 == at.size(); }
   };
-  // What the I/O thread hands the caller: a reply, or why the request failed. The failure is
-  // plain data, made into a dsgd::error by the caller: an exception object shared between the
-  // threads would be released through libstdc++'s uninstrumented reference count, which
-  // ThreadSanitizer cannot see.
-  struct answer {
-    reply r;
-    error_code ec;
-    std::string what;
-  };
-  static answer failed(const dsgd::error& e) { return {{}, e.code(), e.what()}; }
   struct pending_request {
     boost::asio::mutable_buffer reply_into;
     std::vector<std::byte> control;
@@ -509,18 +626,23 @@ class ps_client {
   // on each shard once answered. With @p skip_received, only to the shards that lack it: one
   // whose count of received pushes is ahead of the others' already has it (it arrived there
   // before the previous process of this replica died).
-  std::vector<reply> send_push(const placement::plan& plan, std::vector<request>& batch,
-                               const std::vector<std::size_t>& shards, bool skip_received) {
-    if (received_.size() != plan.shards().size()) received_.assign(plan.shards().size(), 0);
-    std::uint64_t lowest = ~std::uint64_t{0};
-    for (auto s : shards) lowest = std::min(lowest, received_[s]);
+  std::vector<reply> send_push(std::vector<request>& batch, const std::vector<std::size_t>& shards,
+                               bool skip_received) {
+    const std::uint64_t lowest = lowest_received(shards);
     std::vector<request> missing;
     for (std::size_t k = 0; k < batch.size(); ++k)
       if (!skip_received || received_[shards[k]] == lowest) missing.push_back(batch[k]);
     auto replies = run(missing);
-    for (std::size_t k = 0; k < batch.size(); ++k)
-      received_[shards[k]] = skip_received ? lowest + 1 : received_[shards[k]] + 1;
+    count_received(shards, skip_received, lowest);
     return replies;
+  }
+  std::uint64_t lowest_received(const std::vector<std::size_t>& shards) const {
+    std::uint64_t lowest = ~std::uint64_t{0};
+    for (auto s : shards) lowest = std::min(lowest, received_[s]);
+    return lowest;
+  }
+  void count_received(const std::vector<std::size_t>& shards, bool skip_received, std::uint64_t lowest) {
+    for (auto s : shards) received_[s] = skip_received ? lowest + 1 : received_[s] + 1;
   }
 
   static std::size_t count_dropped(const std::vector<reply>& replies) {
@@ -543,50 +665,100 @@ class ps_client {
 
   // Sends every request (pipelined on each connection) and waits for all the answers.
   std::vector<reply> run(std::vector<request>& batch) {
-    std::vector<std::future<answer>> answers;
-    auto deadline = std::chrono::steady_clock::now() + opts_.request_timeout;
-    for (auto& r : batch) {
-      auto p = std::make_shared<pending_request>();
-      p->reply_into = r.reply_into;
-      answers.push_back(p->done.get_future());
-      boost::asio::post(ioc_, [this, r, p] {
-        auto& conn = conns_[r.ps];
-        if (!conn || !conn->is_open()) {
-          p->done.set_value(failed(lost(r.ps)));
-          return;
-        }
-        auto h = r.h;
-        h.request_id = ++next_id_;
-        pending_[r.ps][h.request_id] = p;
-        std::array<boost::asio::const_buffer, 2> payload{r.payload, r.payload_rows};
-        // A send the transport refuses (a cap, a full queue) fails its request at once; a broken
-        // connection also fails every pending request through the receive loop.
-        conn->async_send(h, payload, [this, ps = r.ps, id = h.request_id](error_code ec) {
-          if (!ec) return;
-          auto node = pending_[ps].extract(id);
-          if (!node.empty())
-            node.mapped()->done.set_value(failed(
-                error(ec, me_.to_string() + ": sending to ps:" + std::to_string(ps) + " failed: " + ec.message())));
-        });
-      });
-    }
+    in_flight f = open(nullptr, 0);
+    add(f, batch, std::vector<std::size_t>(batch.size(), 0));
     std::vector<reply> out;
-    std::optional<dsgd::error> first_error;
-    for (std::size_t i = 0; i < answers.size(); ++i) {
-      if (answers[i].wait_until(deadline) != std::future_status::ready) {
-        abandon();
-        throw error(errc::timed_out, me_.to_string() + ": no answer from ps:" + std::to_string(batch[i].ps) +
-                                         " to " + to_string(static_cast<message>(batch[i].h.type)) + " within " +
-                                         std::to_string(opts_.request_timeout.count()) + " ms");
-      }
-      auto a = answers[i].get();
-      if (!a.ec)
-        out.push_back(a.r);
-      else if (!first_error)
-        first_error.emplace(a.ec, a.what);
+    for (auto& p : f.parts_) {
+      collect(f, p);
+      if (!f.error_) out.push_back(p.call.result);
     }
-    if (first_error) throw *first_error;
+    if (f.error_) throw *f.error_;
     return out;
+  }
+
+  // An operation on @p plan (none for a control message) at @p step, its deadline from now.
+  in_flight open(const placement::plan* plan, std::uint64_t step) {
+    in_flight f;
+    f.plan_ = plan;
+    f.step_ = step;
+    f.deadline_ = std::chrono::steady_clock::now() + opts_.request_timeout;
+    return f;
+  }
+  // Pushes are counted per shard of @p plan (a fresh count for a plan of another size).
+  void track(const placement::plan& plan) {
+    if (received_.size() != plan.shards().size()) received_.assign(plan.shards().size(), 0);
+  }
+
+  // Sends @p batch (shards[k] the plan index of batch[k]'s shard) as parts of @p f.
+  void add(in_flight& f, std::vector<request>& batch, const std::vector<std::size_t>& shards) {
+    for (std::size_t k = 0; k < batch.size(); ++k)
+      f.parts_.push_back({batch[k].h.variable, shards[k], post(batch[k]), false});
+  }
+
+  // Hands @p r to the I/O thread, which sends it (pipelined on its connection) and fulfils the
+  // returned request's answer when the reply, or the failure, comes.
+  posted post(const request& r) {
+    auto p = std::make_shared<pending_request>();
+    p->reply_into = r.reply_into;
+    posted out{r.ps, static_cast<message>(r.h.type), p->done.get_future(), {}};
+    boost::asio::post(ioc_, [this, r, p] {
+      auto& conn = conns_[r.ps];
+      if (!conn || !conn->is_open()) {
+        p->done.set_value(failed(lost(r.ps)));
+        return;
+      }
+      auto h = r.h;
+      h.request_id = ++next_id_;
+      pending_[r.ps][h.request_id] = p;
+      std::array<boost::asio::const_buffer, 2> payload{r.payload, r.payload_rows};
+      // A send the transport refuses (a cap, a full queue) fails its request at once; a broken
+      // connection also fails every pending request through the receive loop.
+      conn->async_send(h, payload, [this, ps = r.ps, id = h.request_id](error_code ec) {
+        if (!ec) return;
+        auto node = pending_[ps].extract(id);
+        if (!node.empty())
+          node.mapped()->done.set_value(failed(
+              error(ec, me_.to_string() + ": sending to ps:" + std::to_string(ps) + " failed: " + ec.message())));
+      });
+    });
+    return out;
+  }
+
+  // Waits for part @p p's answer, by f's deadline; keeps the first failure in f. A part that
+  // times out abandons every connection (no late reply may be written) and throws at once.
+  void collect(in_flight& f, typename in_flight::part& p) {
+    if (p.collected) return;
+    auto& s = p.call;
+    if (s.future.wait_until(f.deadline_) != std::future_status::ready) {
+      abandon();
+      for (auto& q : f.parts_) q.collected = true;  // nothing of f lands any more
+      f.collected_ = f.parts_.size();
+      throw error(errc::timed_out, me_.to_string() + ": no answer from ps:" + std::to_string(s.ps) + " to " +
+                                       to_string(s.type) + " within " +
+                                       std::to_string(opts_.request_timeout.count()) + " ms");
+    }
+    p.collected = true;
+    ++f.collected_;
+    auto a = s.future.get();
+    if (a.ec) {
+      if (!f.error_) f.error_.emplace(a.ec, a.what);
+      return;
+    }
+    s.result = a.r;
+    f.lowest_answer_ = std::min(f.lowest_answer_, a.r.step);
+    if (a.r.type == message::push_dropped) ++f.dropped_;
+  }
+
+  // A part of @p f failed: collects the rest, so that no reply lands later, then throws.
+  [[noreturn]] void fail(in_flight& f) {
+    for (auto& p : f.parts_) {
+      try {
+        collect(f, p);
+      } catch (const dsgd::error&) {  // timed out: the connections are closed, nothing lands
+        break;
+      }
+    }
+    throw *f.error_;
   }
 
   dsgd::error lost(std::size_t ps) const {

@@ -1,0 +1,175 @@
+// SPDX-FileCopyrightText: Copyright (c) 2026 The dsgd authors
+// SPDX-License-Identifier: Apache-2.0
+//
+// Tests for trainer::overlap (<dsgd/trainer.hpp>) and the in-parts pull and push of
+// <dsgd/server/ps_client.hpp> behind it: clusters of 2 ps tasks and 2 workers as threads of this
+// process over real TCP sockets on 127.0.0.1, training a small dense network.
+#include <dsgd/model/feed_forward.hpp>
+#include <dsgd/optim/momentum.hpp>
+#include <dsgd/placement/round_robin.hpp>
+#include <dsgd/trainer.hpp>
+#include <dsgd/update/async.hpp>
+#include <dsgd/update/bounded_staleness.hpp>
+#include <dsgd/update/sync_average.hpp>
+
+#include <support/error_checks.hpp>
+#include <support/loopback_cluster.hpp>
+
+#include <boost/mpl/list.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <exception>
+#include <random>
+#include <thread>
+#include <vector>
+
+using namespace std::chrono_literals;
+using cpu = dsgd::device::cpu;
+
+namespace {
+
+constexpr std::size_t batch = 16;
+const std::vector<std::size_t> widths{20, 16, 12, 5};
+
+template <class Rule>
+using trainer_for = dsgd::trainer<cpu, dsgd::placement::round_robin, Rule, dsgd::optim::momentum>;
+
+// What one worker ended with.
+struct outcome {
+  std::vector<std::vector<float>> values;  // the parameters after the last pull
+  std::uint64_t step = 0;                  // their step
+  std::size_t dropped = 0;
+};
+
+// Worker k's batches: random inputs and labels of its own seed, the same in every run.
+struct data {
+  std::vector<float> x;
+  std::vector<std::int32_t> y;
+  data(std::size_t steps, std::uint64_t seed) : x(steps * batch * widths.front()), y(steps * batch) {
+    std::mt19937_64 g(seed);
+    std::normal_distribution<float> normal(0.f, 1.f);
+    for (auto& v : x) v = normal(g);
+    for (auto& v : y) v = static_cast<std::int32_t>(g() % widths.back());
+  }
+};
+
+// Trains `steps` steps on 2 ps tasks and 2 workers, each step either through trainer::overlap
+// or as push() then pull(); @returns each worker's outcome.
+template <class Rule>
+std::vector<outcome> train(bool overlapped, std::size_t steps) {
+  using trainer = trainer_for<Rule>;
+  auto spec = dsgd::test::loopback_cluster(2, 2);
+  typename trainer::options o;
+  o.token = "secret";
+  o.optimizer = {0.05f, 0.9f, false};
+  o.step_timeout = 30s;
+  o.ready_timeout = 30s;
+  o.startup_timeout = 20s;
+  o.log = [](std::string_view) {};
+  std::vector<std::exception_ptr> failed(4);
+  std::vector<outcome> out(2);
+  std::vector<std::thread> tasks;
+  for (int i = 0; i < 2; ++i)
+    tasks.emplace_back([&, i] {
+      try {
+        trainer(spec, {"ps", i}, o).join();
+      } catch (...) {
+        failed[2 + i] = std::current_exception();
+      }
+    });
+  for (int k = 0; k < 2; ++k)
+    tasks.emplace_back([&, k] {
+      try {
+        trainer t(spec, {"worker", k}, o);
+        dsgd::model::feed_forward<cpu> net({}, widths, 7);
+        t.create_variables(net.parameters(), net.names());
+        const data d(steps, 100 + std::uint64_t(k));
+        auto batch_at = [&](std::size_t s) {
+          return std::pair{d.x.data() + s * batch * widths.front(), d.y.data() + s * batch};
+        };
+        if (overlapped) {
+          auto ex = t.overlapped(net.parameters(), net.gradients());
+          for (std::size_t s = 0; s < steps; ++s) {
+            auto [x, y] = batch_at(s);
+            net.forward_backward(x, y, batch, ex);
+            out[k].dropped += ex.end_step();
+          }
+          out[k].step = ex.step();
+        } else {
+          for (std::size_t s = 0; s < steps; ++s) {
+            auto [x, y] = batch_at(s);
+            net.forward_backward(x, y, batch);
+            out[k].dropped += t.push(net.gradients());
+            t.pull(net.parameters());
+          }
+          out[k].step = t.step();
+        }
+        for (const auto& p : net.parameters()) out[k].values.push_back(p.to_host());
+        t.finish();
+      } catch (...) {
+        failed[k] = std::current_exception();
+      }
+    });
+  for (auto& t : tasks) t.join();
+  for (auto& f : failed)
+    if (f) std::rethrow_exception(f);
+  return out;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(overlap)
+
+// Sync averages the same two gradients in either order to the same bits, so an overlapped run
+// must end exactly where push-then-pull ends: the overlap moves the waiting, not the values.
+BOOST_AUTO_TEST_CASE(overlapped_sync_training_ends_on_the_same_bits_as_push_then_pull) {
+  const std::size_t steps = 12;
+  const auto plain = train<dsgd::update::sync_average>(false, steps);
+  const auto overlapped = train<dsgd::update::sync_average>(true, steps);
+  for (std::size_t k = 0; k < 2; ++k) {
+    BOOST_TEST(plain[k].step == steps);
+    BOOST_TEST(overlapped[k].step == steps);
+    BOOST_TEST(overlapped[k].dropped == 0u);
+    BOOST_TEST_REQUIRE(overlapped[k].values.size() == plain[k].values.size());
+    for (std::size_t v = 0; v < plain[k].values.size(); ++v)
+      BOOST_TEST(overlapped[k].values[v] == plain[0].values[v], boost::test_tools::per_element());
+  }
+  // And the run did train: the values moved from where they started.
+  dsgd::model::feed_forward<cpu> start({}, widths, 7);
+  BOOST_TEST(start.parameters()[0].to_host() != plain[0].values[0]);
+}
+
+using independent_rules = boost::mpl::list<dsgd::update::async, dsgd::update::bounded_staleness<1>>;
+
+// Async and SSP apply each push on its own: the last worker to finish pulls the values of every
+// push made (2 workers x steps), counted exactly once through the in-parts pushes.
+BOOST_AUTO_TEST_CASE_TEMPLATE(overlapped_async_and_ssp_apply_every_push_once, Rule, independent_rules) {
+  const std::size_t steps = 10;
+  const auto overlapped = train<Rule>(true, steps);
+  std::uint64_t last = 0;
+  for (const auto& o : overlapped) {
+    BOOST_TEST(o.step >= steps);
+    BOOST_TEST(o.step <= 2 * steps);
+    last = std::max(last, o.step);
+    for (const auto& v : o.values)
+      for (float f : v) BOOST_TEST_REQUIRE(std::isfinite(f));
+  }
+  BOOST_TEST(last == 2 * steps);
+}
+
+BOOST_AUTO_TEST_CASE(gradients_that_do_not_match_the_variables_are_refused) {
+  using trainer = trainer_for<dsgd::update::sync_average>;
+  auto spec = dsgd::test::loopback_cluster(1, 1);
+  typename trainer::options o;
+  o.token = "secret";
+  o.log = [](std::string_view) {};
+  trainer t(spec, {"worker", 0}, o);
+  dsgd::model::feed_forward<cpu> net({}, widths, 7);
+  std::vector<dsgd::tensor<cpu>> too_few(net.gradients().begin(), net.gradients().begin() + 2);
+  const auto msg = dsgd::test::error_of([&] { t.overlapped(net.parameters(), too_few); }, dsgd::errc::shape_mismatch);
+  BOOST_TEST(dsgd::test::contains(msg, "2 gradients for 6 variables"));
+}
+
+BOOST_AUTO_TEST_SUITE_END()

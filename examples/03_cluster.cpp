@@ -225,8 +225,9 @@ int train(const settings& s) {
     const auto compute_start = clock::now();
     const float loss = net.forward_backward(b.images, b.labels, b.size);
     if (slowdown > 1) std::this_thread::sleep_for((clock::now() - compute_start) * (slowdown - 1));
-    if (t.push(net.gradients()) > 0) ++dropped;  // some shard had moved on: a backup came late
-    t.pull(net.parameters());
+    // Push, and pull the values of the next step, as one exchange (the pull goes out right
+    // behind the push). A dropped push: some shard had moved on, a backup came late.
+    if (t.push_pull(net.gradients(), net.parameters()) > 0) ++dropped;
     ++local_steps;
     ++interval_steps;
     interval_examples += b.size;

@@ -17,7 +17,9 @@
 // backward pass finishes it, the next step's values are pulled while the next batch is drawn,
 // and the forward pass waits for each layer's values only when it reaches that layer. Then
 // compute is forward and backward with those waits inside, push is end_step() (the rest of the
-// push, its answers, and sending the pull), and pull is 0.
+// push, sending the pull, the push's answers), and pull is 0. With --push-pull the step's push
+// and pull are one exchange (trainer::push_pull: the pull sent right behind the push); push is
+// that exchange and pull is 0.
 //
 // After --warmup steps, every worker times --steps steps and prints one CSV row of medians
 // over them (comm is the median of step - compute per step, not a difference of medians):
@@ -26,6 +28,7 @@
 //   dsgd-launch --ps 1 --workers 2 -- step_profile [--steps N] [--warmup N] [--batch N]
 //   dsgd-launch --ps 1 --workers 2 -- step_profile --exchange-only    # no compute: push + pull only
 //   dsgd-launch --ps 1 --workers 2 -- step_profile --overlap          # the step through trainer::overlap
+//   dsgd-launch --ps 1 --workers 2 -- step_profile --push-pull        # push and pull as one exchange
 //   step_profile --local [--steps N] ...   # compute alone in one process, no cluster (baseline)
 //
 // bench/compare/step_profile.sh runs these next to a gloo allreduce of the same bytes.
@@ -55,6 +58,7 @@ struct settings {
   bool local = false;          // compute alone, no cluster
   bool exchange_only = false;  // cluster without compute: push + pull of the (zero) gradients
   bool overlap = false;        // the step through trainer::overlap
+  bool push_pull = false;      // push then pull as one exchange (trainer::push_pull)
   std::size_t steps = 500;
   std::size_t warmup = 100;
   std::size_t batch = 64;
@@ -164,6 +168,12 @@ int run_cluster(const settings& s) {
       const auto t1 = clock_type::now();
       if (!s.exchange_only) net.forward_backward(b.images, b.labels, b.size);
       const auto t2 = clock_type::now();
+      if (s.push_pull) {
+        t.push_pull(net.gradients(), net.parameters());
+        const auto t3 = clock_type::now();
+        record(i, t0, t1, t2, t3, t3);
+        continue;
+      }
       t.push(net.gradients());
       const auto t3 = clock_type::now();
       t.pull(net.parameters());
@@ -172,7 +182,8 @@ int run_cluster(const settings& s) {
     }
   }
   t.finish();
-  print_row(s.overlap ? "overlap" : s.exchange_only ? "exchange" : "sync", t.task().to_string(), p);
+  const char* mode = s.overlap ? "overlap" : s.exchange_only ? "exchange" : s.push_pull ? "push_pull" : "sync";
+  print_row(mode, t.task().to_string(), p);
   return 0;
 }
 
@@ -200,6 +211,7 @@ int main(int argc, char** argv) {
       if (a == "--local") s.local = true;
       else if (a == "--exchange-only") s.exchange_only = true;
       else if (a == "--overlap") s.overlap = true;
+      else if (a == "--push-pull") s.push_pull = true;
       else if (a == "--steps") s.steps = count();
       else if (a == "--warmup") s.warmup = count();
       else if (a == "--batch") s.batch = count();

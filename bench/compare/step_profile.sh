@@ -12,6 +12,7 @@
 #   exchange  the same cluster without compute: push + pull of the gradients only
 #   overlap   the sync cluster with its step through trainer::overlap (pushes during the
 #             backward pass, pulls during the next forward pass)
+#   push_pull the sync cluster with push and pull as one exchange (trainer::push_pull)
 #   torch     dsgd-launch --ps 0 --workers 2 -- allreduce.py: gloo allreduce of 235,146 floats,
 #             then a DDP step against the same step under no_sync()
 #
@@ -100,6 +101,9 @@ while [ "$rep" -le "$reps" ]; do
   run "$out/overlap_r$rep.log" "$launch" --ps 1 --workers 2 --timeout 600 -- "$profile" --overlap \
     --steps "$steps"
   collect "$rep" "$out/overlap_r$rep.log"
+  run "$out/push_pull_r$rep.log" "$launch" --ps 1 --workers 2 --timeout 600 -- "$profile" --push-pull \
+    --steps "$steps"
+  collect "$rep" "$out/push_pull_r$rep.log"
   run "$out/exchange_r$rep.log" "$launch" --ps 1 --workers 2 --timeout 600 -- "$profile" --exchange-only \
     --steps "$steps"
   collect "$rep" "$out/exchange_r$rep.log"
@@ -139,7 +143,10 @@ for rep in reps:
     allreduce = mean_of_tasks(rep, "torch_allreduce", 0)
     ddp_step, ddp_compute, ddp_comm = (mean_of_tasks(rep, "torch_ddp", i) for i in range(3))
     overlap = mean_of_tasks(rep, "overlap", 0)
-    table.append({"rep": str(rep), "overlap": overlap, "gain": step / overlap, "overlap_comm": overlap - alone,
+    pp = mean_of_tasks(rep, "push_pull", 0)
+    table.append({"rep": str(rep), "pp": pp, "pp_gain": step / pp, "pp_comm": pp - alone,
+                  "pp_ratio": (pp - alone) / allreduce,
+                  "overlap": overlap, "gain": step / overlap, "overlap_comm": overlap - alone,
                   "overlap_ratio": (overlap - alone) / allreduce, "step": step, "compute": compute, "push": push,
                   "pull": pull, "data": data,
                   "comm": comm, "alone": alone, "comm_alone": step - alone, "exchange": exchange,
@@ -156,7 +163,7 @@ least = {"rep": "least"}
 for k in table[0]:
     if k != "rep":
         least[k] = min(r[k] for r in table[:-1])
-for k in ("ratio", "ratio_alone", "ratio_exchange", "ddp_ratio", "gain", "overlap_ratio"):
+for k in ("ratio", "ratio_alone", "ratio_exchange", "ddp_ratio", "gain", "overlap_ratio", "pp_gain", "pp_ratio"):
     least[k] = float("nan")  # a ratio of two minima from different repetitions means little
 table.append(least)
 
@@ -185,11 +192,12 @@ for r in table:
           line(r, ["exchange"], ["ratio_exchange"]).split(" | ", 1)[1][:-2] + " | " +
           line(r, ["ddp_step", "ddp_compute", "ddp_comm"], ["ddp_ratio"]).split(" | ", 1)[1])
 print()
-print("| rep | sync step | overlapped step | gain (sync / overlapped) | overlapped step - compute alone | "
-      "/ allreduce |")
-print("|---|---|---|---|---|---|")
+print("| rep | sync step | push_pull step | gain | push_pull step - compute alone | / allreduce | "
+      "overlapped step | gain | overlapped step - compute alone | / allreduce |")
+print("|---|---|---|---|---|---|---|---|---|---|")
 for r in table:
-    print("| " + " | ".join([r["rep"], fmt(r["step"]), fmt(r["overlap"]), fmt(r["gain"], "x"),
+    print("| " + " | ".join([r["rep"], fmt(r["step"]), fmt(r["pp"]), fmt(r["pp_gain"], "x"), fmt(r["pp_comm"]),
+                             fmt(r["pp_ratio"], "x"), fmt(r["overlap"]), fmt(r["gain"], "x"),
                              fmt(r["overlap_comm"]), fmt(r["overlap_ratio"], "x")]) + " |")
 PY
 cat "$out/table.md"

@@ -258,6 +258,28 @@ class trainer {
     return dropped;
   }
 
+  /// push(@p gradients), then pull(@p variables), in one exchange: the pull goes out right
+  /// behind the push on every connection instead of after the push's answers, which saves a
+  /// round trip per step. Each ps takes a connection's messages in order, so the pull still
+  /// sees the push: the same values and steps as push() then pull(). @returns how many shards
+  /// dropped the push, as push().
+  std::size_t push_pull(const std::vector<tensor<D>>& gradients, std::vector<tensor<D>>& variables) {
+    if constexpr (!D::is_host) {  // one staging area: the exchanges go one after the other
+      const auto dropped = push(gradients);
+      pull(variables);
+      return dropped;
+    } else {
+      const auto grads = host_views(gradients);
+      const std::vector<std::span<const float>> values(grads.begin(), grads.end());
+      auto pushing = client_->start_push(plan_, step_, values, update::applies_each_push_v<U>);
+      for (std::size_t v = 0; v < values.size(); ++v) client_->push_variable(pushing, v);
+      auto pulling = client_->start_pull(plan_, U::next_pull(step_, pushes_ + 1), host_views(variables));
+      const auto dropped = finish_behind(pushing, pulling);
+      step_ = client_->wait(pulling);
+      return dropped;
+    }
+  }
+
   class overlap;
 
   /// Starts communication overlapped with the model's compute on @p variables and their
@@ -293,8 +315,8 @@ class trainer {
   /// forward_backward(images, labels, n, hooks) calls them):
   ///   - parameters_needed(v): before the step first reads variable v; waits for its values;
   ///   - gradient_ready(v): once the step's gradient of v is final; sends it.
-  /// end_step() then sends any gradient not sent yet, waits for the pushes' answers and starts
-  /// the pull of the next step's values. Every step computes on the values and pushes the
+  /// end_step() then sends any gradient not sent yet and, right behind it, the pull of the next
+  /// step's values, and waits for the push's answers only. Every step computes on the values and pushes the
   /// gradients that push() then pull() would: only the waiting moves. The gradients must stay
   /// untouched from gradient_ready() to end_step(), the values unread from end_step() to
   /// parameters_needed().
@@ -362,19 +384,19 @@ class trainer {
       t_.client_->push_variable(push_, v);
     }
 
-    /// Ends the step: sends the gradients not sent yet, waits for every push's answer, then
-    /// starts pulling the values of the next step. @returns how many shards dropped the push (a
-    /// backup worker that came late), as trainer::push().
+    /// Ends the step: sends the gradients not sent yet and, right behind them, the pull of the
+    /// next step's values, then waits for the push's answers. @returns how many shards dropped
+    /// the push (a backup worker that came late), as trainer::push().
     std::size_t end_step() {
       for (std::size_t v = 0; v < gradients_.size(); ++v) gradient_ready(v);
       begin_push();  // every variable is sparse: the push still counts the step
-      const auto dropped = t_.client_->finish_push(push_);
-      push_ = {};
+      // The pull goes out right behind the push, as in push_pull().
+      auto pulling = t_.client_->start_pull(t_.plan_, U::next_pull(t_.step_, t_.pushes_ + 1),
+                                            spans(variables_, pull_staging_));
       started_ = false;
-      t_.pushed_at_ = t_.step_;
-      ++t_.pushes_;
-      const auto want = U::next_pull(t_.pushed_at_, t_.pushes_);
-      pull_ = t_.client_->start_pull(t_.plan_, want, spans(variables_, pull_staging_));
+      const auto dropped = t_.finish_behind(push_, pulling);
+      push_ = {};
+      pull_ = std::move(pulling);
       std::fill(needed_.begin(), needed_.end(), true);
       return dropped;
     }
@@ -424,6 +446,25 @@ class trainer {
   };
 
  private:
+  // Waits for the answers to @p pushing, a push with the pull @p pulling sent right behind it,
+  // and counts the push. If the push failed, first collects the pull (whose values must not
+  // land later), then throws the push's error.
+  std::size_t finish_behind(server::ps_client::in_flight& pushing, server::ps_client::in_flight& pulling) {
+    std::size_t dropped = 0;
+    try {
+      dropped = client_->finish_push(pushing);
+    } catch (const dsgd::error&) {
+      try {
+        client_->wait(pulling);
+      } catch (const dsgd::error&) {  // the push's error is the one to report
+      }
+      throw;
+    }
+    pushed_at_ = step_;
+    ++pushes_;
+    return dropped;
+  }
+
   void place(const std::vector<tensor<D>>& variables, const std::vector<std::string>& names) {
     std::vector<placement::variable_info> info;
     for (std::size_t i = 0; i < variables.size(); ++i)

@@ -1,8 +1,8 @@
 // SPDX-FileCopyrightText: Copyright (c) 2026 The dsgd authors
 // SPDX-License-Identifier: Apache-2.0
 //
-// Tests for trainer::overlap (<dsgd/trainer.hpp>) and the in-parts pull and push of
-// <dsgd/server/ps_client.hpp> behind it: clusters of 2 ps tasks and 2 workers as threads of this
+// Tests for trainer::overlap and trainer::push_pull (<dsgd/trainer.hpp>) and the in-parts pull
+// and push of <dsgd/server/ps_client.hpp> behind them: clusters of 2 ps tasks and 2 workers as threads of this
 // process over real TCP sockets on 127.0.0.1, training a small dense network.
 #include <dsgd/model/feed_forward.hpp>
 #include <dsgd/optim/momentum.hpp>
@@ -21,6 +21,7 @@
 #include <cmath>
 #include <cstdint>
 #include <exception>
+#include <latch>
 #include <random>
 #include <thread>
 #include <vector>
@@ -41,6 +42,7 @@ struct outcome {
   std::vector<std::vector<float>> values;  // the parameters after the last pull
   std::uint64_t step = 0;                  // their step
   std::size_t dropped = 0;
+  std::uint64_t settled = 0;  // the step of a pull made once both workers' pushes are answered
 };
 
 // Worker k's batches: random inputs and labels of its own seed, the same in every run.
@@ -55,10 +57,13 @@ struct data {
   }
 };
 
-// Trains `steps` steps on 2 ps tasks and 2 workers, each step either through trainer::overlap
-// or as push() then pull(); @returns each worker's outcome.
+// How a step exchanges gradients and values.
+enum class exchange { push_then_pull, push_pull, overlapped };
+
+// Trains `steps` steps on 2 ps tasks and 2 workers, each step exchanging as @p how says;
+// @returns each worker's outcome.
 template <class Rule>
-std::vector<outcome> train(bool overlapped, std::size_t steps) {
+std::vector<outcome> train(exchange how, std::size_t steps) {
   using trainer = trainer_for<Rule>;
   auto spec = dsgd::test::loopback_cluster(2, 2);
   typename trainer::options o;
@@ -70,6 +75,7 @@ std::vector<outcome> train(bool overlapped, std::size_t steps) {
   o.log = [](std::string_view) {};
   std::vector<std::exception_ptr> failed(4);
   std::vector<outcome> out(2);
+  std::latch pushed(2);  // both workers' pushes answered
   std::vector<std::thread> tasks;
   for (int i = 0; i < 2; ++i)
     tasks.emplace_back([&, i] {
@@ -81,6 +87,7 @@ std::vector<outcome> train(bool overlapped, std::size_t steps) {
     });
   for (int k = 0; k < 2; ++k)
     tasks.emplace_back([&, k] {
+      bool arrived = false;
       try {
         trainer t(spec, {"worker", k}, o);
         dsgd::model::feed_forward<cpu> net({}, widths, 7);
@@ -89,7 +96,7 @@ std::vector<outcome> train(bool overlapped, std::size_t steps) {
         auto batch_at = [&](std::size_t s) {
           return std::pair{d.x.data() + s * batch * widths.front(), d.y.data() + s * batch};
         };
-        if (overlapped) {
+        if (how == exchange::overlapped) {
           auto ex = t.overlapped(net.parameters(), net.gradients());
           for (std::size_t s = 0; s < steps; ++s) {
             auto [x, y] = batch_at(s);
@@ -101,15 +108,23 @@ std::vector<outcome> train(bool overlapped, std::size_t steps) {
           for (std::size_t s = 0; s < steps; ++s) {
             auto [x, y] = batch_at(s);
             net.forward_backward(x, y, batch);
-            out[k].dropped += t.push(net.gradients());
-            t.pull(net.parameters());
+            if (how == exchange::push_pull) {
+              out[k].dropped += t.push_pull(net.gradients(), net.parameters());
+            } else {
+              out[k].dropped += t.push(net.gradients());
+              t.pull(net.parameters());
+            }
           }
           out[k].step = t.step();
         }
         for (const auto& p : net.parameters()) out[k].values.push_back(p.to_host());
+        arrived = true;
+        pushed.arrive_and_wait();
+        out[k].settled = t.pull(net.parameters());
         t.finish();
       } catch (...) {
         failed[k] = std::current_exception();
+        if (!arrived) pushed.count_down();
       }
     });
   for (auto& t : tasks) t.join();
@@ -122,19 +137,25 @@ std::vector<outcome> train(bool overlapped, std::size_t steps) {
 
 BOOST_AUTO_TEST_SUITE(overlap)
 
-// Sync averages the same two gradients in either order to the same bits, so an overlapped run
-// must end exactly where push-then-pull ends: the overlap moves the waiting, not the values.
-BOOST_AUTO_TEST_CASE(overlapped_sync_training_ends_on_the_same_bits_as_push_then_pull) {
+// Sync averages the same two gradients in either order to the same bits, so a run that
+// overlaps or pipelines its exchange must end exactly where push-then-pull ends: both move the
+// waiting, not the values.
+BOOST_AUTO_TEST_CASE(overlapped_and_pipelined_sync_training_end_on_the_same_bits_as_push_then_pull) {
   const std::size_t steps = 12;
-  const auto plain = train<dsgd::update::sync_average>(false, steps);
-  const auto overlapped = train<dsgd::update::sync_average>(true, steps);
-  for (std::size_t k = 0; k < 2; ++k) {
-    BOOST_TEST(plain[k].step == steps);
-    BOOST_TEST(overlapped[k].step == steps);
-    BOOST_TEST(overlapped[k].dropped == 0u);
-    BOOST_TEST_REQUIRE(overlapped[k].values.size() == plain[k].values.size());
-    for (std::size_t v = 0; v < plain[k].values.size(); ++v)
-      BOOST_TEST(overlapped[k].values[v] == plain[0].values[v], boost::test_tools::per_element());
+  const auto plain = train<dsgd::update::sync_average>(exchange::push_then_pull, steps);
+  for (auto how : {exchange::push_pull, exchange::overlapped}) {
+    BOOST_TEST_CONTEXT((how == exchange::push_pull ? "push_pull" : "overlapped")) {
+      const auto run = train<dsgd::update::sync_average>(how, steps);
+      for (std::size_t k = 0; k < 2; ++k) {
+        BOOST_TEST(plain[k].step == steps);
+        BOOST_TEST(run[k].step == steps);
+        BOOST_TEST(run[k].settled == steps);
+        BOOST_TEST(run[k].dropped == 0u);
+        BOOST_TEST_REQUIRE(run[k].values.size() == plain[k].values.size());
+        for (std::size_t v = 0; v < plain[k].values.size(); ++v)
+          BOOST_TEST(run[k].values[v] == plain[0].values[v], boost::test_tools::per_element());
+      }
+    }
   }
   // And the run did train: the values moved from where they started.
   dsgd::model::feed_forward<cpu> start({}, widths, 7);
@@ -143,20 +164,22 @@ BOOST_AUTO_TEST_CASE(overlapped_sync_training_ends_on_the_same_bits_as_push_then
 
 using independent_rules = boost::mpl::list<dsgd::update::async, dsgd::update::bounded_staleness<1>>;
 
-// Async and SSP apply each push on its own: the last worker to finish pulls the values of every
-// push made (2 workers x steps), counted exactly once through the in-parts pushes.
-BOOST_AUTO_TEST_CASE_TEMPLATE(overlapped_async_and_ssp_apply_every_push_once, Rule, independent_rules) {
+// Async and SSP apply each push on its own: once both workers' pushes are answered, a pull finds
+// every push made (2 workers x steps) applied, each exactly once, through the in-parts pushes.
+BOOST_AUTO_TEST_CASE_TEMPLATE(overlapped_and_pipelined_async_and_ssp_apply_every_push_once, Rule, independent_rules) {
   const std::size_t steps = 10;
-  const auto overlapped = train<Rule>(true, steps);
-  std::uint64_t last = 0;
-  for (const auto& o : overlapped) {
-    BOOST_TEST(o.step >= steps);
-    BOOST_TEST(o.step <= 2 * steps);
-    last = std::max(last, o.step);
-    for (const auto& v : o.values)
-      for (float f : v) BOOST_TEST_REQUIRE(std::isfinite(f));
+  for (auto how : {exchange::push_pull, exchange::overlapped}) {
+    BOOST_TEST_CONTEXT((how == exchange::push_pull ? "push_pull" : "overlapped")) {
+      const auto run = train<Rule>(how, steps);
+      for (const auto& o : run) {
+        BOOST_TEST(o.step >= steps);  // its own pushes at least
+        BOOST_TEST(o.step <= 2 * steps);
+        BOOST_TEST(o.settled == 2 * steps);
+        for (const auto& v : o.values)
+          for (float f : v) BOOST_TEST_REQUIRE(std::isfinite(f));
+      }
+    }
   }
-  BOOST_TEST(last == 2 * steps);
 }
 
 BOOST_AUTO_TEST_CASE(gradients_that_do_not_match_the_variables_are_refused) {

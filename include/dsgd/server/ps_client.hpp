@@ -287,7 +287,7 @@ class ps_client {
 
   /// pull() in two halves: sends every request now, in plan order (so the first variables'
   /// values arrive first); wait(f, v) then waits for variable @p v's values, wait(f) for all.
-  /// @p dest must stay valid until the values are waited for.
+  /// @p plan and @p dest must stay valid until the values are waited for.
   in_flight start_pull(const placement::plan& plan, std::uint64_t step, std::span<const std::span<float>> dest) {
     in_flight f = open(&plan, step);
     std::vector<request> batch;
@@ -323,7 +323,8 @@ class ps_client {
   /// push() in parts: opens a push of @p grads (one host span per variable; an empty span skips
   /// its variable) computed at @p step, and sends nothing yet; push_variable() sends a variable
   /// as soon as its gradient is final, finish_push() sends the rest and waits for the answers.
-  /// The spans must stay valid, and hold the final gradients once sent, until finish_push().
+  /// @p plan and the spans must stay valid, and the spans hold the final gradients once sent,
+  /// until finish_push().
   in_flight start_push(const placement::plan& plan, std::uint64_t step, std::span<const std::span<const float>> grads,
                        bool skip_received = false) {
     track(plan);

@@ -252,9 +252,8 @@ class trainer {
   std::size_t push(const std::vector<tensor<D>>& gradients) {
     auto views = host_views(gradients);
     std::vector<std::span<const float>> values(views.begin(), views.end());
-    auto dropped = client_->push(plan_, step_, values, update::applies_each_push_v<U>);
-    pushed_at_ = step_;
-    ++pushes_;
+    const auto dropped = client_->push(plan_, step_, values, update::applies_each_push_v<U>);
+    count_push();
     return dropped;
   }
 
@@ -273,7 +272,7 @@ class trainer {
       const std::vector<std::span<const float>> values(grads.begin(), grads.end());
       auto pushing = client_->start_push(plan_, step_, values, update::applies_each_push_v<U>);
       for (std::size_t v = 0; v < values.size(); ++v) client_->push_variable(pushing, v);
-      auto pulling = client_->start_pull(plan_, U::next_pull(step_, pushes_ + 1), host_views(variables));
+      auto pulling = client_->start_pull(plan_, pull_after_push(), host_views(variables));
       const auto dropped = finish_behind(pushing, pulling);
       step_ = client_->wait(pulling);
       return dropped;
@@ -391,8 +390,7 @@ class trainer {
       for (std::size_t v = 0; v < gradients_.size(); ++v) gradient_ready(v);
       begin_push();  // every variable is sparse: the push still counts the step
       // The pull goes out right behind the push, as in push_pull().
-      auto pulling = t_.client_->start_pull(t_.plan_, U::next_pull(t_.step_, t_.pushes_ + 1),
-                                            spans(variables_, pull_staging_));
+      auto pulling = t_.client_->start_pull(t_.plan_, t_.pull_after_push(), spans(variables_, pull_staging_));
       started_ = false;
       const auto dropped = t_.finish_behind(push_, pulling);
       push_ = {};
@@ -460,10 +458,16 @@ class trainer {
       }
       throw;
     }
-    pushed_at_ = step_;
-    ++pushes_;
+    count_push();
     return dropped;
   }
+  // A push of gradients computed at step() was answered.
+  void count_push() {
+    pushed_at_ = step_;
+    ++pushes_;
+  }
+  // The step pull() asks for once the push of step() is counted (push_pull() asks it before).
+  std::uint64_t pull_after_push() const { return U::next_pull(step_, pushes_ + 1); }
 
   void place(const std::vector<tensor<D>>& variables, const std::vector<std::string>& names) {
     std::vector<placement::variable_info> info;

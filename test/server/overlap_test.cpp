@@ -18,11 +18,14 @@
 #include <boost/mpl/list.hpp>
 #include <boost/test/unit_test.hpp>
 
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <exception>
-#include <latch>
 #include <random>
+#include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -75,7 +78,7 @@ std::vector<outcome> train(exchange how, std::size_t steps) {
   o.log = [](std::string_view) {};
   std::vector<std::exception_ptr> failed(4);
   std::vector<outcome> out(2);
-  std::latch pushed(2);  // both workers' pushes answered
+  std::atomic<int> pushed{0};  // workers whose pushes are all answered (or who failed)
   std::vector<std::thread> tasks;
   for (int i = 0; i < 2; ++i)
     tasks.emplace_back([&, i] {
@@ -119,12 +122,18 @@ std::vector<outcome> train(exchange how, std::size_t steps) {
         }
         for (const auto& p : net.parameters()) out[k].values.push_back(p.to_host());
         arrived = true;
-        pushed.arrive_and_wait();
+        ++pushed;
+        const auto limit = std::chrono::steady_clock::now() + 60s;
+        while (pushed < 2) {
+          if (std::chrono::steady_clock::now() > limit)
+            throw std::runtime_error("worker:" + std::to_string(k) + ": the other worker's pushes not answered in 60 s");
+          std::this_thread::sleep_for(1ms);
+        }
         out[k].settled = t.pull(net.parameters());
         t.finish();
       } catch (...) {
         failed[k] = std::current_exception();
-        if (!arrived) pushed.count_down();
+        if (!arrived) ++pushed;
       }
     });
   for (auto& t : tasks) t.join();

@@ -23,7 +23,6 @@
 #include <thrust/transform_reduce.h>
 
 #include <algorithm>
-#include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <string>

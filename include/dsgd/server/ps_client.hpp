@@ -258,7 +258,9 @@ class ps_client {
     in_flight(in_flight&&) noexcept = default;
     in_flight& operator=(in_flight&&) noexcept = default;
     /// @returns whether requests are sent and not all of their answers collected.
-    bool pending() const noexcept { return collected_ < parts_.size(); }
+    bool pending() const noexcept {
+      return std::any_of(parts_.begin(), parts_.end(), [](const part& p) { return !p.collected; });
+    }
     /// @returns whether a push has sent variable @p v.
     bool sent(std::size_t v) const noexcept { return v < sent_.size() && sent_[v]; }
 
@@ -266,13 +268,11 @@ class ps_client {
     friend class ps_client;
     struct part {
       std::size_t variable = 0;
-      std::size_t shard = 0;  // index in plan.shards()
       posted call;
       bool collected = false;
     };
     const placement::plan* plan_ = nullptr;
     std::vector<part> parts_;
-    std::size_t collected_ = 0;
     std::chrono::steady_clock::time_point deadline_;
     std::uint64_t step_ = 0;                    // pull: the step asked; then the lowest answered
     std::uint64_t lowest_answer_ = ~std::uint64_t{0};
@@ -290,17 +290,11 @@ class ps_client {
   /// @p plan and @p dest must stay valid until the values are waited for.
   in_flight start_pull(const placement::plan& plan, std::uint64_t step, std::span<const std::span<float>> dest) {
     in_flight f = open(&plan, step);
-    std::vector<request> batch;
-    std::vector<std::size_t> shards;
-    std::size_t at = 0;
     for_each_shard(plan, [&](const placement::shard& s, std::uint32_t index) {
-      const std::size_t plan_index = at++;
       if (dest[s.variable].empty() && s.elements != 0) return;
-      batch.push_back({s.ps_task, header(message::pull, s.variable, index, step), {},
-                       span_buffer(dest[s.variable].subspan(s.offset, s.elements))});
-      shards.push_back(plan_index);
+      add(f, {s.ps_task, header(message::pull, s.variable, index, step), {},
+              span_buffer(dest[s.variable].subspan(s.offset, s.elements))});
     });
-    add(f, batch, shards);
     return f;
   }
 
@@ -346,19 +340,14 @@ class ps_client {
   void push_variable(in_flight& f, std::size_t v) {
     if (v >= f.sent_.size() || f.sent_[v]) return;
     f.sent_[v] = true;
-    const auto& plan = *f.plan_;
-    std::vector<request> batch;
-    std::vector<std::size_t> shards;
     std::size_t at = 0;
-    for_each_shard(plan, [&](const placement::shard& s, std::uint32_t index) {
+    for_each_shard(*f.plan_, [&](const placement::shard& s, std::uint32_t index) {
       const std::size_t plan_index = at++;
       if (s.variable != v || (f.grads_[v].empty() && s.elements != 0)) return;
       if (f.skip_received_ && received_[plan_index] != f.lowest_received_) return;  // it has this push
-      batch.push_back({s.ps_task, header(message::push, v, index, f.step_),
-                       span_buffer(f.grads_[v].subspan(s.offset, s.elements)), {}});
-      shards.push_back(plan_index);
+      add(f, {s.ps_task, header(message::push, v, index, f.step_),
+              span_buffer(f.grads_[v].subspan(s.offset, s.elements)), {}});
     });
-    add(f, batch, shards);
   }
 
   /// Sends every variable not sent yet, waits for every answer and counts the push on each
@@ -667,7 +656,7 @@ class ps_client {
   // Sends every request (pipelined on each connection) and waits for all the answers.
   std::vector<reply> run(std::vector<request>& batch) {
     in_flight f = open(nullptr, 0);
-    add(f, batch, std::vector<std::size_t>(batch.size(), 0));
+    for (const auto& r : batch) add(f, r);
     std::vector<reply> out;
     for (auto& p : f.parts_) {
       collect(f, p);
@@ -690,11 +679,8 @@ class ps_client {
     if (received_.size() != plan.shards().size()) received_.assign(plan.shards().size(), 0);
   }
 
-  // Sends @p batch (shards[k] the plan index of batch[k]'s shard) as parts of @p f.
-  void add(in_flight& f, std::vector<request>& batch, const std::vector<std::size_t>& shards) {
-    for (std::size_t k = 0; k < batch.size(); ++k)
-      f.parts_.push_back({batch[k].h.variable, shards[k], post(batch[k]), false});
-  }
+  // Sends @p r as a part of @p f.
+  void add(in_flight& f, const request& r) { f.parts_.push_back({r.h.variable, post(r), false}); }
 
   // Hands @p r to the I/O thread, which sends it (pipelined on its connection) and fulfils the
   // returned request's answer when the reply, or the failure, comes.
@@ -733,13 +719,11 @@ class ps_client {
     if (s.future.wait_until(f.deadline_) != std::future_status::ready) {
       abandon();
       for (auto& q : f.parts_) q.collected = true;  // nothing of f lands any more
-      f.collected_ = f.parts_.size();
       throw error(errc::timed_out, me_.to_string() + ": no answer from ps:" + std::to_string(s.ps) + " to " +
                                        to_string(s.type) + " within " +
                                        std::to_string(opts_.request_timeout.count()) + " ms");
     }
     p.collected = true;
-    ++f.collected_;
     auto a = s.future.get();
     if (a.ec) {
       if (!f.error_) f.error_.emplace(a.ec, a.what);

@@ -193,10 +193,12 @@ class raw_echo {
 
 struct ps_variant {
   std::string name;
-  std::size_t chunk_bytes;
-  bool checksum;
+  std::size_t chunk_bytes = std::size_t{1} << 20;
+  bool checksum = false;
   bool apply_in_chunks = true;  // ps_options::apply_in_chunks
   bool tls = false;             // ps_options::tls and client_options::tls
+  bool shared_memory = true;    // tcp_options::shared_memory (on loopback: payloads through it)
+  std::size_t ring_bytes = std::size_t{4} << 20;  // tcp_options::shared_memory_bytes
 };
 
 std::uint16_t free_port() {
@@ -215,6 +217,7 @@ class ps_pair {
     o.optimizer = {learning_rate};
     o.chunk_bytes = v.chunk_bytes;
     o.apply_in_chunks = v.apply_in_chunks;
+    o.shared_memory = {v.shared_memory, v.ring_bytes};
     o.checksum_payloads = v.checksum ? dsgd::transport::payload_checksums::always : dsgd::transport::payload_checksums::never;
     o.log = [](std::string_view) {};  // start and shutdown lines would interleave with the rows
     if (v.tls) o.tls = bench_tls("ps");
@@ -227,6 +230,7 @@ class ps_pair {
     dsgd::server::client_options c;
     c.token = "bench";
     c.chunk_bytes = v.chunk_bytes;
+    c.shared_memory = {v.shared_memory, v.ring_bytes};
     c.checksum_payloads = v.checksum ? dsgd::transport::payload_checksums::always : dsgd::transport::payload_checksums::never;
     if (v.tls) c.tls = bench_tls("worker");
     client_ = std::make_unique<dsgd::server::ps_client>(spec, dsgd::cluster::task_id{"worker", 0}, c);
@@ -278,13 +282,18 @@ class ps_pair {
 
 void push_pull_size(const settings& s, std::size_t bytes) {
   const std::size_t floats = bytes / sizeof(float);
-  // The defaults (1 MiB chunks, applied as they arrive), then one setting changed at a time.
-  std::vector<ps_variant> variants{{"dsgd_nocrc", std::size_t{1} << 20, false},
-                                   {"dsgd_crc", std::size_t{1} << 20, true},
-                                   {"dsgd_nocrc_whole", std::size_t{1} << 20, false, false},
-                                   {"dsgd_nocrc_chunk4m", std::size_t{4} << 20, false},
-                                   {"dsgd_nocrc_chunk16m", std::size_t{16} << 20, false}};
-  if (s.tls) variants.push_back({"dsgd_tls", std::size_t{1} << 20, false, true, true});  // TLS: no CRC
+  // The defaults (on loopback: payloads through shared memory, 1 MiB chunks applied as they
+  // arrive, no payload CRC), then one setting changed at a time; `tcp` is the path between
+  // hosts (every payload on the socket).
+  constexpr std::size_t mib = std::size_t{1} << 20;
+  std::vector<ps_variant> variants{{.name = "dsgd"},
+                                   {.name = "dsgd_whole", .apply_in_chunks = false},
+                                   {.name = "dsgd_ring16m", .ring_bytes = 16 * mib},
+                                   {.name = "dsgd_tcp", .shared_memory = false},
+                                   {.name = "dsgd_tcp_crc", .checksum = true, .shared_memory = false},
+                                   {.name = "dsgd_tcp_whole", .apply_in_chunks = false, .shared_memory = false},
+                                   {.name = "dsgd_tcp_chunk4m", .chunk_bytes = 4 * mib, .shared_memory = false}};
+  if (s.tls) variants.push_back({.name = "dsgd_tls", .tls = true});  // TLS: no CRC, no shared memory
   std::vector<std::unique_ptr<ps_pair>> pairs;
   for (const auto& v : variants) pairs.push_back(std::make_unique<ps_pair>(v, floats));
   raw_echo raw;
@@ -324,11 +333,11 @@ void push_pull_size(const settings& s, std::size_t bytes) {
 // Round trip of a tiny message: a pull of a one-float variable against a raw 4-byte echo.
 void latency(const settings& s) {
   constexpr std::size_t bytes = sizeof(float);
-  ps_pair crc({"dsgd_pull_crc", std::size_t{1} << 20, true}, 1);
-  ps_pair nocrc({"dsgd_pull_nocrc", std::size_t{1} << 20, false}, 1);
+  ps_pair crc({.name = "dsgd_pull_crc", .checksum = true}, 1);
+  ps_pair nocrc({.name = "dsgd_pull_nocrc"}, 1);
   std::vector<ps_pair*> pairs{&crc, &nocrc};
   std::unique_ptr<ps_pair> tls;
-  if (s.tls) pairs.push_back((tls = std::make_unique<ps_pair>(ps_variant{"dsgd_pull_tls", std::size_t{1} << 20, false, true, true}, 1)).get());
+  if (s.tls) pairs.push_back((tls = std::make_unique<ps_pair>(ps_variant{.name = "dsgd_pull_tls", .tls = true}, 1)).get());
   raw_echo raw;
   float out = 1.f, in = 0.f;
   for (int rep = -s.warmup; rep < s.reps; ++rep) {

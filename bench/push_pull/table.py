@@ -31,8 +31,9 @@ def main(path):
     reps = max(len(v) for v in times.values())
 
     sizes = sorted({b for (w, _, b) in med if w == "push_pull"})
-    variants = [v for v in ["dsgd_nocrc", "dsgd_crc", "dsgd_nocrc_whole", "dsgd_nocrc_chunk4m",
-                            "dsgd_nocrc_chunk16m", "dsgd_tls"] if any(("push_pull", v, b) in med for b in sizes)]
+    order = ["dsgd", "dsgd_whole", "dsgd_ring16m", "dsgd_tcp", "dsgd_tcp_crc", "dsgd_tcp_whole",
+             "dsgd_tcp_chunk4m", "dsgd_tls"]
+    variants = [v for v in order if any(("push_pull", v, b) in med for b in sizes)]
     print(f"Push + pull, medians of {reps} repetitions (ms); ratio = raw / dsgd "
           "(ratio of the medians; in brackets the median of the per-repetition ratios)\n")
     head = "| bytes | raw ms |"

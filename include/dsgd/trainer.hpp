@@ -66,6 +66,9 @@ struct trainer_options {
   /// every connection: TLS with mutual certificate verification (docs/transport.md, "TLS");
   /// empty: plain TCP.
   std::optional<transport::tls_options> tls;
+  /// every connection to a task on this host: payloads through shared memory
+  /// (transport::shared_memory_options).
+  transport::shared_memory_options shared_memory{};
   std::function<void(std::string_view)> log;  ///< stderr by default
 };
 
@@ -101,6 +104,7 @@ class trainer {
       c.request_timeout = std::max(opts_.step_timeout, opts_.ready_timeout) + std::chrono::seconds(30);
       c.dead_peer_timeout = opts_.dead_peer_timeout;
       c.tls = opts_.tls;
+      c.shared_memory = opts_.shared_memory;
       c.log = opts_.log;
       client_ = std::make_unique<server::ps_client>(spec_, task_, c);
     }
@@ -163,6 +167,7 @@ class trainer {
     o.chief_timeout = opts_.chief_timeout;
     o.dead_peer_timeout = opts_.dead_peer_timeout;
     o.tls = opts_.tls;
+    o.shared_memory = opts_.shared_memory;
     o.log = opts_.log;
     server::parameter_server<U, O> ps(spec_, task_.index, o);
     ps.join();

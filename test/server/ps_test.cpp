@@ -15,6 +15,8 @@
 
 #include <boost/asio/read.hpp>
 #include <boost/asio/write.hpp>
+#include <boost/test/data/monomorphic.hpp>
+#include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>
@@ -213,9 +215,13 @@ BOOST_AUTO_TEST_CASE(a_dead_worker_in_sync_is_a_named_error_within_the_step_dead
   BOOST_TEST((std::chrono::steady_clock::now() - start < 10s));
 }
 
-BOOST_AUTO_TEST_CASE(async_pushes_in_many_chunks_are_applied_as_they_arrive_and_never_read_half_applied) {
+// Over the socket a ps applies a push chunk by chunk as it arrives; through shared memory (the
+// default between tasks on one host) it applies it whole. Either way no pull sees half of one.
+BOOST_DATA_TEST_CASE(async_pushes_in_many_chunks_are_applied_as_they_arrive_and_never_read_half_applied,
+                     boost::unit_test::data::make({false, true}), through_shared_memory) {
   auto spec = dsgd::test::loopback_cluster(1, 2);
   auto o = quiet_options<async_ps>();
+  o.shared_memory.enabled = through_shared_memory;
   o.optimizer = {1.f / 1024.f};  // a power of two: every value below is exact
   async_ps ps(spec, 0, o);
   std::thread serving([&] { ps.join(); });
@@ -232,6 +238,7 @@ BOOST_AUTO_TEST_CASE(async_pushes_in_many_chunks_are_applied_as_they_arrive_and_
       try {
         auto co = client();
         co.chunk_bytes = 16 << 10;
+        co.shared_memory.enabled = through_shared_memory;
         ds::ps_client c(spec, {"worker", int(k)}, co);
         c.connect();
         c.register_worker(plan, k, k == 0);
@@ -275,7 +282,10 @@ BOOST_AUTO_TEST_CASE(async_pushes_in_many_chunks_are_applied_as_they_arrive_and_
   const auto* shard = ps.find(0, 0);
   BOOST_REQUIRE(shard != nullptr);
   BOOST_TEST(shard->step() == 2u * pushes);
-  BOOST_TEST(shard->streamed() > 0u);  // two workers contend, so not every push streams
+  if (through_shared_memory)
+    BOOST_TEST(shard->streamed() == 0u);
+  else
+    BOOST_TEST(shard->streamed() > 0u);  // two workers contend, so not every push streams
   const float expected = 1.f - 2.f * pushes / 1024.f;
   BOOST_TEST(std::count(final_values.begin(), final_values.end(), expected) == std::ptrdiff_t(n));
 }
@@ -366,6 +376,13 @@ BOOST_AUTO_TEST_CASE(a_header_whose_payload_never_follows_is_dropped_at_the_fram
     t::handshake::proof_bytes peer_proof;
     boost::asio::read(sock, boost::asio::buffer(peer_proof));
     BOOST_REQUIRE(!hs.verify_proof(peer_proof, why));
+    // No shared-memory ring offered; the ps's declined.
+    t::detail::ring_offer::bytes_type ps_offer;
+    t::detail::ring_answer::bytes_type ps_answer;
+    boost::asio::write(sock, boost::asio::buffer(t::detail::ring_offer{}.encode()));
+    boost::asio::read(sock, boost::asio::buffer(ps_offer));
+    boost::asio::write(sock, boost::asio::buffer(t::detail::ring_answer::encode(false)));
+    boost::asio::read(sock, boost::asio::buffer(ps_answer));
     t::frame_header h;
     h.type = static_cast<std::uint16_t>(ds::message::register_worker);
     h.flags = t::frame_flags::control;

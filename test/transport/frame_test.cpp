@@ -63,7 +63,7 @@ BOOST_AUTO_TEST_CASE(the_layout_is_little_endian_at_the_documented_offsets) {
   const auto b = t::encode(sample());
   BOOST_TEST(std::to_integer<int>(b[0]) == 'D');
   BOOST_TEST(std::to_integer<int>(b[3]) == 'D');
-  BOOST_TEST(std::to_integer<int>(b[t::frame_offsets::version]) == 1);
+  BOOST_TEST(std::to_integer<int>(b[t::frame_offsets::version]) == t::protocol_version);
   BOOST_TEST(std::to_integer<int>(b[t::frame_offsets::version + 1]) == 0);
   BOOST_TEST(std::to_integer<int>(b[t::frame_offsets::type]) == 0x02);
   BOOST_TEST(std::to_integer<int>(b[t::frame_offsets::type + 1]) == 0x01);
@@ -93,8 +93,8 @@ BOOST_AUTO_TEST_CASE(each_check_names_what_was_wrong) {
   BOOST_TEST(reject_reason(b).find("magic") != std::string::npos);
 
   b = t::encode(sample());
-  b[t::frame_offsets::version] = std::byte{2};
-  BOOST_TEST(reject_reason(b).find("version 2") != std::string::npos);
+  b[t::frame_offsets::version] = std::byte{t::protocol_version + 1};
+  BOOST_TEST(reject_reason(b).find("version " + std::to_string(t::protocol_version + 1)) != std::string::npos);
 
   b = t::encode(sample());
   b[t::frame_offsets::step] ^= std::byte{1};
@@ -150,6 +150,9 @@ BOOST_AUTO_TEST_CASE(control_payloads_have_their_own_cap_and_are_never_chunked) 
   h.payload_length = 100;
   h.total_length = 200;
   BOOST_TEST(reject_reason(t::encode(h)).find("cannot be chunked") != std::string::npos);
+  h.total_length = 100;
+  h.flags |= t::frame_flags::shared_memory;
+  BOOST_TEST(reject_reason(t::encode(h)).find("never travel through shared memory") != std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(the_throwing_decode_reports_bad_frame_with_the_reason) {

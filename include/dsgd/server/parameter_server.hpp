@@ -53,8 +53,9 @@ struct ps_options {
   transport::limits limits{};
   std::size_t chunk_bytes = std::size_t{1} << 20;
   /// Apply a push that arrives in several chunks chunk by chunk, overlapping the apply with the
-  /// rest of it arriving, where the rule and the optimizer can (streams_pushes). Off: every push
-  /// is applied once complete.
+  /// rest of it arriving, where the rule and the optimizer can (streams_pushes); pushes from a
+  /// worker whose payloads come through shared memory are applied whole. Off: every push is
+  /// applied once complete.
   bool apply_in_chunks = true;
   /// Which connections carry payload CRC-32Cs (transport::payload_checksums).
   transport::payload_checksums checksum_payloads = transport::payload_checksums::remote;
@@ -64,6 +65,8 @@ struct ps_options {
   /// A worker that stops answering at the TCP level (a cut link) is dropped after about this
   /// long (transport::tcp_options::dead_peer_timeout).
   std::chrono::seconds dead_peer_timeout{60};
+  /// Payloads to a worker on this host through shared memory (transport::shared_memory_options).
+  transport::shared_memory_options shared_memory{};
   /// Once a frame header has arrived its payload must follow within this, or the connection is
   /// closed (transport::tcp_options::frame_timeout).
   std::chrono::milliseconds frame_timeout{60'000};
@@ -200,6 +203,7 @@ class parameter_server {
     t.checksum_payloads = opts_.checksum_payloads;
     t.tls = opts_.tls;
     t.dead_peer_timeout = opts_.dead_peer_timeout;
+    t.shared_memory = opts_.shared_memory;
     t.frame_timeout = opts_.frame_timeout;
     t.log = opts_.log;
     auto spec = spec_;
@@ -385,10 +389,14 @@ class parameter_server {
 
   // A chunk of a push other than its last: applied now, out of place, where the shard can (see
   // streams_pushes), so that the apply overlaps the rest of the push arriving. The push is
-  // published, or applied whole, at its last chunk (on_push).
+  // published, or applied whole, at its last chunk (on_push). Not for a worker on this host:
+  // through shared memory a chunk arrives in the time of a copy, nothing is left to overlap,
+  // and applying in place once is cheaper than streaming out of place.
   void on_push_chunk(peer& p, const transport::frame_header& h) {
     if constexpr (streams_pushes<shard_type>) {
-      if (h.chunk_offset == 0) p.streaming = opts_.apply_in_chunks && p.registered && p.generation == generation_;
+      if (h.chunk_offset == 0)
+        p.streaming = opts_.apply_in_chunks && p.registered && p.generation == generation_ &&
+                      !p.conn->receives_through_shared_memory();
       if (!p.streaming) return;
       if (h.chunk_offset % sizeof(float) != 0 || h.payload_length % sizeof(float) != 0) {
         p.streaming = false;

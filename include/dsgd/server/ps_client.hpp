@@ -52,6 +52,8 @@ struct client_options {
   /// A ps that stops answering at the TCP level (a cut link) fails its connection, with
   /// errc::peer_lost, after about this long (transport::tcp_options::dead_peer_timeout).
   std::chrono::seconds dead_peer_timeout{60};
+  /// Payloads to a ps on this host through shared memory (transport::shared_memory_options).
+  transport::shared_memory_options shared_memory{};
   transport::limits limits{};
   std::function<void(std::string_view)> log;  ///< stderr by default
 };
@@ -488,6 +490,7 @@ class ps_client {
     t.checksum_payloads = opts_.checksum_payloads;
     t.tls = opts_.tls;
     t.dead_peer_timeout = opts_.dead_peer_timeout;
+    t.shared_memory = opts_.shared_memory;
     t.log = opts_.log;
     t.accept_peer = [](std::string_view who) { return who.starts_with("ps:"); };
     t.frame_timeout = opts_.request_timeout;

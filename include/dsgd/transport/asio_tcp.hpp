@@ -13,6 +13,7 @@
 
 #include <dsgd/error.hpp>
 #include <dsgd/transport/detail/completion.hpp>
+#include <dsgd/transport/detail/shared_ring.hpp>
 #include <dsgd/transport/frame.hpp>
 #include <dsgd/transport/handshake.hpp>
 #include <dsgd/transport/tls.hpp>
@@ -46,6 +47,19 @@ enum class payload_checksums {
   remote,
   always,  ///< on every connection
   never,   ///< off (frame headers are checksummed whatever this says)
+};
+
+/// Whether payloads to a peer on this host (a loopback address, or this socket's own address)
+/// go through a ring in shared memory, one per direction, with only the frame headers on the
+/// socket: one copy on each side instead of the kernel's two socket copies and its TCP work.
+/// Both ends must allow it, and the handshake sets it up; it is never used with TLS. A ring that
+/// cannot be made (no /dev/shm, no room there) only means payloads go inline on the socket.
+/// docs/transport.md, "Shared memory between tasks on one host".
+struct shared_memory_options {
+  bool enabled = true;  ///< false: every payload goes on the socket
+  /// Bytes of each direction's ring, reserved in /dev/shm for the connection's life. A payload
+  /// larger than what the ring has free when it is sent goes inline on the socket instead.
+  std::size_t ring_bytes = std::size_t{4} << 20;
 };
 
 /// Settings shared by a listener and the connections it accepts, or by one outgoing connection.
@@ -84,6 +98,8 @@ struct tcp_options {
   /// TLS with mutual certificate verification, run after connecting and before the token
   /// handshake (which then runs inside it); empty: plain TCP.
   std::optional<tls_options> tls;
+  /// Payloads to a peer on this host through shared memory (see shared_memory_options).
+  shared_memory_options shared_memory{};
 };
 
 /// A receive sink: given a validated header, returns the buffer its payload is read into.
@@ -153,6 +169,11 @@ class tcp_connection : public std::enable_shared_from_this<tcp_connection> {
   const tcp_options& options() const noexcept { return options_; }
   /// @returns true when this connection sends payload CRCs (options().checksum_payloads
   /// applied to the peer's address and to encrypted()).
+  /// @returns true when payloads to the peer go through shared memory (tcp_options::
+  /// shared_memory, negotiated in the handshake).
+  bool sends_through_shared_memory() const noexcept { return tx_ring_.has_value(); }
+  /// @returns true when the peer's payloads may come through shared memory.
+  bool receives_through_shared_memory() const noexcept { return rx_ring_.has_value(); }
   bool checksums_payloads() const noexcept {
     return options_.checksum_payloads == payload_checksums::always ||
            (options_.checksum_payloads == payload_checksums::remote && !encrypted() &&
@@ -295,6 +316,7 @@ class tcp_connection : public std::enable_shared_from_this<tcp_connection> {
       f(socket_);
   }
   void handshake_step(int step, error_code ec, done_type done);
+  bool shared_memory_eligible() const;
   void finish_handshake(error_code ec, const std::string& reason, done_type done);
   void enqueue(frame_header header, std::vector<boost::asio::const_buffer> payload,
                done_type done);
@@ -329,6 +351,10 @@ class tcp_connection : public std::enable_shared_from_this<tcp_connection> {
   std::optional<handshake> handshake_;
   handshake::hello_bytes peer_hello_{};
   handshake::proof_bytes own_proof_{}, peer_proof_{};
+  detail::ring_offer::bytes_type own_offer_{}, peer_offer_{};
+  detail::ring_answer::bytes_type own_answer_{}, peer_answer_{};
+  std::optional<detail::shared_ring> tx_ring_;  // payloads to the peer (this side made it)
+  std::optional<detail::shared_ring> rx_ring_;  // payloads from the peer (the peer made it)
 
   std::deque<send_entry> queue_;
   std::uint64_t queued_bytes_ = 0;

@@ -21,7 +21,7 @@
 namespace dsgd::transport {
 
 /// The wire protocol version this build speaks (frame header and handshake).
-inline constexpr std::uint16_t protocol_version = 1;
+inline constexpr std::uint16_t protocol_version = 2;
 
 /// Size of an encoded frame header in bytes.
 inline constexpr std::size_t frame_header_size = 72;
@@ -37,8 +37,11 @@ inline constexpr std::uint32_t payload_crc = 1u << 0;
 /// The payload is a serialized control message (Boost.Serialization), not raw tensor bytes:
 /// it is never chunked and is capped by limits::max_control_bytes.
 inline constexpr std::uint32_t control = 1u << 1;
+/// The payload is not on the socket: it is the next payload_length bytes of the sender's
+/// shared-memory ring (tcp_options::shared_memory). Set by the transport only.
+inline constexpr std::uint32_t shared_memory = 1u << 2;
 /// Every flag this version knows; a frame with any other bit set is rejected.
-inline constexpr std::uint32_t known = payload_crc | control;
+inline constexpr std::uint32_t known = payload_crc | control | shared_memory;
 }  // namespace frame_flags
 
 /// Caps a receiver enforces on every header before it reads or allocates anything.
@@ -157,6 +160,8 @@ inline error_code check_frame_header(const frame_header& h, const limits& caps,
                   " bytes exceeds the cap of " + std::to_string(caps.max_control_bytes));
     if (h.chunk_offset != 0 || h.payload_length != h.total_length)
       return fail("control payloads cannot be chunked");
+    if ((h.flags & frame_flags::shared_memory) != 0)
+      return fail("control payloads never travel through shared memory");
   }
   return {};
 }

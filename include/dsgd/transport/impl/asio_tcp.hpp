@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <limits>
 #include <string>
 
 #if defined(__linux__)
@@ -30,6 +31,16 @@
 namespace dsgd::transport {
 
 namespace detail {
+
+// The completion condition of every frame read and write. Asio's transfer_all() moves at most
+// 64 KiB per system call, so a 1 MiB chunk took sixteen sends and, on the receiving side,
+// sixteen reads with a wait in epoll between them; this asks for all that is left each time,
+// and the socket moves as much as its buffers hold (docs/transport.md, "Chunking").
+struct transfer_whole {
+  std::size_t operator()(const error_code& ec, std::size_t) const noexcept {
+    return ec ? 0 : std::numeric_limits<std::size_t>::max();
+  }
+};
 
 inline std::string to_string(const boost::asio::ip::tcp::endpoint& ep) {
   error_code ec;
@@ -228,8 +239,11 @@ inline bool tcp_connection::tls_names_match(std::string& reason) {
 }
 
 // Steps: 0 send hello, 1 read peer hello, 2 check it and send proof, 3 read peer proof,
-// 4 check it. Both sides write before they read, and a hello fits any socket buffer, so the
-// symmetric exchange cannot deadlock.
+// 4 check it and send our shared-memory offer, 5 read the peer's, 6 map its ring (when it
+// offered one) and answer, 7 read its answer to ours, 8 done. Both sides write before they
+// read, and every message fits any socket buffer, so the symmetric exchange cannot deadlock.
+// A ring is made only once the peer has proved the token: an unauthenticated peer can make
+// this side reserve no memory.
 inline void tcp_connection::handshake_step(int step, error_code ec, done_type done) {
   if (ec) {
     if (!closed_ && tls_ && ec.category() == boost::asio::error::get_ssl_category())
@@ -253,14 +267,16 @@ inline void tcp_connection::handshake_step(int step, error_code ec, done_type do
       self->handshake_step(step + 1, e, std::move(done));
     };
   };
+  auto write = [&](auto const& bytes) {
+    with_stream([&](auto& s) { boost::asio::async_write(s, boost::asio::buffer(bytes), next()); });
+  };
+  auto read = [&](auto& bytes) {
+    with_stream([&](auto& s) { boost::asio::async_read(s, boost::asio::buffer(bytes), next()); });
+  };
   std::string reason;
   switch (step) {
-    case 0:
-      with_stream([&](auto& s) { boost::asio::async_write(s, boost::asio::buffer(handshake_->hello()), next()); });
-      return;
-    case 1:
-      with_stream([&](auto& s) { boost::asio::async_read(s, boost::asio::buffer(peer_hello_), next()); });
-      return;
+    case 0: return write(handshake_->hello());
+    case 1: return read(peer_hello_);
     case 2:
       if (auto e = handshake_->receive_hello(peer_hello_, reason))
         return finish_handshake(e, reason, std::move(done));
@@ -272,25 +288,59 @@ inline void tcp_connection::handshake_step(int step, error_code ec, done_type do
           !tls_names_match(reason))
         return finish_handshake(errc::handshake_failed, reason, std::move(done));
       own_proof_ = handshake_->proof();
-      with_stream([&](auto& s) { boost::asio::async_write(s, boost::asio::buffer(own_proof_), next()); });
-      return;
-    case 3:
-      with_stream([&](auto& s) { boost::asio::async_read(s, boost::asio::buffer(peer_proof_), next()); });
-      return;
-    default:
+      return write(own_proof_);
+    case 3: return read(peer_proof_);
+    case 4: {
       if (auto e = handshake_->verify_proof(peer_proof_, reason))
         return finish_handshake(e, reason, std::move(done));
       peer_identity_ = handshake_->peer_identity();
+      // A ring the system cannot make (no /dev/shm, full) only means payloads go inline.
+      std::string ignored;
+      if (shared_memory_eligible()) tx_ring_ = detail::shared_ring::create(options_.shared_memory.ring_bytes, ignored);
+      own_offer_ = tx_ring_ ? tx_ring_->offer().encode() : detail::ring_offer{}.encode();
+      return write(own_offer_);
+    }
+    case 5: return read(peer_offer_);
+    case 6: {
+      auto offer = detail::ring_offer::decode(peer_offer_, reason);
+      if (!offer) return finish_handshake(errc::handshake_failed, reason, std::move(done));
+      // Mapped only when this side would have offered too (same host, allowed, no TLS), and no
+      // larger than the largest payload this side accepts.
+      std::string ignored;
+      if (offer->bytes > 0 && shared_memory_eligible())
+        rx_ring_ = detail::shared_ring::open(*offer, options_.caps.max_payload_bytes, ignored);
+      own_answer_ = detail::ring_answer::encode(rx_ring_.has_value());
+      return write(own_answer_);
+    }
+    case 7: return read(peer_answer_);
+    default: {
+      auto mapped = detail::ring_answer::decode(peer_answer_, reason);
+      if (!mapped) return finish_handshake(errc::handshake_failed, reason, std::move(done));
+      if (tx_ring_) {
+        tx_ring_->unlink();  // mapped by the peer, or declined: either way nobody opens it again
+        if (!*mapped) tx_ring_.reset();
+      }
       authenticated_ = true;
       return finish_handshake({}, {}, std::move(done));
+    }
   }
+}
+
+inline bool tcp_connection::shared_memory_eligible() const {
+  if (!options_.shared_memory.enabled || options_.shared_memory.ring_bytes == 0 || tls_) return false;
+  const auto local = local_endpoint().address();
+  return remote_.address().is_loopback() || (!local.is_unspecified() && local == remote_.address());
 }
 
 inline void tcp_connection::finish_handshake(error_code ec, const std::string& reason,
                                              done_type done) {
   disarm(read_timer_, read_seq_);
   handshake_.reset();  // drops the token copy and the nonces
-  if (ec) close_with(ec, "handshake failed: " + reason);
+  if (ec) {
+    close_with(ec, "handshake failed: " + reason);
+    tx_ring_.reset();  // removes its name if the peer never got to map it
+    rx_ring_.reset();
+  }
   done->complete(true, ec);
 }
 
@@ -316,7 +366,7 @@ inline void tcp_connection::enqueue(frame_header header,
     header.payload_length = (header.flags & frame_flags::control) != 0
                                 ? total
                                 : std::min<std::uint64_t>(total, options_.chunk_bytes);
-    header.flags &= ~frame_flags::payload_crc;
+    header.flags &= ~(frame_flags::payload_crc | frame_flags::shared_memory);
     if (checksums_payloads()) header.flags |= frame_flags::payload_crc;
     // A message the peer would reject is refused here, with the same reason.
     if (options_.chunk_bytes == 0)
@@ -369,12 +419,19 @@ inline void tcp_connection::write_next() {
     skip = 0;
   }
   h.payload_crc = crc;
+  // To a peer on this host the payload goes through the shared ring when it has room, and only
+  // the header through the socket.
+  if (tx_ring_ && (h.flags & frame_flags::control) == 0 &&
+      tx_ring_->try_write(std::span(tx_gather_).subspan(1), static_cast<std::size_t>(h.payload_length))) {
+    h.flags |= frame_flags::shared_memory;
+    tx_gather_.resize(1);
+  }
   tx_header_ = encode(h);
   arm(write_timer_, write_seq_, options_.write_timeout,
       "write stalled for " + std::to_string(options_.write_timeout.count()) +
           " ms (peer not reading)");
   with_stream([&](auto& s) {
-    boost::asio::async_write(s, tx_gather_,
+    boost::asio::async_write(s, tx_gather_, detail::transfer_whole{},
                              [guard = write_guard(shared_from_this())](error_code ec,
                                                                        std::size_t) mutable {
                                auto self = std::move(guard.self);
@@ -463,10 +520,18 @@ inline void tcp_connection::on_header(error_code ec, receive_op op) {
                    " bytes for a payload of " + std::to_string(rx_header_.payload_length));
     return finish_receive(errc::invalid_argument, rx_header_, std::move(op));
   }
+  if ((rx_header_.flags & frame_flags::shared_memory) != 0) {
+    if (!rx_ring_ || !rx_ring_->read(rx_dest_, reason)) {
+      if (!rx_ring_) reason = "payload in shared memory, but none was set up with this peer";
+      close_with(errc::bad_frame, "malformed frame: " + reason);
+      return finish_receive(errc::bad_frame, rx_header_, std::move(op));
+    }
+    return on_payload({}, std::move(op));
+  }
   arm(read_timer_, read_seq_, options_.frame_timeout,
       "frame payload incomplete after " + std::to_string(options_.frame_timeout.count()) + " ms");
   with_stream([&](auto& s) {
-    boost::asio::async_read(s, rx_dest_,
+    boost::asio::async_read(s, rx_dest_, detail::transfer_whole{},
                             [self = shared_from_this(), op = std::move(op)](
                                 error_code e, std::size_t) mutable {
                               self->on_payload(e, std::move(op));

@@ -1,0 +1,316 @@
+// SPDX-FileCopyrightText: Copyright (c) 2026 The dsgd authors
+// SPDX-License-Identifier: Apache-2.0
+//
+/// @file
+/// A one-way ring of payload bytes in POSIX shared memory, between two tasks on one host: the
+/// sender copies a frame's payload into the ring and sends only the header over the socket;
+/// the receiver copies the payload out of the ring when that header arrives. The socket stays
+/// the only thing either side waits on, so deadlines, peer loss and ordering are the socket's.
+/// docs/transport.md, "Shared memory between tasks on one host".
+// IWYU pragma: private, include <dsgd/transport/asio_tcp.hpp>
+#pragma once
+
+#include <dsgd/transport/frame.hpp>
+
+#include <boost/asio/buffer.hpp>
+
+#include <openssl/rand.h>
+
+#include <array>
+#include <atomic>
+#include <cerrno>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <span>
+#include <string>
+#include <utility>
+
+#if defined(__linux__)
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#endif
+
+namespace dsgd::transport::detail {
+
+/// What a sender tells its peer about the ring it made for it, in the handshake: 64 bytes,
+/// little-endian. `bytes == 0` offers nothing.
+struct ring_offer {
+  static constexpr std::size_t size = 64;
+  static constexpr std::size_t name_size = 30;  // "/dsgd-" and 24 hex digits
+  static constexpr std::array<std::byte, 4> magic{std::byte{'D'}, std::byte{'S'}, std::byte{'G'},
+                                                  std::byte{'M'}};
+  using bytes_type = std::array<std::byte, size>;
+
+  std::uint64_t bytes = 0;            ///< ring capacity; 0: no ring offered
+  std::string name;                   ///< shm_open name
+  std::array<std::byte, 16> cookie{};  ///< also at the start of the segment: proves it is this one
+
+  bytes_type encode() const noexcept {
+    bytes_type b{};
+    for (std::size_t i = 0; i < 4; ++i) b[i] = magic[i];
+    store_le(b.data() + 8, bytes);
+    for (std::size_t i = 0; i < name.size() && i < name_size; ++i) b[16 + i] = static_cast<std::byte>(name[i]);
+    std::memcpy(b.data() + 48, cookie.data(), cookie.size());
+    return b;
+  }
+
+  /// @returns the offer, or nothing with @p reason when @p in is not a well-formed one
+  static std::optional<ring_offer> decode(std::span<const std::byte, size> in, std::string& reason) {
+    for (std::size_t i = 0; i < 4; ++i)
+      if (in[i] != magic[i]) {
+        reason = "bad shared-memory offer magic";
+        return std::nullopt;
+      }
+    ring_offer o;
+    o.bytes = load_le<std::uint64_t>(in.data() + 8);
+    for (std::size_t i = 0; i < name_size; ++i) o.name += static_cast<char>(in[16 + i]);
+    std::memcpy(o.cookie.data(), in.data() + 48, o.cookie.size());
+    if (o.bytes == 0) return o;
+    // Only names of the form this side makes: nothing else on the host can be opened by it.
+    bool well_formed = o.name.starts_with("/dsgd-");
+    for (std::size_t i = 6; i < name_size && well_formed; ++i)
+      well_formed = (o.name[i] >= '0' && o.name[i] <= '9') || (o.name[i] >= 'a' && o.name[i] <= 'f');
+    if (!well_formed) {
+      reason = "shared-memory offer names no dsgd segment";
+      return std::nullopt;
+    }
+    return o;
+  }
+};
+
+/// The one-byte-ish answer to an offer: whether the peer mapped the ring (8 bytes on the wire).
+struct ring_answer {
+  static constexpr std::size_t size = 8;
+  static constexpr std::array<std::byte, 4> magic{std::byte{'D'}, std::byte{'S'}, std::byte{'G'},
+                                                  std::byte{'A'}};
+  using bytes_type = std::array<std::byte, size>;
+
+  static bytes_type encode(bool mapped) noexcept {
+    bytes_type b{};
+    for (std::size_t i = 0; i < 4; ++i) b[i] = magic[i];
+    store_le(b.data() + 4, std::uint32_t{mapped ? 1u : 0u});
+    return b;
+  }
+  /// @returns whether the peer mapped the ring, or nothing with @p reason for a malformed answer
+  static std::optional<bool> decode(std::span<const std::byte, size> in, std::string& reason) {
+    for (std::size_t i = 0; i < 4; ++i)
+      if (in[i] != magic[i]) {
+        reason = "bad shared-memory answer magic";
+        return std::nullopt;
+      }
+    const auto v = load_le<std::uint32_t>(in.data() + 4);
+    if (v > 1) {
+      reason = "shared-memory answer " + std::to_string(v) + " is neither 0 nor 1";
+      return std::nullopt;
+    }
+    return v == 1;
+  }
+};
+
+/// One direction of a ring: the sender's side (create(), try_write()) or the receiver's
+/// (open(), read()). Positions count bytes since the start and only grow; a payload never
+/// wraps: one that does not fit before the end starts at the beginning, and both sides apply
+/// the same rule, so the receiver needs no offsets. The segment is unmapped on destruction;
+/// its name is removed by unlink() once the peer has mapped it (or declined).
+class shared_ring {
+ public:
+  /// Bytes before the data: the cookie and capacity, then the two positions on their own lines.
+  static constexpr std::size_t header_bytes = 256;
+  /// Payloads shorter than this go inline on the socket, where they cost nothing extra.
+  static constexpr std::size_t min_payload = 1024;
+
+  shared_ring(const shared_ring&) = delete;
+  shared_ring& operator=(const shared_ring&) = delete;
+  shared_ring(shared_ring&& o) noexcept
+      : base_(std::exchange(o.base_, nullptr)), capacity_(o.capacity_), name_(std::exchange(o.name_, {})),
+        cookie_(o.cookie_), position_(o.position_) {}
+  shared_ring& operator=(shared_ring&& o) noexcept {
+    if (this != &o) {
+      release();
+      base_ = std::exchange(o.base_, nullptr);
+      capacity_ = o.capacity_;
+      name_ = std::move(o.name_);
+      o.name_.clear();
+      cookie_ = o.cookie_;
+      position_ = o.position_;
+    }
+    return *this;
+  }
+  ~shared_ring() { release(); }
+
+  /// Sender: makes a fresh segment of @p capacity data bytes with a random name, mode 0600,
+  /// its memory reserved now (a full /dev/shm fails here, not later with SIGBUS).
+  /// @returns the ring, or nothing with @p reason
+  static std::optional<shared_ring> create(std::size_t capacity, std::string& reason) {
+#if defined(__linux__)
+    std::array<unsigned char, 12 + 16> random{};
+    if (RAND_bytes(random.data(), static_cast<int>(random.size())) != 1) {
+      reason = "RAND_bytes failed";
+      return std::nullopt;
+    }
+    std::string name = "/dsgd-";
+    for (std::size_t i = 0; i < 12; ++i) {
+      constexpr char hex[] = "0123456789abcdef";
+      name += hex[random[i] >> 4];
+      name += hex[random[i] & 15];
+    }
+    const int fd = ::shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
+    if (fd < 0) {
+      reason = "shm_open " + name + ": " + std::strerror(errno);
+      return std::nullopt;
+    }
+    const std::size_t total = header_bytes + capacity;
+    const int err = ::posix_fallocate(fd, 0, static_cast<off_t>(total));
+    void* base = err == 0 ? ::mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : MAP_FAILED;
+    const int map_errno = errno;
+    ::close(fd);
+    if (base == MAP_FAILED) {
+      ::shm_unlink(name.c_str());
+      reason = "reserving " + std::to_string(total) + " bytes of shared memory: " +
+               std::strerror(err != 0 ? err : map_errno);
+      return std::nullopt;
+    }
+    shared_ring r(static_cast<std::byte*>(base), capacity, std::move(name));
+    std::memcpy(r.cookie_.data(), random.data() + 12, r.cookie_.size());
+    std::memcpy(r.base_, r.cookie_.data(), r.cookie_.size());
+    store_le(r.base_ + 16, std::uint64_t{capacity});
+    r.head().store(0, std::memory_order_relaxed);
+    r.tail().store(0, std::memory_order_release);
+    return r;
+#else
+    (void)capacity;
+    reason = "shared memory is implemented for Linux only";
+    return std::nullopt;
+#endif
+  }
+
+  /// Receiver: maps the segment @p offer names, after checking that it is the one offered
+  /// (its cookie and size) and that its capacity is at most @p max_capacity.
+  /// @returns the ring, or nothing with @p reason (another host, another user, a stale name)
+  static std::optional<shared_ring> open(const ring_offer& offer, std::size_t max_capacity, std::string& reason) {
+#if defined(__linux__)
+    if (offer.bytes == 0 || offer.bytes > max_capacity) {
+      reason = "ring of " + std::to_string(offer.bytes) + " bytes is outside 1.." + std::to_string(max_capacity);
+      return std::nullopt;
+    }
+    const int fd = ::shm_open(offer.name.c_str(), O_RDWR, 0);
+    if (fd < 0) {
+      reason = "shm_open " + offer.name + ": " + std::strerror(errno);
+      return std::nullopt;
+    }
+    const std::size_t total = header_bytes + static_cast<std::size_t>(offer.bytes);
+    struct stat st {};
+    void* base = MAP_FAILED;
+    if (::fstat(fd, &st) == 0 && st.st_uid == ::geteuid() && static_cast<std::size_t>(st.st_size) == total)
+      base = ::mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    ::close(fd);
+    if (base == MAP_FAILED) {
+      reason = "segment " + offer.name + " is not the " + std::to_string(total) + "-byte one offered";
+      return std::nullopt;
+    }
+    shared_ring r(static_cast<std::byte*>(base), static_cast<std::size_t>(offer.bytes), {});
+    if (std::memcmp(r.base_, offer.cookie.data(), offer.cookie.size()) != 0 ||
+        load_le<std::uint64_t>(r.base_ + 16) != offer.bytes) {
+      reason = "segment " + offer.name + " does not carry the offered cookie";
+      return std::nullopt;
+    }
+    r.position_ = r.tail().load(std::memory_order_acquire);
+    return r;
+#else
+    (void)offer, (void)max_capacity;
+    reason = "shared memory is implemented for Linux only";
+    return std::nullopt;
+#endif
+  }
+
+  /// @returns what to send the peer about this (sender's) ring.
+  ring_offer offer() const { return {capacity_, name_, cookie_}; }
+  /// @returns the ring's data capacity in bytes.
+  std::size_t capacity() const noexcept { return capacity_; }
+
+  /// Sender: removes the segment's name (the mapping stays); once the peer has mapped it or
+  /// declined, nothing else may open it.
+  void unlink() noexcept {
+#if defined(__linux__)
+    if (!name_.empty()) ::shm_unlink(name_.c_str());
+#endif
+    name_.clear();
+  }
+
+  /// Sender: copies @p n bytes, gathered from @p slices, into the ring when it has room.
+  /// @returns false, having written nothing, when it has not (the payload then goes inline)
+  template <class Slices>
+  bool try_write(const Slices& slices, std::size_t n) noexcept {
+    if (n < min_payload || n > capacity_) return false;
+    const std::uint64_t consumed = tail().load(std::memory_order_acquire);
+    const std::uint64_t start = placed(position_, n);
+    // A receiver reporting more than was written is broken: never write past what it freed.
+    if (consumed > position_ || start + n - consumed > capacity_) return false;
+    std::byte* at = data() + start % capacity_;
+    for (const auto& s : slices) {
+      std::memcpy(at, s.data(), s.size());
+      at += s.size();
+    }
+    position_ = start + n;
+    head().store(position_, std::memory_order_release);
+    return true;
+  }
+
+  /// Receiver: copies the next payload, of @p into.size() bytes, out of the ring and frees it.
+  /// @returns false with @p reason when the sender has not written that much (a broken peer)
+  bool read(boost::asio::mutable_buffer into, std::string& reason) noexcept {
+    const std::size_t n = into.size();
+    const std::uint64_t written = head().load(std::memory_order_acquire);
+    const std::uint64_t start = placed(position_, n);
+    if (n > capacity_ || written < start || written - start < n || written - position_ > capacity_) {
+      reason = "payload of " + std::to_string(n) + " bytes is not in the shared-memory ring";
+      return false;
+    }
+    std::memcpy(into.data(), data() + start % capacity_, n);
+    position_ = start + n;
+    tail().store(position_, std::memory_order_release);
+    return true;
+  }
+
+ private:
+  static_assert(std::atomic_ref<std::uint64_t>::is_always_lock_free,
+                "the ring's positions must be lock-free atomics to be shared between processes");
+
+  shared_ring(std::byte* base, std::size_t capacity, std::string name) noexcept
+      : base_(base), capacity_(capacity), name_(std::move(name)) {}
+
+  void release() noexcept {
+    unlink();
+#if defined(__linux__)
+    if (base_) ::munmap(base_, header_bytes + capacity_);
+#endif
+    base_ = nullptr;
+  }
+
+  // Where a payload of n bytes starts when the ring is at `at`: here, or at the next lap's start
+  // when it would not fit before the end.
+  std::uint64_t placed(std::uint64_t at, std::size_t n) const noexcept {
+    const std::uint64_t offset = at % capacity_;
+    return n > capacity_ - offset ? at + (capacity_ - offset) : at;
+  }
+
+  std::atomic_ref<std::uint64_t> head() const noexcept {
+    return std::atomic_ref<std::uint64_t>(*reinterpret_cast<std::uint64_t*>(base_ + 64));
+  }
+  std::atomic_ref<std::uint64_t> tail() const noexcept {
+    return std::atomic_ref<std::uint64_t>(*reinterpret_cast<std::uint64_t*>(base_ + 128));
+  }
+  std::byte* data() const noexcept { return base_ + header_bytes; }
+
+  std::byte* base_ = nullptr;
+  std::size_t capacity_ = 0;
+  std::string name_;                   // until unlink(); the sender's only
+  std::array<std::byte, 16> cookie_{};  // the sender's
+  std::uint64_t position_ = 0;         // sender: bytes written; receiver: bytes read
+};
+
+}  // namespace dsgd::transport::detail

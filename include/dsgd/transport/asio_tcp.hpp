@@ -25,6 +25,7 @@
 #include <boost/asio/ssl/stream.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include <array>
 #include <chrono>
 #include <concepts>
 #include <cstddef>
@@ -359,13 +360,20 @@ class tcp_connection : public std::enable_shared_from_this<tcp_connection> {
   std::deque<send_entry> queue_;
   std::uint64_t queued_bytes_ = 0;
   bool writing_ = false;
-  frame_header_bytes tx_header_{};
-  std::uint64_t tx_length_ = 0;
+  // The write in flight: the headers of its frames, each frame's payload length, and the
+  // gather list of headers and payload views.
+  static constexpr std::size_t max_frames_per_write = 64;
+  std::array<frame_header_bytes, max_frames_per_write> tx_headers_{};
+  std::vector<std::uint64_t> tx_frames_;
   std::vector<boost::asio::const_buffer> tx_gather_;
   boost::asio::steady_timer write_timer_;
   std::uint64_t write_seq_ = 0;
 
-  frame_header_bytes rx_header_bytes_{};
+  // Bytes read from the socket and not yet used: [rx_begin_, rx_end_) of rx_buffer_, which is
+  // allocated at the first receive.
+  static constexpr std::size_t read_ahead_bytes = 16 << 10;
+  std::vector<std::byte> rx_buffer_;
+  std::size_t rx_begin_ = 0, rx_end_ = 0;
   frame_header rx_header_;
   boost::asio::mutable_buffer rx_dest_;
   bool receiving_ = false;

@@ -19,7 +19,9 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <limits>
+#include <span>
 #include <string>
 
 #if defined(__linux__)
@@ -382,51 +384,78 @@ inline void tcp_connection::enqueue(frame_header header,
   }
   queued_bytes_ += total;
   queue_.push_back(send_entry{header, std::move(payload), total, 0, std::move(done)});
-  if (!writing_) write_next();
+  if (writing_) return;
+  // The write starts on the executor's next turn, not here: messages queued meanwhile (a push of
+  // several variables, replies to frames read together) then go out in the same system call.
+  writing_ = true;
+  boost::asio::post(get_executor(), [guard = write_guard(shared_from_this())]() mutable {
+    auto self = std::move(guard.self);
+    self->write_next();
+  });
 }
 
+// Builds one gather write of as many queued frames as fit: at most max_frames_per_write, and
+// payload bytes on the socket at most one chunk beyond the first frame's (a frame whose payload
+// went through the shared ring adds its header only).
 inline void tcp_connection::write_next() {
   if (queue_.empty() || closed_) {
     writing_ = false;
     return;
   }
   writing_ = true;
-  send_entry& e = queue_.front();
-  frame_header h = e.header;
-  h.chunk_offset = e.sent;
-  h.payload_length = (h.flags & frame_flags::control) != 0
-                         ? e.total
-                         : std::min<std::uint64_t>(e.total - e.sent, options_.chunk_bytes);
-  tx_length_ = h.payload_length;
   tx_gather_.clear();
-  tx_gather_.push_back(boost::asio::buffer(tx_header_));
-  // The slice [sent, sent + length) of the caller's buffers, as views: no tensor byte is copied.
-  std::uint64_t skip = e.sent, want = h.payload_length;
-  std::uint32_t crc = 0;
-  for (const auto& b : e.payload) {
-    if (want == 0) break;
-    if (skip >= b.size()) {
-      skip -= b.size();
-      continue;
+  tx_frames_.clear();
+  std::uint64_t inline_bytes = 0;
+  for (std::size_t i = 0; i < queue_.size() && tx_frames_.size() < tx_headers_.size(); ++i) {
+    const send_entry& e = queue_[i];
+    for (std::uint64_t at = e.sent; tx_frames_.size() < tx_headers_.size();) {
+      frame_header h = e.header;
+      h.chunk_offset = at;
+      h.payload_length = (h.flags & frame_flags::control) != 0
+                             ? e.total
+                             : std::min<std::uint64_t>(e.total - at, options_.chunk_bytes);
+      // The slice [at, at + length) of the caller's buffers, as views: no tensor byte is copied.
+      const std::size_t first_slice = tx_gather_.size() + 1;
+      tx_gather_.emplace_back();  // the header, filled in below
+      std::uint64_t skip = at, want = h.payload_length;
+      std::uint32_t crc = 0;
+      for (const auto& b : e.payload) {
+        if (want == 0) break;
+        if (skip >= b.size()) {
+          skip -= b.size();
+          continue;
+        }
+        const auto n = std::min<std::uint64_t>(b.size() - skip, want);
+        auto slice = boost::asio::buffer(static_cast<const char*>(b.data()) + skip, static_cast<std::size_t>(n));
+        if ((h.flags & frame_flags::payload_crc) != 0)
+          crc = crc32c_extend(crc, {static_cast<const std::byte*>(slice.data()), slice.size()});
+        tx_gather_.push_back(slice);
+        want -= n;
+        skip = 0;
+      }
+      h.payload_crc = crc;
+      const auto slices = std::span(tx_gather_).subspan(first_slice);
+      // To a peer on this host the payload goes through the shared ring when it has room, and
+      // only the header through the socket.
+      if (tx_ring_ && (h.flags & frame_flags::control) == 0 &&
+          tx_ring_->try_write(slices, static_cast<std::size_t>(h.payload_length))) {
+        h.flags |= frame_flags::shared_memory;
+        tx_gather_.resize(first_slice);
+      } else if (!tx_frames_.empty() && inline_bytes + h.payload_length > options_.chunk_bytes) {
+        tx_gather_.resize(first_slice - 1);  // next write
+        i = queue_.size();
+        break;
+      } else {
+        inline_bytes += h.payload_length;
+      }
+      auto& bytes = tx_headers_[tx_frames_.size()];
+      bytes = encode(h);
+      tx_gather_[first_slice - 1] = boost::asio::buffer(bytes);
+      tx_frames_.push_back(h.payload_length);
+      at += h.payload_length;
+      if (at >= e.total) break;
     }
-    const auto n = std::min<std::uint64_t>(b.size() - skip, want);
-    auto slice = boost::asio::buffer(static_cast<const char*>(b.data()) + skip,
-                                     static_cast<std::size_t>(n));
-    if ((h.flags & frame_flags::payload_crc) != 0)
-      crc = crc32c_extend(crc, {static_cast<const std::byte*>(slice.data()), slice.size()});
-    tx_gather_.push_back(slice);
-    want -= n;
-    skip = 0;
   }
-  h.payload_crc = crc;
-  // To a peer on this host the payload goes through the shared ring when it has room, and only
-  // the header through the socket.
-  if (tx_ring_ && (h.flags & frame_flags::control) == 0 &&
-      tx_ring_->try_write(std::span(tx_gather_).subspan(1), static_cast<std::size_t>(h.payload_length))) {
-    h.flags |= frame_flags::shared_memory;
-    tx_gather_.resize(1);
-  }
-  tx_header_ = encode(h);
   arm(write_timer_, write_seq_, options_.write_timeout,
       "write stalled for " + std::to_string(options_.write_timeout.count()) +
           " ms (peer not reading)");
@@ -452,17 +481,19 @@ inline void tcp_connection::on_written(error_code ec) {
     for (auto& entry : failed) entry.done->complete(true, why);
     return;
   }
-  send_entry& e = queue_.front();
-  e.sent += tx_length_;
-  if (e.sent >= e.total) {
-    auto done = std::move(e.done);
-    queued_bytes_ -= e.total;
-    queue_.pop_front();
-    write_next();
-    done->complete(true, {});
-    return;
+  // The frames written belong to the queue's first messages, in order.
+  std::vector<done_type> finished;
+  for (const auto length : tx_frames_) {
+    send_entry& e = queue_.front();
+    e.sent += length;
+    if (e.sent >= e.total) {
+      finished.push_back(std::move(e.done));
+      queued_bytes_ -= e.total;
+      queue_.pop_front();
+    }
   }
   write_next();
+  for (auto& done : finished) done->complete(true, {});
 }
 
 // --- receiving -------------------------------------------------------------------------------
@@ -480,10 +511,25 @@ inline void tcp_connection::start_receive(receive_op op) {
     return;
   }
   receiving_ = true;
+  if (rx_end_ - rx_begin_ >= frame_header_size) {
+    // Read ahead with an earlier frame: completes on its own turn of the executor, never inside
+    // the caller's handler.
+    boost::asio::post(get_executor(), [self = shared_from_this(), op = std::move(op)]() mutable {
+      self->on_header({}, std::move(op));
+    });
+    return;
+  }
+  // What is left of a header goes to the front, then one read takes whatever has arrived: every
+  // header (and small payload) that came together is parsed from this one system call.
+  if (rx_buffer_.empty()) rx_buffer_.resize(read_ahead_bytes);
+  std::memmove(rx_buffer_.data(), rx_buffer_.data() + rx_begin_, rx_end_ - rx_begin_);
+  rx_end_ -= rx_begin_;
+  rx_begin_ = 0;
   with_stream([&](auto& s) {
-    boost::asio::async_read(s, boost::asio::buffer(rx_header_bytes_),
-                            [self = shared_from_this(), op = std::move(op)](
-                                error_code ec, std::size_t) mutable {
+    boost::asio::async_read(s, boost::asio::buffer(rx_buffer_.data() + rx_end_, rx_buffer_.size() - rx_end_),
+                            boost::asio::transfer_at_least(frame_header_size - rx_end_),
+                            [self = shared_from_this(), op = std::move(op)](error_code ec, std::size_t n) mutable {
+                              self->rx_end_ += n;
                               self->on_header(ec, std::move(op));
                             });
   });
@@ -502,7 +548,9 @@ inline void tcp_connection::on_header(error_code ec, receive_op op) {
     return finish_receive(why, {}, std::move(op));
   }
   std::string reason;
-  if (auto e = decode(rx_header_bytes_, options_.caps, rx_header_, reason)) {
+  const std::span<const std::byte, frame_header_size> bytes(rx_buffer_.data() + rx_begin_, frame_header_size);
+  rx_begin_ += frame_header_size;
+  if (auto e = decode(bytes, options_.caps, rx_header_, reason)) {
     close_with(e, "malformed frame header: " + reason);
     return finish_receive(e, {}, std::move(op));
   }
@@ -528,10 +576,15 @@ inline void tcp_connection::on_header(error_code ec, receive_op op) {
     }
     return on_payload({}, std::move(op));
   }
+  // The part of the payload read ahead with the header, then the rest straight into place.
+  const std::size_t ahead = std::min<std::size_t>(rx_end_ - rx_begin_, rx_dest_.size());
+  if (ahead > 0) std::memcpy(rx_dest_.data(), rx_buffer_.data() + rx_begin_, ahead);
+  rx_begin_ += ahead;
+  if (ahead == rx_dest_.size()) return on_payload({}, std::move(op));
   arm(read_timer_, read_seq_, options_.frame_timeout,
       "frame payload incomplete after " + std::to_string(options_.frame_timeout.count()) + " ms");
   with_stream([&](auto& s) {
-    boost::asio::async_read(s, rx_dest_, detail::transfer_whole{},
+    boost::asio::async_read(s, rx_dest_ + ahead, detail::transfer_whole{},
                             [self = shared_from_this(), op = std::move(op)](
                                 error_code e, std::size_t) mutable {
                               self->on_payload(e, std::move(op));

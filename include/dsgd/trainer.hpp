@@ -386,6 +386,7 @@ class trainer {
         std::copy(host.begin(), host.end(), push_staging_[v].begin());
       }
       t_.client_->push_variable(push_, v);
+      t_.client_->flush();  // on its way while the backward pass goes on
     }
 
     /// Ends the step: sends the gradients not sent yet and, right behind them, the pull of the

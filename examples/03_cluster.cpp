@@ -30,6 +30,7 @@
 // one pass over the training set each), so a straggler stops with the others; the chief
 // evaluates the test accuracy each time the global step crosses an epoch.
 #include <dsgd/data/fashion_mnist.hpp>
+#include <dsgd/model/blas.hpp>
 #include <dsgd/model/mlp.hpp>
 #include <dsgd/model/softmax_regression.hpp>
 #include <dsgd/model/train.hpp>
@@ -208,6 +209,7 @@ int train(const settings& s) {
   dsgd::model::shuffled_batches batches(
       train_set, {.batch = s.batch, .seed = 1000 + t.replica(), .shard = t.replica(), .shards = t.replicas()});
   if (slowdown > 1) std::printf("straggler: every step sleeps %.1fx its compute time\n", slowdown - 1);
+  if (t.is_chief()) std::printf("matrix products: %s\n", dsgd::model::blas_description().c_str());
 
   // Every worker runs until the global step reaches the last step of the last epoch (TF's
   // StopAtStepHook on the global step), so a straggler stops with the others instead of

@@ -96,5 +96,9 @@ while [ "$rep" -le "$reps" ]; do
   rep=$((rep + 1))
 done
 
+# What computed dsgd's matrix products (the chief prints it): the BLAS and the kernels it chose.
+for log in "$out"/dsgd_*_r1.log; do
+  [ -f "$log" ] && sed -n 's/^\[worker:0\] matrix products: /dsgd matrix products: /p' "$log" | head -1
+done | head -1 >>"$out/versions.txt"
 "$py" "$here/summarize.py" --dir "$out" --target 0.88
 "$py" "$here/plot.py" --dir "$out" --png "$png" --target 0.88

@@ -33,6 +33,7 @@
 //
 // bench/compare/step_profile.sh runs these next to a gloo allreduce of the same bytes.
 #include <dsgd/data/fashion_mnist.hpp>
+#include <dsgd/model/blas.hpp>
 #include <dsgd/model/mlp.hpp>
 #include <dsgd/model/train.hpp>
 #include <dsgd/optim/exponential_decay.hpp>
@@ -95,6 +96,7 @@ std::string token() {
 
 // The baseline: the same batches (shard 0 of 2) and forward/backward, nothing else.
 int run_local(const settings& s) {
+  std::printf("matrix products: %s\n", dsgd::model::blas_description().c_str());
   const auto train_set = dsgd::data::fashion_mnist::load(dsgd::data::fashion_mnist::split::train);
   dsgd::model::mlp<cpu> net(cpu{});
   dsgd::model::shuffled_batches batches(train_set, {.batch = s.batch, .seed = 1000, .shard = 0, .shards = 2});

@@ -113,6 +113,7 @@ while [ "$rep" -le "$reps" ]; do
   rep=$((rep + 1))
 done
 echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
+machine="$machine; $(sed -n 's/^matrix products: //p' "$out/local_r1.log" | head -1)"
 
 "$py" - "$rows" "$machine" >"$out/table.md" <<'PY'
 import csv, statistics, sys

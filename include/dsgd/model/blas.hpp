@@ -10,6 +10,8 @@
 
 #include <cblas.h>
 
+#include <string>
+
 namespace dsgd::model {
 
 namespace detail {
@@ -50,6 +52,18 @@ inline void set_blas_threads(int threads) noexcept {
   openblas_set_num_threads(threads < 1 ? 1 : threads);
 #else
   (void)threads;
+#endif
+}
+
+/// @returns which BLAS runs the models' matrix products and, for OpenBLAS, the kernels it chose
+/// for this CPU when it loaded (e.g. "OpenBLAS 0.3.21 DYNAMIC_ARCH NO_AFFINITY Cooperlake
+/// MAX_THREADS=64, Cooperlake kernels"; OPENBLAS_CORETYPE overrides the choice), so that a
+/// figure can say what computed it.
+inline std::string blas_description() {
+#if defined(DSGD_HAS_OPENBLAS)
+  return std::string(openblas_get_config()) + ", " + openblas_get_corename() + " kernels";
+#else
+  return "CBLAS";
 #endif
 }
 

@@ -200,9 +200,12 @@ class tcp_connection : public std::enable_shared_from_this<tcp_connection> {
   }
 
   /// Queues one message: the header (whose length, offset, total and CRC fields are filled in
-  /// here) followed by the raw bytes of @p payload, written with one gather write per frame
-  /// and no copy. A message larger than options().chunk_bytes goes as several frames with
-  /// increasing chunk_offset (control messages are never chunked). Messages go out in order.
+  /// here) followed by the raw bytes of @p payload, with no copy: frames go out as gather
+  /// writes of views of the caller's buffers, several queued frames per write (started on the
+  /// executor's next turn), or, to a peer on this host, the payload through the shared ring
+  /// (tcp_options::shared_memory). A message larger than options().chunk_bytes goes as several
+  /// frames with increasing chunk_offset (control messages are never chunked). Messages go out
+  /// in order.
   /// @param payload a ConstBufferSequence that must stay valid until completion
   /// Completion signature: void(error_code); boost::asio::error::no_buffer_space when the
   /// send queue is full (nothing was queued; the connection stays open).

@@ -24,7 +24,8 @@
 #
 #   --reps N    repetitions (default 3)
 #   --steps N   timed steps per dsgd run (default 500, after 100 warm-up steps)
-#   --out DIR   rows.csv and table.md (default BUILD/step_profile)
+#   --out DIR   rows.csv, table.md and step_profile.png (default BUILD/step_profile; PNG=file
+#               puts the plot elsewhere)
 #   --no-ddp    only the allreduce on the torch side
 #
 # BUILD=DIR uses an existing build directory configured with -DDSGD_BUILD_BENCH=ON (Google
@@ -115,6 +116,9 @@ done
 echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
 machine="$machine; $(sed -n 's/^matrix products: //p' "$out/local_r1.log" | head -1)"
 
+if "$py" -c "import matplotlib" 2>/dev/null; then
+  "$py" "$here/step_plot.py" --rows "$rows" --png "${PNG:-$out/step_profile.png}"
+fi
 "$py" - "$rows" "$machine" >"$out/table.md" <<'PY'
 import csv, statistics, sys
 from collections import defaultdict

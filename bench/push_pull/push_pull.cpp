@@ -287,7 +287,6 @@ void push_pull_size(const settings& s, std::size_t bytes) {
   // hosts (every payload on the socket).
   constexpr std::size_t mib = std::size_t{1} << 20;
   std::vector<ps_variant> variants{{.name = "dsgd"},
-                                   {.name = "dsgd_whole", .apply_in_chunks = false},
                                    {.name = "dsgd_ring16m", .ring_bytes = 16 * mib},
                                    {.name = "dsgd_tcp", .shared_memory = false},
                                    {.name = "dsgd_tcp_crc", .checksum = true, .shared_memory = false},

@@ -5,7 +5,8 @@
 # Builds the push/pull benchmark (Release, -DDSGD_BUILD_BENCH=ON) in build-bench, runs it and
 # prints its CSV rows, then the tables of medians and ratios kept in docs/benchmarks.md.
 #   bench/push_pull/run.sh [dsgd_bench_push_pull flags, e.g. --sizes=1048576 --reps=9]
-# The rows are also left in build-bench/push_pull.csv.
+# The rows are also left in build-bench/push_pull.csv, the plot in build-bench/push_pull.png
+# (PNG=file elsewhere; drawn when bench/compare/.venv has matplotlib).
 set -eu
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build="$root/build-bench"
@@ -15,3 +16,8 @@ cmake --build "$build" --target dsgd_bench_push_pull
 OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive} "$build/bench/dsgd_bench_push_pull" "$@" | tee "$build/push_pull.csv"
 echo
 python3 "$root/bench/push_pull/table.py" "$build/push_pull.csv"
+# The plot needs matplotlib: bench/compare/run.sh installs it into bench/compare/.venv.
+py="$root/bench/compare/.venv/bin/python"
+if "$py" -c "import matplotlib" 2>/dev/null; then
+  "$py" "$root/bench/push_pull/plot.py" "$build/push_pull.csv" "${PNG:-$build/push_pull.png}"
+fi

@@ -31,7 +31,7 @@ def main(path):
     reps = max(len(v) for v in times.values())
 
     sizes = sorted({b for (w, _, b) in med if w == "push_pull"})
-    order = ["dsgd", "dsgd_whole", "dsgd_ring16m", "dsgd_tcp", "dsgd_tcp_crc", "dsgd_tcp_whole",
+    order = ["dsgd", "dsgd_ring16m", "dsgd_tcp", "dsgd_tcp_crc", "dsgd_tcp_whole",
              "dsgd_tcp_chunk4m", "dsgd_tls"]
     variants = [v for v in order if any(("push_pull", v, b) in med for b in sizes)]
     print(f"Push + pull, medians of {reps} repetitions (ms); ratio = raw / dsgd "

@@ -10,7 +10,9 @@
 # examples/s with N workers / (N x examples/s with 1 worker).
 #   bench/scaling/run.sh [--reps R] [--epochs E] [--workers "1 2 4"]
 # BUILD=dir uses an existing build (with targets 03_cluster and dsgd-launch); default
-# build-compare, configured Release here if needed.
+# build-compare, configured Release here if needed. The runs go to BUILD/scaling/scaling.csv
+# and the plot to BUILD/scaling/scaling.png (PNG=file elsewhere; drawn when
+# bench/compare/.venv has matplotlib).
 set -eu
 root=$(cd "$(dirname "$0")/../.." && pwd)
 reps=3
@@ -50,6 +52,12 @@ while [ $rep -lt "$reps" ]; do
   done
   rep=$((rep + 1))
 done
+# The plot needs matplotlib: bench/compare/run.sh installs it into bench/compare/.venv.
+py="$root/bench/compare/.venv/bin/python"
+cores=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)
+if "$py" -c "import matplotlib" 2>/dev/null; then
+  "$py" "$root/bench/scaling/plot.py" --csv "$rows" --png "${PNG:-$out/scaling.png}" --cores "$cores"
+fi
 python3 - "$rows" <<'PY'
 import csv, statistics, sys
 runs = {}

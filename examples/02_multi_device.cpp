@@ -14,6 +14,7 @@
 //
 // Run:      ./02_multi_device --model mlp --replicas 2 --epochs 12
 //           ./02_multi_device_cuda --devices cuda          (CUDA build: one replica per GPU)
+//           ./02_multi_device_cuda --devices cuda --replicas 4   (4 replicas over the GPUs in turn)
 // Expected: progress per epoch, then "final test accuracy 0.88.." (MLP) and exit 0 when the
 //           accuracy reaches --target.
 #include <dsgd/data/fashion_mnist.hpp>
@@ -46,7 +47,8 @@ using holder_shard = dsgd::update::sync_average::shard<cpu, optimizer>;
 struct settings {
   std::string model = "mlp";
   std::string devices = "cpu";
-  std::size_t replicas = 2;
+  std::size_t replicas = 2;     // cpu: threads; cuda: replicas over the GPUs (given, else one per GPU)
+  bool replicas_given = false;
   std::size_t epochs = 12;
   std::size_t batch = 64;
   float lr = 0.05f;
@@ -165,9 +167,13 @@ int train_on(const settings& s) {
   if (s.devices == "cpu") return train<typename Model::template on<cpu>>(s, std::vector<cpu>(s.replicas));
 #if DSGD_HAS_CUDA
   if (s.devices == "cuda") {
+    const int count = dsgd::device::cuda::count();
+    if (count == 0) throw dsgd::error(dsgd::errc::device_unavailable, "--devices cuda: no CUDA device found");
+    // One replica per GPU, or --replicas of them over the GPUs in turn, each on a stream of its
+    // own so that replicas sharing a GPU run at once.
+    const std::size_t replicas = s.replicas_given ? s.replicas : std::size_t(count);
     std::vector<dsgd::device::cuda> gpus;
-    for (int i = 0; i < dsgd::device::cuda::count(); ++i) gpus.emplace_back(i);
-    if (gpus.empty()) throw dsgd::error(dsgd::errc::device_unavailable, "--devices cuda: no CUDA device found");
+    for (std::size_t r = 0; r < replicas; ++r) gpus.push_back(dsgd::device::cuda::with_new_stream(int(r % count)));
     return train<typename Model::template on<dsgd::device::cuda>>(s, gpus);
   }
 #endif
@@ -188,7 +194,7 @@ int main(int argc, char** argv) {
       };
       if (a == "--model") s.model = value();
       else if (a == "--devices") s.devices = value();
-      else if (a == "--replicas") s.replicas = std::stoul(value());
+      else if (a == "--replicas") s.replicas = std::stoul(value()), s.replicas_given = true;
       else if (a == "--epochs") s.epochs = std::stoul(value());
       else if (a == "--batch") s.batch = std::stoul(value());
       else if (a == "--lr") s.lr = std::stof(value());

@@ -48,12 +48,8 @@ out=${out:-"$build/compare"}
 png=${png:-"$out/compare.png"}
 mkdir -p "$out"
 
-venv="$here/.venv"
-py="$venv/bin/python"
-if ! "$py" -c "import torch, tensorflow, matplotlib" 2>/dev/null; then
-  [ -x "$py" ] || python3 -m venv "$venv"
-  "$py" -m pip install --quiet torch tensorflow-cpu matplotlib numpy
-fi
+. "$root/bench/python_env.sh"
+py=$(bench_python torch tensorflow matplotlib numpy)
 "$py" - >"$out/versions.txt" <<'PY'
 import platform, numpy, torch, tensorflow as tf
 print(f"python {platform.python_version()}, numpy {numpy.__version__}, torch {torch.__version__}, "

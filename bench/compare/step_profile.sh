@@ -58,11 +58,8 @@ cmake --build "$build" --target dsgd_bench_step_profile dsgd-launch >/dev/null
 out=${out:-"$build/step_profile"}
 mkdir -p "$out"
 
-py="$here/.venv/bin/python"
-if ! "$py" -c "import torch" 2>/dev/null; then
-  [ -x "$py" ] || python3 -m venv "$here/.venv"
-  "$py" -m pip install --quiet torch numpy
-fi
+. "$root/bench/python_env.sh"
+py=$(bench_python torch numpy matplotlib)
 
 # GNU nproc reports OMP_NUM_THREADS when that is set: ask it without.
 machine="$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc) CPUs ($(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)), $("$py" -c 'import torch; print("torch", torch.__version__)')"
@@ -116,9 +113,7 @@ done
 echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
 machine="$machine; $(sed -n 's/^matrix products: //p' "$out/local_r1.log" | head -1)"
 
-if "$py" -c "import matplotlib" 2>/dev/null; then
-  "$py" "$here/step_plot.py" --rows "$rows" --png "${PNG:-$out/step_profile.png}"
-fi
+"$py" "$here/step_plot.py" --rows "$rows" --png "${PNG:-$out/step_profile.png}"
 "$py" - "$rows" "$machine" >"$out/table.md" <<'PY'
 import csv, statistics, sys
 from collections import defaultdict

@@ -6,7 +6,7 @@
 # prints its CSV rows, then the tables of medians and ratios kept in docs/benchmarks.md.
 #   bench/push_pull/run.sh [dsgd_bench_push_pull flags, e.g. --sizes=1048576 --reps=9]
 # The rows are also left in build-bench/push_pull.csv, the plot in build-bench/push_pull.png
-# (PNG=file elsewhere; drawn when bench/compare/.venv has matplotlib).
+# (PNG=file elsewhere; matplotlib from bench/compare/.venv, bench/python_env.sh).
 set -eu
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build="$root/build-bench"
@@ -16,8 +16,6 @@ cmake --build "$build" --target dsgd_bench_push_pull
 OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive} "$build/bench/dsgd_bench_push_pull" "$@" | tee "$build/push_pull.csv"
 echo
 python3 "$root/bench/push_pull/table.py" "$build/push_pull.csv"
-# The plot needs matplotlib: bench/compare/run.sh installs it into bench/compare/.venv.
-py="$root/bench/compare/.venv/bin/python"
-if "$py" -c "import matplotlib" 2>/dev/null; then
-  "$py" "$root/bench/push_pull/plot.py" "$build/push_pull.csv" "${PNG:-$build/push_pull.png}"
-fi
+. "$root/bench/python_env.sh"
+py=$(bench_python matplotlib)
+"$py" "$root/bench/push_pull/plot.py" "$build/push_pull.csv" "${PNG:-$build/push_pull.png}"

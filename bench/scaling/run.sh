@@ -11,8 +11,8 @@
 #   bench/scaling/run.sh [--reps R] [--epochs E] [--workers "1 2 4"]
 # BUILD=dir uses an existing build (with targets 03_cluster and dsgd-launch); default
 # build-compare, configured Release here if needed. The runs go to BUILD/scaling/scaling.csv
-# and the plot to BUILD/scaling/scaling.png (PNG=file elsewhere; drawn when
-# bench/compare/.venv has matplotlib).
+# and the plot to BUILD/scaling/scaling.png (PNG=file elsewhere; matplotlib from
+# bench/compare/.venv, bench/python_env.sh).
 set -eu
 root=$(cd "$(dirname "$0")/../.." && pwd)
 reps=3
@@ -52,12 +52,10 @@ while [ $rep -lt "$reps" ]; do
   done
   rep=$((rep + 1))
 done
-# The plot needs matplotlib: bench/compare/run.sh installs it into bench/compare/.venv.
-py="$root/bench/compare/.venv/bin/python"
+. "$root/bench/python_env.sh"
+py=$(bench_python matplotlib)
 cores=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)
-if "$py" -c "import matplotlib" 2>/dev/null; then
-  "$py" "$root/bench/scaling/plot.py" --csv "$rows" --png "${PNG:-$out/scaling.png}" --cores "$cores"
-fi
+"$py" "$root/bench/scaling/plot.py" --csv "$rows" --png "${PNG:-$out/scaling.png}" --cores "$cores"
 python3 - "$rows" <<'PY'
 import csv, statistics, sys
 runs = {}

@@ -18,7 +18,7 @@
 #
 # BUILD=dir uses an existing build directory instead of configuring build-straggler.
 # Every process runs one OpenMP/OpenBLAS thread: the tasks share the machine's cores.
-# matplotlib is installed with pip (--user) when missing.
+# matplotlib comes from bench/compare/.venv (bench/python_env.sh makes it when missing).
 set -eu
 root=$(cd "$(dirname "$0")/../.." && pwd)
 epochs=12
@@ -46,7 +46,8 @@ out=${out:-"$build/straggler"}
 png=${png:-"$out/straggler.png"}
 mkdir -p "$out"
 
-python3 -c "import matplotlib" 2>/dev/null || python3 -m pip install --user --quiet matplotlib
+. "$root/bench/python_env.sh"
+py=$(bench_python matplotlib)
 
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 OMP_WAIT_POLICY=passive
 launch="$build/tools/dsgd-launch"
@@ -77,4 +78,4 @@ if [ "$verify" = 1 ]; then
   run verify_ssp_2ps 2 2 --rule ssp --lr 0.01 --decay 0.8
 fi
 
-python3 "$root/bench/straggler/plot.py" --dir "$out" --png "$png" --target 0.88
+"$py" "$root/bench/straggler/plot.py" --dir "$out" --png "$png" --target 0.88

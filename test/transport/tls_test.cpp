@@ -159,6 +159,10 @@ BOOST_AUTO_TEST_CASE(mutually_verified_peers_exchange_chunked_and_control_messag
   auto& server = *accepted[0];
   BOOST_TEST(conn->encrypted());
   BOOST_TEST(server.encrypted());
+  // The peers share a host, but TLS keeps every byte on the encrypted socket.
+  BOOST_TEST(!conn->sends_through_shared_memory());
+  BOOST_TEST(!server.sends_through_shared_memory());
+  BOOST_TEST(!server.receives_through_shared_memory());
   BOOST_TEST(conn->peer_identity() == "ps:0");
   BOOST_TEST(server.peer_identity() == "worker:0");
   BOOST_TEST(!server.checksums_payloads());  // remote (loopback here, and TLS): no payload CRC

@@ -16,6 +16,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 out="$root/build-bench/results"
 img="$root/docs/img"
 mkdir -p "$out" "$img"
+"$root/scripts/setup.sh"  # the build's Debian packages (Boost, OpenBLAS, Google Benchmark, ...)
 names=${*:-kernels push_pull update_rules step_profile scaling straggler compare}
 for name in $names; do
   script="$root/bench/$name/run.sh"

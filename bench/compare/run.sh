@@ -17,8 +17,10 @@
 #   --only NAME  run only these systems (dsgd_sync dsgd_async torch_ddp torch_rpc_sync
 #                torch_rpc_async tf_ps_sync tf_ps_async), then summarize all found in DIR
 #
-# The peers (torch, tensorflow-cpu, matplotlib) are installed with pip into bench/compare/.venv
-# on first use; torch's default Linux wheel brings its CUDA libraries along (about 3 GB).
+# On a fresh Debian machine it first installs the build's packages (scripts/setup.sh). The peers
+# (torch, tensorflow-cpu, matplotlib) are installed with pip into bench/compare/.venv on first
+# use (bench/python_env.sh); torch's default Linux wheel brings its CUDA libraries along (about
+# 3 GB).
 # BUILD=dir uses an existing build directory instead of configuring build-compare.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
@@ -39,6 +41,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 
+"$root/scripts/setup.sh"  # the build's Debian packages, as the README's commands install them
 build=${BUILD:-"$root/build-compare"}
 if [ -z "${BUILD:-}" ]; then
   cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDSGD_BUILD_TESTS=OFF >/dev/null

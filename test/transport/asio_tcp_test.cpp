@@ -109,8 +109,8 @@ struct cluster_fixture : dsgd::test::loopback_listener {
     return *r;
   }
 
-  // Completes the handshake by hand on @p s as initiator, so bad frames can follow.
-  void raw_handshake(asio::ip::tcp::socket& s) {
+  // The token part of the handshake by hand on @p s as initiator: hellos and proofs.
+  void raw_proofs(asio::ip::tcp::socket& s) {
     t::handshake hs(t::handshake::role::initiator, "worker:7", token);
     t::handshake::hello_bytes peer{};
     t::handshake::proof_bytes proof{};
@@ -122,6 +122,11 @@ struct cluster_fixture : dsgd::test::loopback_listener {
     BOOST_REQUIRE(!raw_write(s, asio::buffer(mine)));
     BOOST_REQUIRE(!raw_read(s, asio::buffer(proof)));
     BOOST_REQUIRE(!hs.verify_proof(proof, reason));
+  }
+
+  // Completes the handshake by hand on @p s as initiator, so bad frames can follow.
+  void raw_handshake(asio::ip::tcp::socket& s) {
+    raw_proofs(s);
     // No shared-memory ring offered, and the server's (if any) declined.
     const auto no_offer = t::detail::ring_offer{}.encode();
     t::detail::ring_offer::bytes_type server_offer{};
@@ -565,16 +570,7 @@ BOOST_AUTO_TEST_CASE(a_frame_claiming_shared_memory_that_was_never_set_up_is_a_b
 
 BOOST_AUTO_TEST_CASE(a_malformed_shared_memory_offer_fails_the_handshake_and_names_it) {
   auto s = raw_socket();
-  t::handshake hs(t::handshake::role::initiator, "worker:7", token);
-  t::handshake::hello_bytes peer{};
-  t::handshake::proof_bytes proof{};
-  std::string reason;
-  BOOST_REQUIRE(!raw_write(s, asio::buffer(hs.hello())));
-  BOOST_REQUIRE(!raw_read(s, asio::buffer(peer)));
-  BOOST_REQUIRE(!hs.receive_hello(peer, reason));
-  const auto mine = hs.proof();
-  BOOST_REQUIRE(!raw_write(s, asio::buffer(mine)));
-  BOOST_REQUIRE(!raw_read(s, asio::buffer(proof)));
+  raw_proofs(s);
   // An offer naming something other than a dsgd segment is refused: nothing else is opened.
   t::detail::ring_offer bad{.bytes = 4096, .name = "/etc-passwd-00000000000000000000"};
   const auto bytes = bad.encode();

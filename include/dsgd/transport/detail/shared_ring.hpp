@@ -16,6 +16,7 @@
 
 #include <openssl/rand.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cerrno>
@@ -36,8 +37,14 @@
 
 namespace dsgd::transport::detail {
 
+/// @returns whether @p in starts with @p magic.
+inline bool starts_with(std::span<const std::byte> in, const std::array<std::byte, 4>& magic) noexcept {
+  return in.size() >= magic.size() && std::equal(magic.begin(), magic.end(), in.begin());
+}
+
 /// What a sender tells its peer about the ring it made for it, in the handshake: 64 bytes,
-/// little-endian. `bytes == 0` offers nothing.
+/// little-endian: magic `DSGM` (0..3), the ring's capacity (8..15; 0 offers nothing), its
+/// shm_open name (16..45, NUL padded) and a random cookie (48..63) that the segment also holds.
 struct ring_offer {
   static constexpr std::size_t size = 64;
   static constexpr std::size_t name_size = 30;  // "/dsgd-" and 24 hex digits
@@ -60,11 +67,10 @@ struct ring_offer {
 
   /// @returns the offer, or nothing with @p reason when @p in is not a well-formed one
   static std::optional<ring_offer> decode(std::span<const std::byte, size> in, std::string& reason) {
-    for (std::size_t i = 0; i < 4; ++i)
-      if (in[i] != magic[i]) {
-        reason = "bad shared-memory offer magic";
-        return std::nullopt;
-      }
+    if (!starts_with(in, magic)) {
+      reason = "bad shared-memory offer magic";
+      return std::nullopt;
+    }
     ring_offer o;
     o.bytes = load_le<std::uint64_t>(in.data() + 8);
     for (std::size_t i = 0; i < name_size; ++i) o.name += static_cast<char>(in[16 + i]);
@@ -82,7 +88,7 @@ struct ring_offer {
   }
 };
 
-/// The one-byte-ish answer to an offer: whether the peer mapped the ring (8 bytes on the wire).
+/// The answer to an offer, 8 bytes: magic, then 1 when the peer mapped the ring, 0 when not.
 struct ring_answer {
   static constexpr std::size_t size = 8;
   static constexpr std::array<std::byte, 4> magic{std::byte{'D'}, std::byte{'S'}, std::byte{'G'},
@@ -97,11 +103,10 @@ struct ring_answer {
   }
   /// @returns whether the peer mapped the ring, or nothing with @p reason for a malformed answer
   static std::optional<bool> decode(std::span<const std::byte, size> in, std::string& reason) {
-    for (std::size_t i = 0; i < 4; ++i)
-      if (in[i] != magic[i]) {
-        reason = "bad shared-memory answer magic";
-        return std::nullopt;
-      }
+    if (!starts_with(in, magic)) {
+      reason = "bad shared-memory answer magic";
+      return std::nullopt;
+    }
     const auto v = load_le<std::uint32_t>(in.data() + 4);
     if (v > 1) {
       reason = "shared-memory answer " + std::to_string(v) + " is neither 0 nor 1";

@@ -24,7 +24,8 @@
 //          --slowdown TASK=F (e.g. worker:2=3: that task sleeps after each step so that its
 //          step takes F times its compute time, a straggler),
 //          --csv FILE (the chief writes one line per evaluation: wall time, global step,
-//          steps/s, loss, test accuracy; bench/straggler/run.sh plots these).
+//          steps/s, loss, test accuracy, the evaluation's own time; bench/straggler/run.sh
+//          plots these).
 //
 // Every worker trains until the global step reaches --epochs epochs of the schedule (about
 // one pass over the training set each), so a straggler stops with the others; the chief
@@ -131,6 +132,7 @@ struct evaluation {
   std::uint64_t step;   // global step of the values evaluated
   double loss;          // the chief's mean training loss since the previous evaluation
   double accuracy;
+  double eval_seconds;  // how long the evaluation itself took (in `seconds`)
 };
 
 class csv_log {
@@ -141,7 +143,7 @@ class csv_log {
     if (!file_)
       throw dsgd::error(dsgd::errc::invalid_argument,
                         "--csv " + s.csv + ": cannot open for writing: " + std::strerror(errno));
-    std::fprintf(file_, "rule,workers,backup,slowdown,epoch,wall_s,global_step,steps_per_s,train_loss,test_accuracy\n");
+    std::fprintf(file_, "rule,workers,backup,slowdown,epoch,wall_s,global_step,steps_per_s,train_loss,test_accuracy,eval_s\n");
     std::fflush(file_);
   }
   csv_log(const csv_log&) = delete;
@@ -151,9 +153,10 @@ class csv_log {
   }
   void write(const settings& s, std::size_t workers, const evaluation& e) {
     if (!file_) return;
-    std::fprintf(file_, "%s,%zu,%zu,%s,%zu,%.3f,%llu,%.2f,%.5f,%.4f\n", s.rule.c_str(), workers, s.backup,
+    std::fprintf(file_, "%s,%zu,%zu,%s,%zu,%.3f,%llu,%.2f,%.5f,%.4f,%.3f\n", s.rule.c_str(), workers, s.backup,
                  s.slowdown.empty() ? "none" : s.slowdown.c_str(), e.epoch, e.seconds,
-                 static_cast<unsigned long long>(e.step), e.seconds > 0 ? e.step / e.seconds : 0.0, e.loss, e.accuracy);
+                 static_cast<unsigned long long>(e.step), e.seconds > 0 ? e.step / e.seconds : 0.0, e.loss, e.accuracy,
+                 e.eval_seconds);
     std::fflush(file_);
   }
 
@@ -238,8 +241,10 @@ int train(const settings& s) {
     if (t.is_chief()) {
       if (t.step() < next_eval * steps_per_epoch) continue;
       const std::size_t epoch = std::min<std::size_t>(t.step() / steps_per_epoch, s.epochs);
+      const auto eval_start = clock::now();
       accuracy = net.accuracy(test_set);
-      const evaluation e{epoch, since_start(), t.step(), mean_loss, accuracy};
+      const double eval_seconds = std::chrono::duration<double>(clock::now() - eval_start).count();
+      const evaluation e{epoch, since_start(), t.step(), mean_loss, accuracy, eval_seconds};
       // A global step applies `aggregated` batches (sync) or one (async, SSP).
       const double steps_per_second = e.step / e.seconds;
       std::printf("epoch %2zu  %7.1f s  step %6llu  %6.1f steps/s  %7.0f examples/s  loss %.4f  test accuracy %.4f\n",

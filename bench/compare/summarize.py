@@ -5,8 +5,8 @@
 Per run, from the chief's evaluations (one per epoch of the schedule, 60000 examples each):
   examples/s     examples trained between the first and the last evaluation over the wall time
                  between them: start-up and the first epoch's warm-up are left out; the
-                 evaluations in between are left in for every system (03_cluster does not log
-                 how long its own take; the peers do, and eval_share says how much that was)
+                 evaluations in between are left in for every system alike; eval_share says
+                 how much of that time they took
   time to target wall time of the first evaluation at or above --target (clock started once the
                  variables were ready), empty when never reached
   final / best   test accuracy at the last evaluation / the best one
@@ -40,7 +40,7 @@ def read_run(path):
     for r in rows:
         if "rule" in r:  # 03_cluster --csv
             per_epoch = steps_per_epoch(r["rule"], int(r["workers"]))
-            eval_s = None
+            eval_s = float(r["eval_s"]) if r.get("eval_s") else None  # older CSVs lack it
         else:  # peers.py --csv
             per_epoch = int(r["steps_per_epoch"])
             eval_s = float(r["eval_s"])

@@ -237,7 +237,7 @@ class ps_client {
   };
   static answer failed(const dsgd::error& e) { return {{}, e.code(), e.what()}; }
   // A request sent, and its answer to come.
-  struct posted {
+  struct issued {
     std::size_t ps = 0;
     message type{};
     std::future<answer> future;
@@ -266,7 +266,7 @@ class ps_client {
     friend class ps_client;
     struct part {
       std::size_t variable = 0;
-      posted call;
+      issued call;
       bool collected = false;
     };
     const placement::plan* plan_ = nullptr;
@@ -691,14 +691,14 @@ class ps_client {
   }
 
   // Sends @p r as a part of @p f.
-  void add(in_flight& f, const request& r) { f.parts_.push_back({r.h.variable, post(r), false}); }
+  void add(in_flight& f, const request& r) { f.parts_.push_back({r.h.variable, issue(r), false}); }
 
   // Queues @p r on its connection (pipelined there; written when this client next runs its
   // I/O) and returns its answer to come, which the reply, or the failure, fulfils.
-  posted post(const request& r) {
+  issued issue(const request& r) {
     auto p = std::make_shared<pending_request>();
     p->reply_into = r.reply_into;
-    posted out{r.ps, static_cast<message>(r.h.type), p->done.get_future(), {}};
+    issued out{r.ps, static_cast<message>(r.h.type), p->done.get_future(), {}};
     auto& conn = conns_[r.ps];
     if (!conn || !conn->is_open()) {
       p->done.set_value(failed(lost(r.ps)));

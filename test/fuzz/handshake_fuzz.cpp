@@ -12,8 +12,12 @@
 //              side another token. Both sides authenticate exactly when nothing was changed.
 //   2 config:  own identity (length byte, characters) and token (the rest) from the input;
 //              the constructor either accepts them or throws dsgd::error.
+//   3 offer:   a peer's shared-memory offer (64 bytes) and answer (8 bytes), as the handshake
+//              reads them after the proofs: each decodes or is refused with a reason; a decoded
+//              offer names nothing but a dsgd segment, and opening it fails cleanly (none exists).
 #include "fuzz_support.hpp"
 
+#include <dsgd/transport/detail/shared_ring.hpp>
 #include <dsgd/transport/handshake.hpp>
 
 #include <algorithm>
@@ -106,6 +110,33 @@ void config(dsgd::fuzz::input_reader& in, std::uint8_t options) {
   }
 }
 
+void offer(dsgd::fuzz::input_reader& in) {
+  t::detail::ring_offer::bytes_type offer_bytes{};
+  const auto o = in.bytes(offer_bytes.size());
+  std::copy(o.begin(), o.end(), offer_bytes.begin());
+  t::detail::ring_answer::bytes_type answer_bytes{};
+  const auto a = in.bytes(answer_bytes.size());
+  std::copy(a.begin(), a.end(), answer_bytes.begin());
+  std::string reason;
+  if (auto decoded = t::detail::ring_offer::decode(offer_bytes, reason)) {
+    if (decoded->bytes != 0) {
+      dsgd::fuzz::check(decoded->name.size() == t::detail::ring_offer::name_size && decoded->name.starts_with("/dsgd-") &&
+                            decoded->name.find_first_not_of("0123456789abcdef", 6) == std::string::npos,
+                        "an offer naming something other than a dsgd segment was accepted");
+      std::string why;
+      dsgd::fuzz::check(!t::detail::shared_ring::open(*decoded, std::size_t{1} << 20, why).has_value() && !why.empty(),
+                        "a forged offer opened a segment, or failed without a reason");
+    }
+  } else {
+    dsgd::fuzz::check(!reason.empty(), "an offer refused without a reason");
+  }
+  reason.clear();
+  if (auto mapped = t::detail::ring_answer::decode(answer_bytes, reason))
+    dsgd::fuzz::check(t::detail::ring_answer::encode(*mapped) == answer_bytes, "an answer other than 0 or 1 was accepted");
+  else
+    dsgd::fuzz::check(!reason.empty(), "an answer refused without a reason");
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -116,7 +147,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     switch (options & 3) {
       case 0: raw_peer(in, options); break;
       case 1: relay(in, options); break;
-      default: config(in, options); break;
+      case 2: config(in, options); break;
+      default: offer(in); break;
     }
   });
   return 0;
@@ -134,7 +166,7 @@ std::vector<std::string> dsgd::fuzz::seeds() {
                 as_string(t::handshake::encode_hello(t::protocol_version, role::initiator, "worker:1", nonce)) +
                 as_string(zero_proof));
   out.push_back(std::string(1, '\0') +
-                as_string(t::handshake::encode_hello(2, role::acceptor, "ps:0", nonce)));
+                as_string(t::handshake::encode_hello(t::protocol_version + 1, role::acceptor, "ps:0", nonce)));
   out.push_back(std::string(1, '\0') +
                 as_string(t::handshake::encode_hello(t::protocol_version, role::acceptor,
                                                      std::string(64, 'x'), nonce)));
@@ -150,5 +182,15 @@ std::vector<std::string> dsgd::fuzz::seeds() {
   // Config.
   out.push_back(std::string(1, '\2') + "\x08worker:0" + token);
   out.push_back(std::string(1, '\6') + "\x05ps 0" + token);
+  // Offer: a well-formed one naming a segment that does not exist, one naming a file elsewhere,
+  // and no offer; answers 1 and 2.
+  const t::detail::ring_offer good{.bytes = 4096, .name = "/dsgd-000000000000000000000000"};
+  const t::detail::ring_offer bad{.bytes = 4096, .name = "/dev-shm-../../../etc/passwd0000"};
+  out.push_back(std::string(1, '\3') + as_string(good.encode()) + as_string(t::detail::ring_answer::encode(true)));
+  auto two = t::detail::ring_answer::encode(true);
+  two[4] = std::byte{2};
+  out.push_back(std::string(1, '\3') + as_string(bad.encode()) + as_string(two));
+  out.push_back(std::string(1, '\3') + as_string(t::detail::ring_offer{}.encode()) +
+                as_string(t::detail::ring_answer::encode(false)));
   return out;
 }

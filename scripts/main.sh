@@ -12,6 +12,7 @@ scripts/setup.sh
 build=${DSGD_BUILD_DIR:-build-release}
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDSGD_BUILD_TESTS=OFF
 cmake --build "$build" -j "$(nproc)" --target 03_cluster dsgd-launch
-# Two ps tasks and two workers as processes on this machine, talking over loopback TCP; the
-# chief (worker:0) prints progress and the final test accuracy.
+# Two ps tasks and two workers as processes on this machine, connected over loopback TCP with
+# their payloads through shared memory; the chief (worker:0) prints progress and the final test
+# accuracy.
 "$build"/tools/dsgd-launch --ps 2 --workers 2 -- "$build"/examples/03_cluster --rule sync --epochs 10 --target 0.88 "$@"

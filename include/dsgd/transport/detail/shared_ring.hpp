@@ -267,7 +267,7 @@ class shared_ring {
 
   /// Receiver: copies the next payload, of @p into.size() bytes, out of the ring and frees it.
   /// @returns false with @p reason when the sender has not written that much (a broken peer)
-  bool read(boost::asio::mutable_buffer into, std::string& reason) noexcept {
+  bool read(boost::asio::mutable_buffer into, std::string& reason) {
     const std::size_t n = into.size();
     const std::uint64_t written = head().load(std::memory_order_acquire);
     const std::uint64_t start = placed(position_, n);

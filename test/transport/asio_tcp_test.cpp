@@ -158,6 +158,20 @@ struct cluster_fixture : dsgd::test::loopback_listener {
     return result;
   }
 
+  // Sends @p payload from @p from and checks that @p to receives it whole; @returns the headers
+  // of the frames it came in.
+  std::vector<t::frame_header> expect_delivered(t::tcp_connection& from, t::tcp_connection& to,
+                                                const std::vector<std::byte>& payload, std::uint64_t step = 0) {
+    std::vector<std::byte> dest(payload.size());
+    std::vector<t::frame_header> headers;
+    from.async_send(t::frame_header{.type = 1, .step = step}, asio::buffer(payload), [](error_code e) { BOOST_TEST(!e); });
+    const auto got = receive_message(to, dest, &headers);
+    BOOST_REQUIRE(got.has_value());
+    BOOST_TEST(!*got, got->message());
+    BOOST_TEST((dest == payload));
+    return headers;
+  }
+
   // The names of dsgd segments in /dev/shm (none once every handshake has finished).
   static std::vector<std::string> shm_names() {
     std::vector<std::string> out;
@@ -501,28 +515,13 @@ BOOST_AUTO_TEST_CASE(peers_on_one_host_move_payloads_through_shared_memory_and_l
   std::size_t through_ring = 0, inline_chunks = 0;
   for (unsigned i = 0; i < 10; ++i) {
     const auto payload = random_bytes((5u << 20) / 2 + i, 10 + i);
-    std::vector<std::byte> at_server(payload.size()), at_client(payload.size());
-    std::vector<t::frame_header> headers;
-    client->async_send(t::frame_header{.type = 1, .step = i}, asio::buffer(payload), [](error_code e) { BOOST_TEST(!e); });
-    auto got = receive_message(*server, at_server, &headers);
-    BOOST_REQUIRE(got.has_value());
-    BOOST_TEST(!*got, got->message());
-    BOOST_TEST((at_server == payload));
-    server->async_send(t::frame_header{.type = 2, .step = i}, asio::buffer(at_server), [](error_code e) { BOOST_TEST(!e); });
-    got = receive_message(*client, at_client);
-    BOOST_REQUIRE(got.has_value());
-    BOOST_TEST(!*got, got->message());
-    BOOST_TEST((at_client == payload));
+    const auto headers = expect_delivered(*client, *server, payload, i);
+    expect_delivered(*server, *client, payload, i);
     for (const auto& h : headers) ((h.flags & t::frame_flags::shared_memory) ? through_ring : inline_chunks)++;
   }
   BOOST_TEST(through_ring > 0u);
   // Small payloads and control messages stay on the socket.
-  const auto small = random_bytes(100, 3);
-  std::vector<std::byte> small_dest(small.size());
-  std::vector<t::frame_header> headers;
-  client->async_send(t::frame_header{.type = 1}, asio::buffer(small), [](error_code e) { BOOST_TEST(!e); });
-  BOOST_REQUIRE(receive_message(*server, small_dest, &headers).has_value());
-  BOOST_TEST((small_dest == small));
+  const auto headers = expect_delivered(*client, *server, random_bytes(100, 3));
   BOOST_TEST((headers.at(0).flags & t::frame_flags::shared_memory) == 0u);
 }
 
@@ -542,12 +541,7 @@ BOOST_AUTO_TEST_CASE(shared_memory_is_used_only_when_both_sides_allow_it) {
     BOOST_TEST(!client->receives_through_shared_memory());
     BOOST_TEST(!server->sends_through_shared_memory());
     BOOST_TEST(!server->receives_through_shared_memory());
-    const auto payload = random_bytes(1u << 20, 21);
-    std::vector<std::byte> dest(payload.size());
-    std::vector<t::frame_header> headers;
-    client->async_send(t::frame_header{.type = 1}, asio::buffer(payload), [](error_code e) { BOOST_TEST(!e); });
-    BOOST_REQUIRE(receive_message(*server, dest, &headers).has_value());
-    BOOST_TEST((dest == payload));
+    const auto headers = expect_delivered(*client, *server, random_bytes(1u << 20, 21));
     BOOST_TEST((headers.at(0).flags & t::frame_flags::shared_memory) == 0u);
     BOOST_TEST(shm_names().empty());
   }

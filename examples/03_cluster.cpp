@@ -181,7 +181,7 @@ int train(const settings& s) {
   auto role = dsgd::cluster::resolve_from_environment();
   // Every task computes the schedule and the rule from the same arguments and cluster, so the
   // ps tasks apply what the workers expect.
-  const std::size_t replicas = dsgd::server::replicas::count(role.cluster);
+  const std::size_t replicas = dsgd::cluster::replicas::count(role.cluster);
   if (s.backup > 0 && !sync)
     throw dsgd::error(dsgd::errc::invalid_argument, "--backup " + std::to_string(s.backup) +
                                                         ": backup workers need --rule sync, not " + s.rule);

@@ -123,7 +123,7 @@ int run_cluster(const settings& s) {
   using optimizer = dsgd::optim::exponential_decay<dsgd::optim::momentum>;
   using trainer = dsgd::trainer<cpu, dsgd::placement::greedy_by_bytes, dsgd::update::sync_average, optimizer>;
   auto role = dsgd::cluster::resolve_from_environment();
-  const std::size_t replicas = dsgd::server::replicas::count(role.cluster);
+  const std::size_t replicas = dsgd::cluster::replicas::count(role.cluster);
   const std::size_t shard = (dsgd::data::fashion_mnist::train_images.count + replicas - 1) / replicas;
   const std::size_t steps_per_epoch = (shard + s.batch - 1) / s.batch;  // sync: one batch per worker a step
   trainer::options o;

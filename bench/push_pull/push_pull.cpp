@@ -22,7 +22,7 @@
 #include <dsgd/placement/round_robin.hpp>
 #include <dsgd/server/parameter_server.hpp>
 #include <dsgd/server/ps_client.hpp>
-#include <dsgd/transport/crc32c.hpp>
+#include <dsgd/detail/crc32c.hpp>
 #include <dsgd/update/async.hpp>
 
 #include "../../test/support/tls_certs.hpp"  // certificates for --tls, made at run time
@@ -322,7 +322,7 @@ void push_pull_size(const settings& s, std::size_t bytes) {
     t = seconds_since(start);
     if (rep >= 0) row("local", "sgd_apply", bytes, t, rep, 0, false);
     start = clock_type::now();
-    volatile auto crc = dsgd::transport::crc32c({reinterpret_cast<const std::byte*>(g.data()), bytes});
+    volatile auto crc = dsgd::detail::crc32c({reinterpret_cast<const std::byte*>(g.data()), bytes});
     t = seconds_since(start);
     (void)crc;
     if (rep >= 0) row("local", "crc32c", bytes, t, rep, 0, false);

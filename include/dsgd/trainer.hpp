@@ -27,6 +27,7 @@
 #pragma once
 
 #include <dsgd/cluster/environment.hpp>
+#include <dsgd/cluster/replicas.hpp>
 #include <dsgd/cluster/tf_config.hpp>
 #include <dsgd/device/cpu.hpp>
 #include <dsgd/optim/sgd.hpp>
@@ -97,7 +98,7 @@ class trainer {
     if (!spec_.contains(task_))
       throw error(errc::bad_cluster_spec, "task " + task_.to_string() + " is not in the cluster spec");
     if (!is_ps()) {
-      replica_ = server::replicas::index_of(spec_, task_);
+      replica_ = cluster::replicas::index_of(spec_, task_);
       server::client_options c;
       c.token = opts_.token;
       c.startup_timeout = opts_.startup_timeout;
@@ -120,11 +121,11 @@ class trainer {
   trainer(trainer&&) = default;
 
   bool is_ps() const noexcept { return task_.job == "ps"; }
-  bool is_chief() const { return !is_ps() && server::replicas::is_chief(spec_, task_); }
+  bool is_chief() const { return !is_ps() && cluster::replicas::is_chief(spec_, task_); }
   /// @returns this worker's index among the training replicas (0 is the chief).
   std::size_t replica() const noexcept { return replica_; }
   /// @returns how many replicas (workers, chief included) train.
-  std::size_t replicas() const { return server::replicas::count(spec_); }
+  std::size_t replicas() const { return cluster::replicas::count(spec_); }
   const cluster::task_id& task() const noexcept { return task_; }
   const cluster::cluster_spec& cluster() const noexcept { return spec_; }
   /// @returns the placement computed by create_variables().
@@ -211,7 +212,7 @@ class trainer {
   }
 
   /// Chief: every ps task writes its part of checkpoint step() into @p dir (values, optimizer
-  /// slots and counters of its shards); train::saver::commit() then makes it a checkpoint.
+  /// slots and counters of its shards); checkpoint::saver::commit() then makes it a checkpoint.
   void save_shards(const std::filesystem::path& dir) { client_->save(std::filesystem::absolute(dir), step_); }
 
   /// Re-creates this task's session after a recoverable failure (a ps lost and restarted, a

@@ -154,7 +154,7 @@ Options common_options(const settings& s, const dsgd::cluster::role& me) {
   Options o;
   o.token = token();
   o.optimizer = dsgd::optim::sgd{1.f};
-  o.rule = make_rule<Rule>(s, dsgd::server::replicas::count(me.cluster));
+  o.rule = make_rule<Rule>(s, dsgd::cluster::replicas::count(me.cluster));
   o.step_timeout = std::chrono::milliseconds(s.step_timeout_ms);
   o.ready_timeout = std::chrono::milliseconds(s.ready_timeout_ms);
   if (s.dead_peer_timeout_s >= 0) o.dead_peer_timeout = std::chrono::seconds(s.dead_peer_timeout_s);

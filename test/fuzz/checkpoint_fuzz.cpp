@@ -28,7 +28,7 @@
 
 namespace fs = std::filesystem;
 namespace tr = dsgd::train;
-namespace d = dsgd::train::detail;
+namespace d = dsgd::checkpoint::detail;
 
 namespace {
 
@@ -90,7 +90,7 @@ void put(std::string& s, std::size_t at, U v) {
   for (std::size_t i = 0; i < sizeof(U); ++i) s[at + i] = static_cast<char>((v >> (8 * i)) & 0xff);
 }
 std::uint32_t crc_of(const std::string& s, std::size_t from, std::size_t to) {
-  return dsgd::transport::crc32c(d::as_bytes(std::string_view(s).substr(from, to - from)));
+  return dsgd::detail::crc32c(d::as_bytes(std::string_view(s).substr(from, to - from)));
 }
 
 // Rewrites what a corrupted file would fail on first (task numbers, checksums, trailer), walking
@@ -168,7 +168,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   for (const auto& p : previous) ::unlink(p.c_str());
   previous = {data_dir / name, data_dir / d::manifest_name(step)};
   write(data_dir / name, bytes);
-  d::manifest m{step, 0x1234, "fuzz", {{name, bytes.size(), dsgd::transport::crc32c(d::as_bytes(bytes))}}};
+  d::manifest m{step, 0x1234, "fuzz", {{name, bytes.size(), dsgd::detail::crc32c(d::as_bytes(bytes))}}};
   write(data_dir / d::manifest_name(step), d::encode_manifest(m));
   dsgd::fuzz::decodes([&] { read_everything(tr::checkpoint_reader(data_dir, step)); });
   return 0;

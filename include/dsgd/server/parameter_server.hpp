@@ -6,6 +6,8 @@
 /// `tf.train.Server(cluster, job_name="ps", task_index=i).join()`.
 #pragma once
 
+#include <dsgd/cluster/endpoint.hpp>
+#include <dsgd/cluster/replicas.hpp>
 #include <dsgd/device/cpu.hpp>
 #include <dsgd/server/detail/shard_checkpoint.hpp>
 #include <dsgd/server/protocol.hpp>
@@ -133,13 +135,13 @@ class parameter_server {
         self_{"ps", task_index},
         opts_(std::move(opts)),
         device_(std::move(device)),
-        replicas_(replicas::count(spec_)),
+        replicas_(cluster::replicas::count(spec_)),
         sweep_(ioc_) {
     if (!opts_.log) opts_.log = [](std::string_view s) { std::fprintf(stderr, "%.*s\n", int(s.size()), s.data()); };
     if (replicas_ == 0)
       throw error(errc::bad_cluster_spec, "parameter_server: the cluster has no worker or chief task");
     const auto& addr = spec_.address("ps", task_index);
-    listener_ = transport::tcp_listener::create(ioc_.get_executor(), endpoint_of(addr, self_.to_string()), tcp());
+    listener_ = transport::tcp_listener::create(ioc_.get_executor(), cluster::endpoint_of(addr, self_.to_string()), tcp());
   }
 
   parameter_server(const parameter_server&) = delete;
@@ -441,7 +443,7 @@ class parameter_server {
   // answered errc::aborted.
   void on_restore(const std::shared_ptr<peer>& p, const transport::frame_header& h) {
     auto dir = checkpoint_directory(*p, "restore");
-    train::checkpoint_reader reader(dir, h.step);  // verifies every file and checksum
+    checkpoint::checkpoint_reader reader(dir, h.step);  // verifies every file and checksum
     typename O::template state<D> probe(device_, 0);
     std::vector<std::pair<std::uint64_t, typename shard_type::saved_state>> states;
     for (const auto& [k, layout] : layouts_) {

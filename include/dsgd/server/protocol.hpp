@@ -12,9 +12,6 @@
 #include <dsgd/server/detail/bounded_iarchive.hpp>
 #include <dsgd/transport/frame.hpp>
 
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/address.hpp>
-#include <boost/asio/ip/tcp.hpp>
 #include <boost/archive/binary_oarchive.hpp>
 #include <boost/serialization/string.hpp>
 #include <boost/serialization/vector.hpp>
@@ -187,44 +184,5 @@ M decode_control(std::string_view bytes, const char* what) {
   }
   return m;
 }
-
-/// @returns the TCP endpoint of task @p who at @p address: an IP address as it is ("localhost"
-/// as 127.0.0.1), a host name through the resolver.
-/// @throws dsgd::error(errc::bad_cluster_spec) naming the task and address that do not resolve
-inline boost::asio::ip::tcp::endpoint endpoint_of(const cluster::task_address& address, const std::string& who) {
-  error_code ec;
-  auto ip = boost::asio::ip::make_address(address.host == "localhost" ? "127.0.0.1" : address.host, ec);
-  if (!ec) return {ip, address.port};
-  boost::asio::io_context ctx;
-  boost::asio::ip::tcp::resolver resolver(ctx);
-  auto results = resolver.resolve(address.host, std::to_string(address.port), ec);
-  if (ec || results.empty())
-    throw error(errc::bad_cluster_spec,
-                "cannot resolve the address of " + who + ", " + address.to_string() + ": " + ec.message());
-  return *results.begin();
-}
-
-/// The training replicas of a cluster: a separate "chief" job (TF2 style) is replica 0 and the
-/// workers follow; without one, worker i is replica i and worker 0 is the chief (TF1 style).
-struct replicas {
-  /// @returns how many replicas (chief + workers) train.
-  static std::size_t count(const cluster::cluster_spec& spec) {
-    std::size_t n = spec.has_job("worker") ? spec.num_tasks("worker") : 0;
-    return n + (spec.has_job("chief") ? spec.num_tasks("chief") : 0);
-  }
-  /// @returns the replica index of @p task; throws for a task that does not train.
-  static std::size_t index_of(const cluster::cluster_spec& spec, const cluster::task_id& task) {
-    std::size_t chiefs = spec.has_job("chief") ? spec.num_tasks("chief") : 0;
-    if (task.job == "chief") return static_cast<std::size_t>(task.index);
-    if (task.job == "worker") return chiefs + static_cast<std::size_t>(task.index);
-    throw error(errc::invalid_argument, "task " + task.to_string() + " is not a training replica "
-                                        "(only \"chief\" and \"worker\" tasks train)");
-  }
-  /// @returns whether @p task is the chief.
-  static bool is_chief(const cluster::cluster_spec& spec, const cluster::task_id& task) {
-    return spec.has_job("chief") ? task.job == "chief" && task.index == 0
-                                 : task.job == "worker" && task.index == 0;
-  }
-};
 
 }  // namespace dsgd::server

@@ -6,6 +6,7 @@
 /// register / initialise / pull / push calls a training loop makes.
 #pragma once
 
+#include <dsgd/cluster/endpoint.hpp>
 #include <dsgd/placement/plan.hpp>
 #include <dsgd/server/protocol.hpp>
 #include <dsgd/transport/asio_tcp.hpp>
@@ -439,7 +440,7 @@ class ps_client {
 
   /// Chief only: every ps task writes its part of checkpoint @p step (values, optimizer slots
   /// and counters of the shards it holds) into @p dir, which all of them must reach; then
-  /// train::saver::commit() makes it a checkpoint.
+  /// checkpoint::saver::commit() makes it a checkpoint.
   void save(const std::filesystem::path& dir, std::uint64_t step) { broadcast(message::save, step, dir); }
 
   /// Chief only: every ps task replaces its shards with checkpoint @p step in @p dir (read by
@@ -499,7 +500,7 @@ class ps_client {
   }
 
   boost::asio::ip::tcp::endpoint endpoint(std::size_t ps) const {
-    return endpoint_of(spec_.address("ps", int(ps)), "ps:" + std::to_string(ps));
+    return cluster::endpoint_of(spec_.address("ps", int(ps)), "ps:" + std::to_string(ps));
   }
 
   static boost::asio::const_buffer span_buffer(std::span<const float> s) {

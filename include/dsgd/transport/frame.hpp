@@ -7,8 +7,8 @@
 /// docs/transport.md.
 #pragma once
 
+#include <dsgd/detail/crc32c.hpp>
 #include <dsgd/error.hpp>
-#include <dsgd/transport/crc32c.hpp>
 
 #include <array>
 #include <cstddef>
@@ -19,6 +19,10 @@
 #include <utility>
 
 namespace dsgd::transport {
+
+// The checksum of headers and payloads (a neutral helper, shared with the checkpoint files).
+using dsgd::detail::crc32c;
+using dsgd::detail::crc32c_extend;
 
 /// The wire protocol version this build speaks (frame header and handshake).
 inline constexpr std::uint16_t protocol_version = 2;

@@ -3,7 +3,7 @@
 //
 /// @file
 /// How a ps task writes its part of a checkpoint and reads its shards back: the values, and the
-/// optimizer's slots and counters, as records of train::saver's data file.
+/// optimizer's slots and counters, as records of checkpoint::saver's data file.
 ///
 /// Record names follow TensorFlow's slot variables: a variable `dense0/kernel` with momentum is
 /// saved as `dense0/kernel` and `dense0/kernel/velocity`, each slice at the shard's offset, so
@@ -14,11 +14,11 @@
 // IWYU pragma: private, include <dsgd/server/parameter_server.hpp>
 #pragma once
 
+#include <dsgd/checkpoint/saver.hpp>
 #include <dsgd/error.hpp>
 #include <dsgd/optim/concepts.hpp>
 #include <dsgd/server/protocol.hpp>
 #include <dsgd/tensor/shape.hpp>
-#include <dsgd/train/saver.hpp>
 
 #include <bit>
 #include <cstdint>
@@ -48,7 +48,7 @@ inline std::size_t shard_offset(const shard_layout& l) {
 template <class State>
 void write_shard_checkpoint(const std::filesystem::path& dir, std::uint64_t step, std::size_t ps_task,
                             std::size_t ps_tasks, const std::vector<std::pair<shard_layout, State>>& shards) {
-  std::vector<train::shard_data> records;
+  std::vector<checkpoint::shard_data> records;
   // The counters' bits; each inner vector keeps its buffer when the outer one grows.
   std::vector<std::vector<float>> counter_bits;
   for (const auto& [layout, state] : shards) {
@@ -64,7 +64,7 @@ void write_shard_checkpoint(const std::filesystem::path& dir, std::uint64_t step
     }
   }
   try {
-    train::saver(dir, 0).write_shard_file(step, ps_task, ps_tasks, records);
+    checkpoint::saver(dir, 0).write_shard_file(step, ps_task, ps_tasks, records);
   } catch (const dsgd::error&) {
     throw;
   } catch (const std::exception& e) {
@@ -79,7 +79,7 @@ void write_shard_checkpoint(const std::filesystem::path& dir, std::uint64_t step
 /// @throws dsgd::error errc::not_found for a variable the checkpoint lacks, errc::shape_mismatch
 ///         when its shape there differs from the model's, naming both
 template <class State, class Probe>
-State read_shard_checkpoint(const train::checkpoint_reader& reader, const shard_layout& layout, Probe& probe,
+State read_shard_checkpoint(const checkpoint::checkpoint_reader& reader, const shard_layout& layout, Probe& probe,
                             std::size_t elements) {
   const auto shape = variable_shape(layout);
   if (reader.shape_of(layout.name) != shape)

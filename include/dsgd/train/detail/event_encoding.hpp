@@ -7,8 +7,8 @@
 // IWYU pragma: private, include <dsgd/train/summary_writer.hpp>
 #pragma once
 
-#include <dsgd/train/detail/byte_io.hpp>
-#include <dsgd/transport/crc32c.hpp>
+#include <dsgd/detail/byte_io.hpp>
+#include <dsgd/detail/crc32c.hpp>
 
 #include <bit>
 #include <cstdint>
@@ -16,6 +16,8 @@
 #include <string_view>
 
 namespace dsgd::train::detail {
+
+using namespace dsgd::detail;  // put_le, as_bytes
 
 /// TFRecord's masked CRC: a CRC stored next to the data it covers is rotated and offset, so a
 /// CRC of bytes that themselves contain CRCs stays well distributed.
@@ -28,9 +30,9 @@ inline void append_tfrecord(std::string& out, std::string_view data) {
   std::string len;
   put_le<std::uint64_t>(len, data.size());
   out += len;
-  put_le<std::uint32_t>(out, mask_crc(transport::crc32c(as_bytes(len))));
+  put_le<std::uint32_t>(out, mask_crc(dsgd::detail::crc32c(as_bytes(len))));
   out += data;
-  put_le<std::uint32_t>(out, mask_crc(transport::crc32c(as_bytes(data))));
+  put_le<std::uint32_t>(out, mask_crc(dsgd::detail::crc32c(as_bytes(data))));
 }
 
 // Protobuf wire types.

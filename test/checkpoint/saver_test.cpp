@@ -1,12 +1,12 @@
 // SPDX-FileCopyrightText: Copyright (c) 2026 The dsgd authors
 // SPDX-License-Identifier: Apache-2.0
 //
-// Tests for <dsgd/train/saver.hpp>: round trips, retention, resharding, and that every kind of
+// Tests for <dsgd/checkpoint/saver.hpp>: round trips, retention, resharding, and that every kind of
 // damage is detected and named.
+#include <dsgd/checkpoint/saver.hpp>
 #include <dsgd/placement/greedy_by_bytes.hpp>
 #include <dsgd/placement/partitioned.hpp>
 #include <dsgd/placement/round_robin.hpp>
-#include <dsgd/train/saver.hpp>
 
 #include <boost/test/unit_test.hpp>
 
@@ -24,9 +24,9 @@
 
 namespace fs = std::filesystem;
 namespace pl = dsgd::placement;
-using dsgd::train::checkpoint_reader;
-using dsgd::train::saver;
-using dsgd::train::shard_data;
+using dsgd::checkpoint::checkpoint_reader;
+using dsgd::checkpoint::saver;
+using dsgd::checkpoint::shard_data;
 
 namespace {
 

@@ -4,7 +4,6 @@
 /// @file
 /// Little-endian encoding into a byte string and bounds-checked decoding out of one, for the
 /// checkpoint and event files. Every read names the file and the byte offset it failed at.
-// IWYU pragma: private, include <dsgd/train/saver.hpp>
 #pragma once
 
 #include <dsgd/error.hpp>
@@ -19,7 +18,7 @@
 #include <type_traits>
 #include <utility>
 
-namespace dsgd::train::detail {
+namespace dsgd::detail {
 
 /// Appends @p v to @p out as little-endian bytes.
 template <class T>
@@ -113,4 +112,4 @@ inline std::span<const std::byte> as_bytes(std::string_view s) noexcept {
   return {reinterpret_cast<const std::byte*>(s.data()), s.size()};
 }
 
-}  // namespace dsgd::train::detail
+}  // namespace dsgd::detail

@@ -4,7 +4,7 @@
 /// @file
 /// Crash-safe file replacement: write "<name>.tmp.<pid>", fsync it, rename it over <name>, fsync
 /// the directory. A reader sees either the old file or the whole new one, never a prefix.
-// IWYU pragma: private, include <dsgd/train/saver.hpp>
+// IWYU pragma: private, include <dsgd/checkpoint/saver.hpp>
 #pragma once
 
 #include <dsgd/error.hpp>
@@ -22,7 +22,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-namespace dsgd::train::detail {
+namespace dsgd::checkpoint::detail {
 
 [[noreturn]] inline void throw_io(const std::string& what, const std::filesystem::path& path,
                                   int err) {
@@ -148,4 +148,4 @@ inline std::string read_file(const std::filesystem::path& path, std::size_t max_
   return out;
 }
 
-}  // namespace dsgd::train::detail
+}  // namespace dsgd::checkpoint::detail

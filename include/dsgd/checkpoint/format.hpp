@@ -4,14 +4,14 @@
 /// @file
 /// The bytes of a checkpoint: the per-ps data file and the manifest (docs/checkpoints.md has the
 /// byte table). Encoding and strict, bounds-checked decoding; no I/O beyond the atomic writer.
-// IWYU pragma: private, include <dsgd/train/saver.hpp>
+// IWYU pragma: private, include <dsgd/checkpoint/saver.hpp>
 #pragma once
 
 #include <dsgd/error.hpp>
 #include <dsgd/tensor/shape.hpp>
-#include <dsgd/train/detail/atomic_file.hpp>
-#include <dsgd/train/detail/byte_io.hpp>
-#include <dsgd/transport/crc32c.hpp>
+#include <dsgd/checkpoint/atomic_file.hpp>
+#include <dsgd/detail/byte_io.hpp>
+#include <dsgd/detail/crc32c.hpp>
 
 #include <bit>
 #include <charconv>
@@ -24,7 +24,9 @@
 #include <utility>
 #include <vector>
 
-namespace dsgd::train::detail {
+namespace dsgd::checkpoint::detail {
+
+using namespace dsgd::detail;  // put_le, get_le, as_bytes, byte_reader
 
 inline constexpr std::string_view data_magic = "DSGDCKPT";
 inline constexpr std::string_view trailer_magic = "DSGDTAIL";
@@ -78,7 +80,7 @@ inline std::pair<std::uint64_t, std::uint32_t> write_data_file(
   std::uint32_t file_crc = 0;
   auto emit = [&](std::string_view bytes) {
     out.write(bytes);
-    file_crc = transport::crc32c_extend(file_crc, as_bytes(bytes));
+    file_crc = dsgd::detail::crc32c_extend(file_crc, as_bytes(bytes));
     size += bytes.size();
   };
   std::string buf;
@@ -89,7 +91,7 @@ inline std::pair<std::uint64_t, std::uint32_t> write_data_file(
   put_le<std::uint32_t>(buf, static_cast<std::uint32_t>(records.size()));
   put_le<std::uint64_t>(buf, step);
   put_le<std::uint32_t>(buf, 0);
-  put_le<std::uint32_t>(buf, transport::crc32c(as_bytes(buf)));
+  put_le<std::uint32_t>(buf, dsgd::detail::crc32c(as_bytes(buf)));
   emit(buf);
   for (const auto& r : records) {
     buf.clear();
@@ -100,7 +102,7 @@ inline std::pair<std::uint64_t, std::uint32_t> write_data_file(
     for (auto e : r.shape->extents()) put_le<std::uint64_t>(buf, e);
     put_le<std::uint64_t>(buf, r.offset);
     put_le<std::uint64_t>(buf, r.values.size());
-    std::uint32_t crc = transport::crc32c(as_bytes(buf));
+    std::uint32_t crc = dsgd::detail::crc32c(as_bytes(buf));
     emit(buf);
     // The values go straight from the caller's buffer to the file, without a copy, on
     // little-endian hosts.
@@ -110,7 +112,7 @@ inline std::pair<std::uint64_t, std::uint32_t> write_data_file(
       put_floats(swapped, r.values);
       data = swapped;
     }
-    crc = transport::crc32c_extend(crc, as_bytes(data));
+    crc = dsgd::detail::crc32c_extend(crc, as_bytes(data));
     emit(data);
     buf.clear();
     put_le<std::uint32_t>(buf, crc);
@@ -146,7 +148,7 @@ inline parsed_data_file parse_data_file(std::span<const std::byte> bytes, const 
   out.step = whole.read<std::uint64_t>("step");
   whole.read<std::uint32_t>("reserved");
   auto header_crc = whole.read<std::uint32_t>("header checksum");
-  if (header_crc != transport::crc32c(bytes.first(header_bytes - 4)))
+  if (header_crc != dsgd::detail::crc32c(bytes.first(header_bytes - 4)))
     whole.fail("header checksum mismatch");
 
   // The trailer first: it says how long the file should be, so truncation is named as such.
@@ -207,7 +209,7 @@ inline parsed_data_file parse_data_file(std::span<const std::byte> bytes, const 
     r.count = n;
     r.data = in.take(n * 4, "values");
     auto stored = in.read<std::uint32_t>("record checksum");
-    if (stored != transport::crc32c(bytes.subspan(start, in.offset() - 4 - start)))
+    if (stored != dsgd::detail::crc32c(bytes.subspan(start, in.offset() - 4 - start)))
       in.fail(rw("checksum mismatch"));
     out.records.push_back(std::move(r));
   }
@@ -216,7 +218,7 @@ inline parsed_data_file parse_data_file(std::span<const std::byte> bytes, const 
                std::to_string(count));
   // Records are checked first so that damage inside one is reported with its name; this
   // catches whatever lies outside them (the reserved header word, the record count).
-  if (body_crc != transport::crc32c(bytes.first(body_bytes))) whole.fail("file checksum mismatch");
+  if (body_crc != dsgd::detail::crc32c(bytes.first(body_bytes))) whole.fail("file checksum mismatch");
   return out;
 }
 
@@ -247,7 +249,7 @@ inline std::string encode_manifest(const manifest& m) {
                   "\nps_tasks " + std::to_string(m.files.size()) + "\n";
   for (const auto& f : m.files)
     s += "file " + f.name + " " + std::to_string(f.bytes) + " " + hex(f.crc32c, 8) + "\n";
-  s += "crc32c " + hex(transport::crc32c(as_bytes(s)), 8) + "\n";
+  s += "crc32c " + hex(dsgd::detail::crc32c(as_bytes(s)), 8) + "\n";
   return s;
 }
 
@@ -264,7 +266,7 @@ inline manifest parse_manifest(std::string_view text, const std::string& name) {
   if (crc_line.size() != 18 || crc_line.back() != '\n' ||
       std::from_chars(crc_line.data() + 9, crc_line.data() + 17, stored, 16).ptr != crc_line.data() + 17)
     fail("malformed checksum line");
-  if (stored != transport::crc32c(as_bytes(text.substr(0, crc_at)))) fail("checksum mismatch");
+  if (stored != dsgd::detail::crc32c(as_bytes(text.substr(0, crc_at)))) fail("checksum mismatch");
 
   std::size_t line_no = 0;
   auto body = text.substr(0, crc_at);
@@ -317,4 +319,4 @@ inline manifest parse_manifest(std::string_view text, const std::string& name) {
   return m;
 }
 
-}  // namespace dsgd::train::detail
+}  // namespace dsgd::checkpoint::detail

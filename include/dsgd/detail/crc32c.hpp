@@ -2,7 +2,8 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 /// @file
-/// CRC-32C (Castagnoli), the checksum of frame headers and payloads. Uses the SSE4.2 crc32
+/// CRC-32C (Castagnoli), the checksum of frame headers and payloads, checkpoint files and
+/// event records: a neutral helper below every layer. Uses the SSE4.2 crc32
 /// instruction when the CPU has it (checked once at run time, so no -msse4.2 is needed) and
 /// Boost.CRC otherwise.
 #pragma once
@@ -22,9 +23,9 @@
 #define DSGD_DETAIL_CRC32C_SSE42 0
 #endif
 
-namespace dsgd::transport {
+namespace dsgd::detail {
 
-namespace detail {
+namespace crc {
 
 constexpr std::uint32_t reflect32(std::uint32_t v) noexcept {
   std::uint32_t r = 0;
@@ -132,12 +133,12 @@ inline bool cpu_has_sse42() noexcept {
 }
 #endif
 
-}  // namespace detail
+}  // namespace crc
 
 /// @returns true when crc32c_extend() runs on the SSE4.2 instruction rather than the table.
 inline bool crc32c_is_hardware_accelerated() noexcept {
 #if DSGD_DETAIL_CRC32C_SSE42
-  return detail::cpu_has_sse42();
+  return crc::cpu_has_sse42();
 #else
   return false;
 #endif
@@ -149,9 +150,9 @@ inline bool crc32c_is_hardware_accelerated() noexcept {
 /// @returns the finished CRC-32C of all bytes
 inline std::uint32_t crc32c_extend(std::uint32_t crc, std::span<const std::byte> data) noexcept {
 #if DSGD_DETAIL_CRC32C_SSE42
-  if (detail::cpu_has_sse42()) return detail::crc32c_sse42(crc, data.data(), data.size());
+  if (crc::cpu_has_sse42()) return crc::crc32c_sse42(crc, data.data(), data.size());
 #endif
-  return detail::crc32c_portable(crc, data.data(), data.size());
+  return crc::crc32c_portable(crc, data.data(), data.size());
 }
 
 /// @returns the CRC-32C (Castagnoli) of @p data; `crc32c("123456789") == 0xE3069283`.
@@ -159,6 +160,6 @@ inline std::uint32_t crc32c(std::span<const std::byte> data) noexcept {
   return crc32c_extend(0, data);
 }
 
-}  // namespace dsgd::transport
+}  // namespace dsgd::detail
 
 #undef DSGD_DETAIL_CRC32C_SSE42

@@ -8,6 +8,7 @@
 /// guard); close() runs the final hooks and shuts the cluster down from the chief.
 #pragma once
 
+#include <dsgd/detail/log.hpp>
 #include <dsgd/error.hpp>
 #include <dsgd/tensor/tensor.hpp>
 #include <dsgd/train/progress.hpp>
@@ -159,8 +160,7 @@ class monitored_session {
                     std::vector<std::unique_ptr<hook_type>> hooks, session_options options = {})
       : trainer_(trainer), variables_(variables), names_(std::move(names)), hooks_(std::move(hooks)),
         options_(std::move(options)) {
-    if (!options_.log)
-      options_.log = [](std::string_view s) { std::fprintf(stderr, "%.*s\n", int(s.size()), s.data()); };
+    options_.log = dsgd::detail::or_stderr(std::move(options_.log));
     if (trainer_.is_chief() && !options_.checkpoint_dir.empty()) {
       saver_.emplace(options_.checkpoint_dir, options_.keep_checkpoints);
       restored_ = saver_->latest();

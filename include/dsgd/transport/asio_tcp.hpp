@@ -11,6 +11,7 @@
 
 #include <utility>  // Boost 1.74's Asio headers use std::exchange without including <utility>
 
+#include <dsgd/detail/validate.hpp>
 #include <dsgd/error.hpp>
 #include <dsgd/transport/detail/completion.hpp>
 #include <dsgd/transport/detail/shared_ring.hpp>
@@ -102,6 +103,29 @@ struct tcp_options {
   /// Payloads to a peer on this host through shared memory (see shared_memory_options).
   shared_memory_options shared_memory{};
 };
+
+/// Checks every field of @p o that has a domain, naming the first bad one by its path from the
+/// struct the user filled in (@p path: "tcp_options", or "trainer_options.connection").
+/// @throws dsgd::error(errc::invalid_argument) naming the field and what it must be
+inline void validate(const tcp_options& o, std::string_view path = "tcp_options") {
+  dsgd::detail::require_positive(o.chunk_bytes, path, "chunk_bytes");
+  dsgd::detail::require_positive(o.max_queued_sends, path, "max_queued_sends");
+  dsgd::detail::require_positive(o.max_queued_bytes, path, "max_queued_bytes");
+  dsgd::detail::require_deadline(o.handshake_timeout, path, "handshake_timeout");
+  dsgd::detail::require_deadline(o.frame_timeout, path, "frame_timeout");
+  dsgd::detail::require_deadline(o.write_timeout, path, "write_timeout");
+  if (o.dead_peer_timeout.count() < 0) dsgd::detail::bad_option(path, "dead_peer_timeout", "must not be negative (0: the system's defaults)");
+  if (o.socket_buffer_bytes < 0) dsgd::detail::bad_option(path, "socket_buffer_bytes", "must not be negative (0: the system's default)");
+  dsgd::detail::require_positive(o.caps.max_payload_bytes, std::string(path) + ".caps", "max_payload_bytes");
+  dsgd::detail::require_positive(o.caps.max_control_bytes, std::string(path) + ".caps", "max_control_bytes");
+  if (o.caps.max_total_bytes < o.caps.max_payload_bytes)
+    dsgd::detail::bad_option(std::string(path) + ".caps", "max_total_bytes", "must be at least max_payload_bytes");
+  if (o.chunk_bytes > o.caps.max_payload_bytes)
+    dsgd::detail::bad_option(path, "chunk_bytes", "must not exceed caps.max_payload_bytes (" +
+                                                      std::to_string(o.caps.max_payload_bytes) + ")");
+  if (o.shared_memory.enabled && o.shared_memory.ring_bytes < 4096)
+    dsgd::detail::bad_option(std::string(path) + ".shared_memory", "ring_bytes", "must be at least 4096 when enabled");
+}
 
 /// A receive sink: given a validated header, returns the buffer its payload is read into.
 /// The buffer must be exactly header.payload_length bytes and stay valid until the receive

@@ -103,7 +103,7 @@ std::string token() {
 // The article's case 3: each worker computes one op on the ps-held w and b.
 int run_demo() {
   using trainer = dsgd::trainer<cpu, dsgd::placement::round_robin, dsgd::update::async>;
-  auto t = trainer::from_environment({.token = token()});
+  auto t = trainer::from_environment({.connection = {.token = token()}});
   if (t.is_ps()) {
     t.join();
     return 0;
@@ -195,7 +195,7 @@ int train(const settings& s) {
   const std::size_t aggregated = sync ? replicas - s.backup : 1;
   const std::size_t steps_per_epoch = (batches_per_epoch * replicas + aggregated - 1) / aggregated;
   typename trainer::options o;
-  o.token = token();
+  o.connection.token = token();
   o.optimizer = {{s.lr, s.momentum, false}, s.decay, steps_per_epoch, true};
   if constexpr (sync) o.rule.replicas_to_aggregate = s.backup > 0 ? aggregated : 0;
   trainer t(role.cluster, role.task, o);

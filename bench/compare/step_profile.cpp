@@ -127,7 +127,7 @@ int run_cluster(const settings& s) {
   const std::size_t shard = (dsgd::data::fashion_mnist::train_images.count + replicas - 1) / replicas;
   const std::size_t steps_per_epoch = (shard + s.batch - 1) / s.batch;  // sync: one batch per worker a step
   trainer::options o;
-  o.token = token();
+  o.connection.token = token();
   o.optimizer = {{0.05f, 0.9f, false}, 0.7f, steps_per_epoch, true};
   trainer t(role.cluster, role.task, o);
   if (t.is_ps()) {

@@ -213,14 +213,14 @@ class ps_pair {
   ps_pair(const ps_variant& v, std::size_t floats)
       : variant_(v), values_(floats, 0.f), grad_(floats, 1.f) {
     async_ps::options o;
-    o.token = "bench";
+    o.connection.token = "bench";
     o.optimizer = {learning_rate};
-    o.chunk_bytes = v.chunk_bytes;
-    o.apply_in_chunks = v.apply_in_chunks;
-    o.shared_memory = {v.shared_memory, v.ring_bytes};
-    o.checksum_payloads = v.checksum ? dsgd::transport::payload_checksums::always : dsgd::transport::payload_checksums::never;
-    o.log = [](std::string_view) {};  // start and shutdown lines would interleave with the rows
-    if (v.tls) o.tls = bench_tls("ps");
+    o.connection.chunk_bytes = v.chunk_bytes;
+    o.serving.apply_in_chunks = v.apply_in_chunks;
+    o.connection.shared_memory = {v.shared_memory, v.ring_bytes};
+    o.connection.checksum_payloads = v.checksum ? dsgd::transport::payload_checksums::always : dsgd::transport::payload_checksums::never;
+    o.connection.log = [](std::string_view) {};  // start and shutdown lines would interleave with the rows
+    if (v.tls) o.connection.tls = bench_tls("ps");
     // A cluster spec names fixed ports: take one the system reports free (the worker's port is
     // never listened on).
     const dsgd::cluster::cluster_spec spec(
@@ -228,11 +228,11 @@ class ps_pair {
     ps_ = std::make_unique<async_ps>(spec, 0, o);
     thread_ = std::thread([this] { ps_->join(); });
     dsgd::server::client_options c;
-    c.token = "bench";
-    c.chunk_bytes = v.chunk_bytes;
-    c.shared_memory = {v.shared_memory, v.ring_bytes};
-    c.checksum_payloads = v.checksum ? dsgd::transport::payload_checksums::always : dsgd::transport::payload_checksums::never;
-    if (v.tls) c.tls = bench_tls("worker");
+    c.connection.token = "bench";
+    c.connection.chunk_bytes = v.chunk_bytes;
+    c.connection.shared_memory = {v.shared_memory, v.ring_bytes};
+    c.connection.checksum_payloads = v.checksum ? dsgd::transport::payload_checksums::always : dsgd::transport::payload_checksums::never;
+    if (v.tls) c.connection.tls = bench_tls("worker");
     client_ = std::make_unique<dsgd::server::ps_client>(spec, dsgd::cluster::task_id{"worker", 0}, c);
     plan_ = dsgd::placement::round_robin{}.place({{"v", dsgd::shape{floats}}}, 1);
     client_->connect();

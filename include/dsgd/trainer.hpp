@@ -29,6 +29,7 @@
 #include <dsgd/cluster/environment.hpp>
 #include <dsgd/cluster/replicas.hpp>
 #include <dsgd/cluster/tf_config.hpp>
+#include <dsgd/detail/log.hpp>
 #include <dsgd/device/cpu.hpp>
 #include <dsgd/optim/sgd.hpp>
 #include <dsgd/placement/round_robin.hpp>
@@ -50,28 +51,35 @@ namespace dsgd {
 /// Settings of a trainer; the policies are values with defaults.
 template <class P, class U, class O>
 struct trainer_options {
-  std::string token;  ///< the cluster token; every task must use the same one
-  O optimizer{};
-  U rule{};
-  P placement{};
-  /// ps: a pull that waits longer than this for a step fails naming the missing workers.
-  std::chrono::milliseconds step_timeout{120'000};
-  /// ps: workers wait this long for the chief to initialise the variables.
-  std::chrono::milliseconds ready_timeout{300'000};
-  /// ps: stop (join() throws errc::peer_lost) when the chief has been gone this long; 0: never.
-  std::chrono::milliseconds chief_timeout{600'000};
-  /// workers: how long to keep retrying an unreachable ps at start.
-  std::chrono::milliseconds startup_timeout{120'000};
-  /// every connection: a peer silent at the TCP level (a cut link) fails it after about this long.
-  std::chrono::seconds dead_peer_timeout{60};
-  /// every connection: TLS with mutual certificate verification (docs/transport.md, "TLS");
-  /// empty: plain TCP.
-  std::optional<transport::tls_options> tls;
-  /// every connection to a task on this host: payloads through shared memory
-  /// (transport::shared_memory_options).
-  transport::shared_memory_options shared_memory{};
-  std::function<void(std::string_view)> log;  ///< stderr by default
+  /// Every connection of this task: the cluster token (every task must use the same one), TLS,
+  /// caps, chunk size, payload CRCs, the dead-peer deadline, shared memory, the log (stderr when
+  /// empty).
+  transport::tcp_options connection{};
+  /// ps tasks: what they do with requests (deadlines, limits). A worker waits as long for the
+  /// chief to initialise the variables (ready_timeout).
+  server::serving_options serving{.step_timeout = std::chrono::milliseconds{120'000},
+                                  .ready_timeout = std::chrono::milliseconds{300'000}};
+  /// Workers: connect retries (startup_timeout: how long to keep retrying an unreachable ps at
+  /// start) and request deadlines. A request_timeout of 0 (the default) is derived from the ps
+  /// deadlines: max(serving.step_timeout, serving.ready_timeout) + 30 s, so that a slow step is
+  /// reported by the ps with its reason before the worker gives up.
+  server::request_options requests{.startup_timeout = std::chrono::milliseconds{120'000},
+                                   .request_timeout = std::chrono::milliseconds{0}};
+  O optimizer{};  ///< how a ps applies a combined gradient
+  U rule{};       ///< how a ps combines gradients
+  P placement{};  ///< which ps task holds which variable
 };
+
+/// Checks @p o, naming a bad field by its path ("trainer_options.serving.step_timeout").
+/// @throws dsgd::error(errc::invalid_argument)
+template <class P, class U, class O>
+void validate(const trainer_options<P, U, O>& o, std::string_view path = "trainer_options") {
+  transport::validate(o.connection, std::string(path) + ".connection");
+  server::validate(o.serving, std::string(path) + ".serving");
+  auto requests = o.requests;
+  if (requests.request_timeout.count() == 0) requests.request_timeout = std::chrono::milliseconds{1};  // derived
+  server::validate(requests, std::string(path) + ".requests");
+}
 
 /// One task of a training cluster.
 ///
@@ -94,19 +102,15 @@ class trainer {
   /// @throws dsgd::error when the task is not in the spec or the spec has no ps or worker
   trainer(cluster::cluster_spec spec, cluster::task_id task, options opts, D device = {})
       : spec_(std::move(spec)), task_(std::move(task)), opts_(std::move(opts)), device_(std::move(device)) {
-    if (!opts_.log) opts_.log = [](std::string_view s) { std::fprintf(stderr, "%.*s\n", int(s.size()), s.data()); };
+    opts_.connection.log = dsgd::detail::or_stderr(std::move(opts_.connection.log));
+    validate(opts_);
     if (!spec_.contains(task_))
       throw error(errc::bad_cluster_spec, "task " + task_.to_string() + " is not in the cluster spec");
     if (!is_ps()) {
       replica_ = cluster::replicas::index_of(spec_, task_);
-      server::client_options c;
-      c.token = opts_.token;
-      c.startup_timeout = opts_.startup_timeout;
-      c.request_timeout = std::max(opts_.step_timeout, opts_.ready_timeout) + std::chrono::seconds(30);
-      c.dead_peer_timeout = opts_.dead_peer_timeout;
-      c.tls = opts_.tls;
-      c.shared_memory = opts_.shared_memory;
-      c.log = opts_.log;
+      server::client_options c{opts_.connection, opts_.requests};
+      if (c.requests.request_timeout.count() == 0)
+        c.requests.request_timeout = std::max(opts_.serving.step_timeout, opts_.serving.ready_timeout) + std::chrono::seconds(30);
       client_ = std::make_unique<server::ps_client>(spec_, task_, c);
     }
   }
@@ -159,17 +163,7 @@ class trainer {
   /// ps only: serves until the chief shuts the cluster down, then returns.
   void join() {
     if (!is_ps()) throw error(errc::invalid_argument, "join(): " + task_.to_string() + " is not a ps task");
-    server::ps_options<U, O> o;
-    o.token = opts_.token;
-    o.optimizer = opts_.optimizer;
-    o.rule = opts_.rule;
-    o.step_timeout = opts_.step_timeout;
-    o.ready_timeout = opts_.ready_timeout;
-    o.chief_timeout = opts_.chief_timeout;
-    o.dead_peer_timeout = opts_.dead_peer_timeout;
-    o.tls = opts_.tls;
-    o.shared_memory = opts_.shared_memory;
-    o.log = opts_.log;
+    server::ps_options<U, O> o{opts_.connection, opts_.serving, opts_.optimizer, opts_.rule};
     server::parameter_server<U, O> ps(spec_, task_.index, o);
     ps.join();
   }
@@ -187,7 +181,7 @@ class trainer {
       initialize(variables, step);
       auto report = plan_.load_report();
       report.pop_back();  // the final newline; log adds its own
-      opts_.log(task_.to_string() + ": variables placed\n" + report);
+      opts_.connection.log(task_.to_string() + ": variables placed\n" + report);
     }
     client_->wait_ready();
     resync(variables);
@@ -205,7 +199,7 @@ class trainer {
     client_->register_worker(plan_, replica_, is_chief());
     if (is_chief()) {
       client_->restore(std::filesystem::absolute(dir), step);
-      opts_.log(task_.to_string() + ": restored checkpoint " + std::to_string(step) + " from " + dir.string());
+      opts_.connection.log(task_.to_string() + ": restored checkpoint " + std::to_string(step) + " from " + dir.string());
     }
     client_->wait_ready();
     resync(variables);
@@ -363,7 +357,7 @@ class trainer {
         if (pull_.pending()) t_.client_->wait(pull_);
         if (push_.pending()) t_.client_->wait(push_);
       } catch (const std::exception& e) {
-        t_.opts_.log(std::string("trainer::overlap: the exchange in flight failed: ") + e.what());
+        t_.opts_.connection.log(std::string("trainer::overlap: the exchange in flight failed: ") + e.what());
       }
     }
 

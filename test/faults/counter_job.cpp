@@ -152,12 +152,12 @@ Rule make_rule(const settings& s, std::size_t replicas) {
 template <class Options, class Rule>
 Options common_options(const settings& s, const dsgd::cluster::role& me) {
   Options o;
-  o.token = token();
+  o.connection.token = token();
   o.optimizer = dsgd::optim::sgd{1.f};
   o.rule = make_rule<Rule>(s, dsgd::cluster::replicas::count(me.cluster));
-  o.step_timeout = std::chrono::milliseconds(s.step_timeout_ms);
-  o.ready_timeout = std::chrono::milliseconds(s.ready_timeout_ms);
-  if (s.dead_peer_timeout_s >= 0) o.dead_peer_timeout = std::chrono::seconds(s.dead_peer_timeout_s);
+  o.serving.step_timeout = std::chrono::milliseconds(s.step_timeout_ms);
+  o.serving.ready_timeout = std::chrono::milliseconds(s.ready_timeout_ms);
+  if (s.dead_peer_timeout_s >= 0) o.connection.dead_peer_timeout = std::chrono::seconds(s.dead_peer_timeout_s);
   return o;
 }
 
@@ -165,7 +165,7 @@ template <class Rule>
 int serve(const settings& s, const dsgd::cluster::role& me) {
   using server = dsgd::server::parameter_server<Rule, dsgd::optim::sgd>;
   auto o = common_options<typename server::options, Rule>(s, me);
-  o.chief_timeout = std::chrono::milliseconds(s.chief_timeout_ms);
+  o.serving.chief_timeout = std::chrono::milliseconds(s.chief_timeout_ms);
   server ps(me.cluster, me.task.index, o);
   ps.join();
   const std::string task = me.task.to_string();
@@ -213,8 +213,8 @@ template <class Rule>
 int work(const settings& s, const dsgd::cluster::role& me) {
   using trainer = dsgd::trainer<dsgd::device::cpu, dsgd::placement::round_robin, Rule, dsgd::optim::sgd>;
   auto o = common_options<typename trainer::options, Rule>(s, me);
-  o.startup_timeout = std::chrono::milliseconds(s.startup_timeout_ms);
-  o.log = [](std::string_view line) { emit("log " + std::string(line)); };
+  o.requests.startup_timeout = std::chrono::milliseconds(s.startup_timeout_ms);
+  o.connection.log = [](std::string_view line) { emit("log " + std::string(line)); };
   trainer t(me.cluster, me.task, o);
   using tensor = dsgd::tensor<dsgd::device::cpu>;
   std::vector<tensor> values, grads;

@@ -70,12 +70,12 @@ std::vector<outcome> train(exchange how, std::size_t steps) {
   using trainer = trainer_for<Rule>;
   auto spec = dsgd::test::loopback_cluster(2, 2);
   typename trainer::options o;
-  o.token = "secret";
+  o.connection.token = "secret";
   o.optimizer = {0.05f, 0.9f, false};
-  o.step_timeout = 30s;
-  o.ready_timeout = 30s;
-  o.startup_timeout = 20s;
-  o.log = [](std::string_view) {};
+  o.serving.step_timeout = 30s;
+  o.serving.ready_timeout = 30s;
+  o.requests.startup_timeout = 20s;
+  o.connection.log = [](std::string_view) {};
   std::vector<std::exception_ptr> failed(4);
   std::vector<outcome> out(2);
   std::atomic<int> pushed{0};  // workers whose pushes are all answered (or who failed)
@@ -195,8 +195,8 @@ BOOST_AUTO_TEST_CASE(gradients_that_do_not_match_the_variables_are_refused) {
   using trainer = trainer_for<dsgd::update::sync_average>;
   auto spec = dsgd::test::loopback_cluster(1, 1);
   typename trainer::options o;
-  o.token = "secret";
-  o.log = [](std::string_view) {};
+  o.connection.token = "secret";
+  o.connection.log = [](std::string_view) {};
   trainer t(spec, {"worker", 0}, o);
   dsgd::model::feed_forward<cpu> net({}, widths, 7);
   std::vector<dsgd::tensor<cpu>> too_few(net.gradients().begin(), net.gradients().begin() + 2);

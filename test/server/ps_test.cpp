@@ -37,9 +37,9 @@ namespace {
 
 ds::client_options client(std::string token = "secret") {
   ds::client_options o;
-  o.token = std::move(token);
-  o.startup_timeout = 10s;
-  o.request_timeout = 30s;
+  o.connection.token = std::move(token);
+  o.requests.startup_timeout = 10s;
+  o.requests.request_timeout = 30s;
   return o;
 }
 
@@ -47,8 +47,8 @@ ds::client_options client(std::string token = "secret") {
 template <class Ps>
 typename Ps::options quiet_options() {
   typename Ps::options o;
-  o.token = "secret";
-  o.log = [](std::string_view) {};
+  o.connection.token = "secret";
+  o.connection.log = [](std::string_view) {};
   return o;
 }
 
@@ -59,7 +59,7 @@ struct running_ps {
   running_ps(const dsgd::cluster::cluster_spec& spec, int i, std::chrono::milliseconds step_timeout = 20s) {
     auto o = quiet_options<sync_ps>();
     o.optimizer = {0.1f};
-    o.step_timeout = step_timeout;
+    o.serving.step_timeout = step_timeout;
     ps = std::make_unique<sync_ps>(spec, i, o);
     thread = std::thread([this] { ps->join(); });
   }
@@ -154,7 +154,7 @@ BOOST_AUTO_TEST_CASE(a_worker_started_before_its_ps_waits_for_it) {
 BOOST_AUTO_TEST_CASE(the_startup_deadline_names_every_missing_ps) {
   auto spec = dsgd::test::loopback_cluster(2, 1);
   auto o = client();
-  o.startup_timeout = 600ms;
+  o.requests.startup_timeout = 600ms;
   ds::ps_client c(spec, {"worker", 0}, o);
   auto start = std::chrono::steady_clock::now();
   BOOST_CHECK_EXCEPTION(c.connect(), dsgd::error, [&](const dsgd::error& e) {
@@ -221,7 +221,7 @@ BOOST_DATA_TEST_CASE(async_pushes_in_many_chunks_are_applied_as_they_arrive_and_
                      boost::unit_test::data::make({false, true}), through_shared_memory) {
   auto spec = dsgd::test::loopback_cluster(1, 2);
   auto o = quiet_options<async_ps>();
-  o.shared_memory.enabled = through_shared_memory;
+  o.connection.shared_memory.enabled = through_shared_memory;
   o.optimizer = {1.f / 1024.f};  // a power of two: every value below is exact
   async_ps ps(spec, 0, o);
   std::thread serving([&] { ps.join(); });
@@ -237,8 +237,8 @@ BOOST_DATA_TEST_CASE(async_pushes_in_many_chunks_are_applied_as_they_arrive_and_
     workers.emplace_back([&, k] {
       try {
         auto co = client();
-        co.chunk_bytes = 16 << 10;
-        co.shared_memory.enabled = through_shared_memory;
+        co.connection.chunk_bytes = 16 << 10;
+        co.connection.shared_memory.enabled = through_shared_memory;
         ds::ps_client c(spec, {"worker", int(k)}, co);
         c.connect();
         c.register_worker(plan, k, k == 0);
@@ -335,7 +335,7 @@ BOOST_AUTO_TEST_CASE(a_worker_registering_again_learns_which_pushes_arrived_and_
 BOOST_AUTO_TEST_CASE(a_chief_that_never_initialises_is_a_named_error_at_the_ready_deadline) {
   auto spec = dsgd::test::loopback_cluster(1, 2);
   auto o = quiet_options<sync_ps>();
-  o.ready_timeout = 500ms;
+  o.serving.ready_timeout = 500ms;
   sync_ps ps(spec, 0, o);
   std::thread serving([&] { ps.join(); });
   {
@@ -358,7 +358,7 @@ BOOST_AUTO_TEST_CASE(a_header_whose_payload_never_follows_is_dropped_at_the_fram
   namespace t = dsgd::transport;
   auto spec = dsgd::test::loopback_cluster(1, 1);
   auto o = quiet_options<sync_ps>();
-  o.frame_timeout = 500ms;
+  o.connection.frame_timeout = 500ms;
   sync_ps ps(spec, 0, o);
   std::thread serving([&] { ps.join(); });
   {

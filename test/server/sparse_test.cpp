@@ -39,9 +39,9 @@ namespace {
 
 ds::client_options client() {
   ds::client_options o;
-  o.token = "secret";
-  o.startup_timeout = 10s;
-  o.request_timeout = 30s;
+  o.connection.token = "secret";
+  o.requests.startup_timeout = 10s;
+  o.requests.request_timeout = 30s;
   return o;
 }
 
@@ -53,11 +53,11 @@ struct running_ps {
   std::thread thread;
   running_ps(const dsgd::cluster::cluster_spec& spec, int i, O optimizer, std::size_t max_rows = 1 << 22) {
     typename ps_type::options o;
-    o.token = "secret";
+    o.connection.token = "secret";
     o.optimizer = optimizer;
-    o.step_timeout = 20s;
-    o.max_rows_per_request = max_rows;
-    o.log = [](std::string_view) {};
+    o.serving.step_timeout = 20s;
+    o.serving.max_rows_per_request = max_rows;
+    o.connection.log = [](std::string_view) {};
     ps = std::make_unique<ps_type>(spec, i, o);
     thread = std::thread([this] { ps->join(); });
   }
@@ -371,12 +371,12 @@ BOOST_AUTO_TEST_CASE(a_trainer_reads_and_updates_an_embedding_by_rows_next_to_de
   using trainer = dsgd::trainer<cpu, dp::round_robin, dsgd::update::sync_average, dsgd::optim::sgd>;
   auto spec = dsgd::test::loopback_cluster(1, 2);
   trainer::options o;
-  o.token = "secret";
+  o.connection.token = "secret";
   o.optimizer = {0.5f};
-  o.step_timeout = 20s;
-  o.ready_timeout = 20s;
-  o.startup_timeout = 10s;
-  o.log = [](std::string_view) {};
+  o.serving.step_timeout = 20s;
+  o.serving.ready_timeout = 20s;
+  o.requests.startup_timeout = 10s;
+  o.connection.log = [](std::string_view) {};
   std::exception_ptr ps_failed;
   std::thread ps([&] {
     try {

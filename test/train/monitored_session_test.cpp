@@ -36,12 +36,12 @@ using trainer_of = dsgd::trainer<cpu, dsgd::placement::partitioned, dsgd::update
 template <class O>
 typename trainer_of<O>::options options(O optimizer) {
   typename trainer_of<O>::options o;
-  o.token = "t";
+  o.connection.token = "t";
   o.optimizer = optimizer;
   o.placement = dsgd::placement::partitioned::fixed_size(2);  // w is cut in row slices
-  o.step_timeout = 30s;
-  o.startup_timeout = 30s;
-  o.log = [](std::string_view) {};
+  o.serving.step_timeout = 30s;
+  o.requests.startup_timeout = 30s;
+  o.connection.log = [](std::string_view) {};
   return o;
 }
 
@@ -92,10 +92,10 @@ result run_cluster(const run_settings& r, const std::filesystem::path& dir, O op
   using ps_type = dsgd::server::parameter_server<dsgd::update::sync_average, O>;
   auto start_ps = [&](std::size_t i) {
     typename ps_type::options o;
-    o.token = "t";
+    o.connection.token = "t";
     o.optimizer = optimizer;
-    o.step_timeout = 30s;
-    o.log = [](std::string_view) {};
+    o.serving.step_timeout = 30s;
+    o.connection.log = [](std::string_view) {};
     return std::make_unique<ps_type>(spec, int(i), o);
   };
   std::vector<std::unique_ptr<ps_type>> servers;

@@ -47,7 +47,7 @@ using dsgd::test::run_until;
 using namespace std::chrono_literals;
 
 static_assert(std::is_same_v<decltype(t::tcp_options{}.tls), std::optional<t::tls_options>>);
-static_assert(std::is_same_v<decltype(dsgd::server::client_options{}.tls), std::optional<t::tls_options>>);
+static_assert(std::is_same_v<decltype(dsgd::server::client_options{}.connection.tls), std::optional<t::tls_options>>);
 
 namespace {
 
@@ -358,11 +358,11 @@ BOOST_AUTO_TEST_CASE(a_ps_and_a_worker_push_and_pull_over_tls) {
   using async_ps = ds::parameter_server<dsgd::update::async, dsgd::optim::sgd>;
   auto spec = dsgd::test::loopback_cluster(1, 1);
   async_ps::options po;
-  po.token = "secret";
+  po.connection.token = "secret";
   po.optimizer = {1.f / 4.f};  // a power of two: the values below are exact
-  po.log = [](std::string_view) {};
-  po.tls = tls_for("ps0");
-  po.tls->peer_names = t::peer_name_check::task_identity;
+  po.connection.log = [](std::string_view) {};
+  po.connection.tls = tls_for("ps0");
+  po.connection.tls->peer_names = t::peer_name_check::task_identity;
   async_ps ps(spec, 0, po);
   std::thread serving([&] { ps.join(); });
 
@@ -371,13 +371,13 @@ BOOST_AUTO_TEST_CASE(a_ps_and_a_worker_push_and_pull_over_tls) {
   std::vector<float> w(n, 1.f), g(n, 2.f);
   try {
     ds::client_options co;
-    co.token = "secret";
-    co.startup_timeout = 10s;
-    co.request_timeout = 30s;
-    co.chunk_bytes = 256 << 10;
-    co.log = [](std::string_view) {};
-    co.tls = tls_for("worker0");
-    co.tls->peer_names = t::peer_name_check::task_identity;
+    co.connection.token = "secret";
+    co.requests.startup_timeout = 10s;
+    co.requests.request_timeout = 30s;
+    co.connection.chunk_bytes = 256 << 10;
+    co.connection.log = [](std::string_view) {};
+    co.connection.tls = tls_for("worker0");
+    co.connection.tls->peer_names = t::peer_name_check::task_identity;
     ds::ps_client c(spec, {"worker", 0}, co);
     c.connect();
     auto plan = dsgd::placement::round_robin{}.place({{"w", {n}}}, 1);

@@ -7,10 +7,12 @@
 #pragma once
 
 #include <dsgd/cluster/endpoint.hpp>
+#include <dsgd/detail/log.hpp>
 #include <dsgd/cluster/replicas.hpp>
 #include <dsgd/device/cpu.hpp>
 #include <dsgd/server/detail/shard_checkpoint.hpp>
 #include <dsgd/server/protocol.hpp>
+#include <dsgd/server/ps_options.hpp>
 #include <dsgd/transport/asio_tcp.hpp>
 #include <dsgd/update/concepts.hpp>
 
@@ -36,48 +38,6 @@
 #include <vector>
 
 namespace dsgd::server {
-
-/// Settings of a ps task.
-template <class U, class O>
-struct ps_options {
-  std::string token;  ///< the cluster token every task shares (handshake)
-  O optimizer{};      ///< how a combined gradient changes a variable
-  U rule{};           ///< how gradients are combined (sync_average, async, ...)
-  /// A pull that the rule makes wait (sync: the step is not complete) fails after this with a
-  /// message naming the workers it waits for.
-  std::chrono::milliseconds step_timeout{60'000};
-  /// A wait_ready fails after this when the chief has not created every shard.
-  std::chrono::milliseconds ready_timeout{120'000};
-  /// Once a chief has registered, the ps stops (join() throws errc::peer_lost naming it) when
-  /// no chief has been connected for this long: the chief died and was not restarted, and only
-  /// it could shut the cluster down. A chief restarted within it resumes. 0: wait forever.
-  std::chrono::milliseconds chief_timeout{600'000};
-  transport::limits limits{};
-  std::size_t chunk_bytes = std::size_t{1} << 20;
-  /// Apply a push that arrives in several chunks chunk by chunk, overlapping the apply with the
-  /// rest of it arriving, where the rule and the optimizer can (streams_pushes); pushes from a
-  /// worker whose payloads come through shared memory are applied whole. Off: every push is
-  /// applied once complete.
-  bool apply_in_chunks = true;
-  /// Which connections carry payload CRC-32Cs (transport::payload_checksums).
-  transport::payload_checksums checksum_payloads = transport::payload_checksums::remote;
-  /// TLS with mutual certificate verification for every connection (docs/transport.md, "TLS");
-  /// empty: plain TCP.
-  std::optional<transport::tls_options> tls;
-  /// A worker that stops answering at the TCP level (a cut link) is dropped after about this
-  /// long (transport::tcp_options::dead_peer_timeout).
-  std::chrono::seconds dead_peer_timeout{60};
-  /// Payloads to a worker on this host through shared memory (transport::shared_memory_options).
-  transport::shared_memory_options shared_memory{};
-  /// Once a frame header has arrived its payload must follow within this, or the connection is
-  /// closed (transport::tcp_options::frame_timeout).
-  std::chrono::milliseconds frame_timeout{60'000};
-  /// Most keys one sparse_pull or sparse_push may carry; checked from the frame header before
-  /// anything is allocated (a larger request is answered with an error naming the cap).
-  std::size_t max_rows_per_request = std::size_t{1} << 22;
-  /// Where the ps logs (one line per event); stderr by default.
-  std::function<void(std::string_view)> log;
-};
 
 /// A shard that can lend its current values for a pull reply without a copy (try_pin(), as
 /// the shards of the built-in rules do); other rules' pulls go through a snapshot copy.
@@ -137,7 +97,8 @@ class parameter_server {
         device_(std::move(device)),
         replicas_(cluster::replicas::count(spec_)),
         sweep_(ioc_) {
-    if (!opts_.log) opts_.log = [](std::string_view s) { std::fprintf(stderr, "%.*s\n", int(s.size()), s.data()); };
+    opts_.connection.log = dsgd::detail::or_stderr(std::move(opts_.connection.log));
+    validate(opts_);
     if (replicas_ == 0)
       throw error(errc::bad_cluster_spec, "parameter_server: the cluster has no worker or chief task");
     const auto& addr = spec_.address("ps", task_index);
@@ -196,18 +157,10 @@ class parameter_server {
 
   static std::uint64_t key(std::uint32_t v, std::uint32_t s) { return (std::uint64_t{v} << 32) | s; }
 
+  // The connection settings as given, with this task's identity and the peers it accepts.
   transport::tcp_options tcp() const {
-    transport::tcp_options t;
+    transport::tcp_options t = opts_.connection;
     t.identity = self_.to_string();
-    t.token = opts_.token;
-    t.caps = opts_.limits;
-    t.chunk_bytes = opts_.chunk_bytes;
-    t.checksum_payloads = opts_.checksum_payloads;
-    t.tls = opts_.tls;
-    t.dead_peer_timeout = opts_.dead_peer_timeout;
-    t.shared_memory = opts_.shared_memory;
-    t.frame_timeout = opts_.frame_timeout;
-    t.log = opts_.log;
     auto spec = spec_;
     t.accept_peer = [spec](std::string_view who) {
       auto colon = who.find(':');
@@ -223,7 +176,7 @@ class parameter_server {
     return t;
   }
 
-  void log(const std::string& s) const { opts_.log(s); }
+  void log(const std::string& s) const { opts_.connection.log(s); }
 
   void on_connection(std::shared_ptr<transport::tcp_connection> conn) {
     auto p = std::make_shared<peer>();
@@ -377,7 +330,7 @@ class parameter_server {
 
   void on_push(const std::shared_ptr<peer>& p, const transport::frame_header& h) {
     auto& s = *shards_.at(key(h.variable, h.shard));
-    const auto deadline = update::clock_type::now() + opts_.step_timeout;
+    const auto deadline = update::clock_type::now() + opts_.serving.step_timeout;
     update::push_outcome outcome;
     if constexpr (streams_pushes<shard_type>) {
       outcome = std::exchange(p->streaming, false) ? s.push_streamed(p->replica, h.step, p->incoming.data(), deadline)
@@ -397,7 +350,7 @@ class parameter_server {
   void on_push_chunk(peer& p, const transport::frame_header& h) {
     if constexpr (streams_pushes<shard_type>) {
       if (h.chunk_offset == 0)
-        p.streaming = opts_.apply_in_chunks && p.registered && p.generation == generation_ &&
+        p.streaming = opts_.serving.apply_in_chunks && p.registered && p.generation == generation_ &&
                       !p.conn->receives_through_shared_memory();
       if (!p.streaming) return;
       if (h.chunk_offset % sizeof(float) != 0 || h.payload_length % sizeof(float) != 0) {
@@ -542,11 +495,11 @@ class parameter_server {
                                                      : "keys with their rows (8 + " + std::to_string(dim) +
                                                            " x 4 bytes each)"));
         std::uint64_t n = h.total_length / record;
-        if (n > opts_.max_rows_per_request)
+        if (n > opts_.serving.max_rows_per_request)
           throw error(errc::invalid_argument,
                       std::string(to_string(static_cast<message>(h.type))) + " of " + l.describe() + " on " +
                           self_.to_string() + ": " + std::to_string(n) + " keys exceed the cap of " +
-                          std::to_string(opts_.max_rows_per_request) + " per request (max_rows_per_request)");
+                          std::to_string(opts_.serving.max_rows_per_request) + " per request (max_rows_per_request)");
         if (pull) {
           p.keys_in.resize(n);
         } else {
@@ -605,7 +558,7 @@ class parameter_server {
     const float* grads = p->sparse_in.data() + n * (sizeof(std::uint64_t) / sizeof(float));
     auto& s = *shards_.at(key(h.variable, h.shard));
     auto outcome = s.push_rows(p->replica, h.step, rows, l.row_elements(), grads,
-                               update::clock_type::now() + opts_.step_timeout);
+                               update::clock_type::now() + opts_.serving.step_timeout);
     ++pushes_received(key(h.variable, h.shard), p->replica);
     reply_push(p, h, outcome, s.step());
   }
@@ -633,7 +586,7 @@ class parameter_server {
   void park_or_answer(const std::shared_ptr<peer>& p, const transport::frame_header& h,
                       std::vector<std::uint64_t> rows = {}) {
     if (try_answer(p, h, rows)) return;
-    auto timeout = static_cast<message>(h.type) == message::wait_ready ? opts_.ready_timeout : opts_.step_timeout;
+    auto timeout = static_cast<message>(h.type) == message::wait_ready ? opts_.serving.ready_timeout : opts_.serving.step_timeout;
     parked_.push_back({p, h, update::clock_type::now() + timeout, std::move(rows)});
   }
 
@@ -724,16 +677,16 @@ class parameter_server {
   // Called every sweep: true (and the ps stopped with a named error) once the chief that
   // registered has had no open connection for options::chief_timeout.
   bool chief_gone_too_long(update::clock_type::time_point now) {
-    if (!chief_seen_ || opts_.chief_timeout.count() == 0) return false;
+    if (!chief_seen_ || opts_.serving.chief_timeout.count() == 0) return false;
     bool connected = std::any_of(peers_.begin(), peers_.end(), [](const auto& p) { return p->chief && p->conn->is_open(); });
     if (connected) {
       chief_gone_since_.reset();
       return false;
     }
     if (!chief_gone_since_) chief_gone_since_ = now;
-    if (now - *chief_gone_since_ < opts_.chief_timeout) return false;
+    if (now - *chief_gone_since_ < opts_.serving.chief_timeout) return false;
     failure_.emplace(errc::peer_lost, self_.to_string() + ": the chief has been gone for " +
-                                          std::to_string(opts_.chief_timeout.count()) +
+                                          std::to_string(opts_.serving.chief_timeout.count()) +
                                           " ms and only it can shut the cluster down; stopping");
     log(failure_->what());
     close_all("chief gone");

@@ -7,7 +7,9 @@
 #pragma once
 
 #include <dsgd/cluster/endpoint.hpp>
+#include <dsgd/detail/log.hpp>
 #include <dsgd/placement/plan.hpp>
+#include <dsgd/server/client_options.hpp>
 #include <dsgd/server/protocol.hpp>
 #include <dsgd/transport/asio_tcp.hpp>
 
@@ -33,32 +35,6 @@
 
 namespace dsgd::server {
 
-/// Settings of a worker's connections to the ps tasks.
-struct client_options {
-  std::string token;  ///< the cluster token (handshake)
-  /// connect() retries an unreachable ps with exponential backoff until this has passed, then
-  /// fails naming every ps task it could not reach (a worker may start before its ps).
-  std::chrono::milliseconds startup_timeout{60'000};
-  std::chrono::milliseconds initial_backoff{50};
-  std::chrono::milliseconds max_backoff{2'000};
-  /// A request without an answer after this fails with errc::timed_out naming the ps task. Keep
-  /// it above the ps's step_timeout, so that a slow step is reported by the ps with its reason.
-  std::chrono::milliseconds request_timeout{180'000};
-  std::size_t chunk_bytes = std::size_t{1} << 20;
-  /// Which connections carry payload CRC-32Cs (transport::payload_checksums).
-  transport::payload_checksums checksum_payloads = transport::payload_checksums::remote;
-  /// TLS with mutual certificate verification towards every ps (docs/transport.md, "TLS");
-  /// empty: plain TCP. connect() throws naming a certificate or key file that cannot be loaded.
-  std::optional<transport::tls_options> tls;
-  /// A ps that stops answering at the TCP level (a cut link) fails its connection, with
-  /// errc::peer_lost, after about this long (transport::tcp_options::dead_peer_timeout).
-  std::chrono::seconds dead_peer_timeout{60};
-  /// Payloads to a ps on this host through shared memory (transport::shared_memory_options).
-  transport::shared_memory_options shared_memory{};
-  transport::limits limits{};
-  std::function<void(std::string_view)> log;  ///< stderr by default
-};
-
 /// The answer to one request.
 struct reply {
   message type = message::reply_ok;
@@ -76,7 +52,8 @@ class ps_client {
   /// @param me this task ("worker:1", "chief:0"); it must be a task of @p spec.
   ps_client(cluster::cluster_spec spec, cluster::task_id me, client_options opts)
       : spec_(std::move(spec)), me_(std::move(me)), opts_(std::move(opts)), work_(ioc_.get_executor()) {
-    if (!opts_.log) opts_.log = [](std::string_view s) { std::fprintf(stderr, "%.*s\n", int(s.size()), s.data()); };
+    opts_.connection.log = dsgd::detail::or_stderr(std::move(opts_.connection.log));
+    validate(opts_);
     if (!spec_.contains(me_))
       throw error(errc::bad_cluster_spec, "task " + me_.to_string() + " is not in the cluster spec");
     if (!spec_.has_job("ps") || spec_.num_tasks("ps") == 0)
@@ -102,10 +79,10 @@ class ps_client {
   /// @throws dsgd::error(errc::peer_unreachable) after startup_timeout, naming every ps task
   ///         (and address) not reached; errc::handshake_failed when a ps rejects the token
   void connect() {
-    auto deadline = std::chrono::steady_clock::now() + opts_.startup_timeout;
+    auto deadline = std::chrono::steady_clock::now() + opts_.requests.startup_timeout;
     std::vector<std::size_t> missing = disconnected();
     std::vector<int> handshake_failures(conns_.size(), 0);
-    auto backoff = opts_.initial_backoff;
+    auto backoff = opts_.requests.initial_backoff;
     std::string last_error;
     while (true) {
       std::vector<std::size_t> still;
@@ -141,11 +118,11 @@ class ps_client {
           names += (names.empty() ? "" : ", ") + ("ps:" + std::to_string(i)) + " (" +
                    spec_.address("ps", int(i)).to_string() + ")";
         throw error(errc::peer_unreachable, me_.to_string() + ": could not reach " + names + " within " +
-                                                std::to_string(opts_.startup_timeout.count()) +
+                                                std::to_string(opts_.requests.startup_timeout.count()) +
                                                 " ms (last error: " + last_error + ")");
       }
       std::this_thread::sleep_for(backoff);
-      backoff = std::min(backoff * 2, opts_.max_backoff);
+      backoff = std::min(backoff * 2, opts_.requests.max_backoff);
     }
   }
 
@@ -483,19 +460,13 @@ class ps_client {
     std::promise<answer> done;
   };
 
+  // The connection settings as given, with this task's identity; only ps tasks are accepted
+  // as peers, and a reply's payload may take as long as its request (requests.request_timeout).
   transport::tcp_options tcp() const {
-    transport::tcp_options t;
+    transport::tcp_options t = opts_.connection;
     t.identity = me_.to_string();
-    t.token = opts_.token;
-    t.caps = opts_.limits;
-    t.chunk_bytes = opts_.chunk_bytes;
-    t.checksum_payloads = opts_.checksum_payloads;
-    t.tls = opts_.tls;
-    t.dead_peer_timeout = opts_.dead_peer_timeout;
-    t.shared_memory = opts_.shared_memory;
-    t.log = opts_.log;
     t.accept_peer = [](std::string_view who) { return who.starts_with("ps:"); };
-    t.frame_timeout = opts_.request_timeout;
+    t.frame_timeout = opts_.requests.request_timeout;
     return t;
   }
 
@@ -683,7 +654,7 @@ class ps_client {
     in_flight f;
     f.plan_ = plan;
     f.step_ = step;
-    f.deadline_ = std::chrono::steady_clock::now() + opts_.request_timeout;
+    f.deadline_ = std::chrono::steady_clock::now() + opts_.requests.request_timeout;
     return f;
   }
   // Pushes are counted per shard of @p plan (a fresh count for a plan of another size).
@@ -731,7 +702,7 @@ class ps_client {
       for (auto& q : f.parts_) q.collected = true;  // nothing of f lands any more
       throw error(errc::timed_out, me_.to_string() + ": no answer from ps:" + std::to_string(s.ps) + " to " +
                                        to_string(s.type) + " within " +
-                                       std::to_string(opts_.request_timeout.count()) + " ms");
+                                       std::to_string(opts_.requests.request_timeout.count()) + " ms");
     }
     p.collected = true;
     auto a = s.future.get();

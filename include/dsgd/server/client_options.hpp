@@ -1,0 +1,54 @@
+// SPDX-FileCopyrightText: Copyright (c) 2026 The dsgd authors
+// SPDX-License-Identifier: Apache-2.0
+//
+/// @file
+/// server::client_options: the settings of a worker's connections to the ps tasks, nested: the
+/// connection settings every task shares and the deadlines of the worker's requests.
+#pragma once
+
+#include <dsgd/detail/validate.hpp>
+#include <dsgd/transport/asio_tcp.hpp>
+
+#include <chrono>
+#include <string>
+#include <string_view>
+
+namespace dsgd::server {
+
+/// How a worker connects and how long its requests may take.
+struct request_options {
+  /// connect() retries an unreachable ps with exponential backoff until this has passed, then
+  /// fails naming every ps task it could not reach (a worker may start before its ps).
+  std::chrono::milliseconds startup_timeout{60'000};
+  std::chrono::milliseconds initial_backoff{50};  ///< the first retry's wait
+  std::chrono::milliseconds max_backoff{2'000};   ///< the longest wait between retries
+  /// A request without an answer after this fails with errc::timed_out naming the ps task. Keep
+  /// it above the ps's step_timeout, so that a slow step is reported by the ps with its reason.
+  std::chrono::milliseconds request_timeout{180'000};
+};
+
+/// Checks @p o, naming a bad field by its path.
+/// @throws dsgd::error(errc::invalid_argument)
+inline void validate(const request_options& o, std::string_view path = "request_options") {
+  dsgd::detail::require_deadline(o.startup_timeout, path, "startup_timeout");
+  dsgd::detail::require_deadline(o.initial_backoff, path, "initial_backoff");
+  if (o.max_backoff < o.initial_backoff) dsgd::detail::bad_option(path, "max_backoff", "must be at least initial_backoff");
+  dsgd::detail::require_deadline(o.request_timeout, path, "request_timeout");
+}
+
+/// Settings of a worker's connections to the ps tasks.
+struct client_options {
+  /// Every connection's settings (token, TLS, caps, CRCs, shared memory, log, ...); the client
+  /// fills in its own identity.
+  transport::tcp_options connection{};
+  request_options requests{};  ///< connect retries and request deadlines
+};
+
+/// Checks @p o, naming a bad field by its path.
+/// @throws dsgd::error(errc::invalid_argument)
+inline void validate(const client_options& o, std::string_view path = "client_options") {
+  transport::validate(o.connection, std::string(path) + ".connection");
+  validate(o.requests, std::string(path) + ".requests");
+}
+
+}  // namespace dsgd::server

@@ -1,0 +1,74 @@
+// SPDX-FileCopyrightText: Copyright (c) 2026 The dsgd authors
+// SPDX-License-Identifier: Apache-2.0
+//
+/// @file
+/// server::ps_options: the settings of a ps task, nested (CUTLASS's Arguments): the connection
+/// settings every task shares, what the ps does with requests, and its two policies.
+#pragma once
+
+#include <dsgd/detail/validate.hpp>
+#include <dsgd/transport/asio_tcp.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace dsgd::server {
+
+/// What a ps task does with the requests it serves.
+struct serving_options {
+  /// A pull that the rule makes wait (sync: the step is not complete) fails after this with a
+  /// message naming the workers it waits for.
+  std::chrono::milliseconds step_timeout{60'000};
+  /// A wait_ready fails after this when the chief has not created every shard.
+  std::chrono::milliseconds ready_timeout{120'000};
+  /// Once a chief has registered, the ps stops (join() throws errc::peer_lost naming it) when
+  /// no chief has been connected for this long: the chief died and was not restarted, and only
+  /// it could shut the cluster down. A chief restarted within it resumes. 0: wait forever.
+  std::chrono::milliseconds chief_timeout{600'000};
+  /// Apply a push that arrives in several chunks chunk by chunk, overlapping the apply with the
+  /// rest of it arriving, where the rule and the optimizer can (streams_pushes); pushes from a
+  /// worker whose payloads come through shared memory are applied whole. Off: every push is
+  /// applied once complete.
+  bool apply_in_chunks = true;
+  /// Most keys one sparse_pull or sparse_push may carry; checked from the frame header before
+  /// anything is allocated (a larger request is answered with an error naming the cap).
+  std::size_t max_rows_per_request = std::size_t{1} << 22;
+};
+
+/// Checks @p o, naming a bad field by its path (@p path: "serving_options", "trainer_options.ps").
+/// @throws dsgd::error(errc::invalid_argument)
+inline void validate(const serving_options& o, std::string_view path = "serving_options") {
+  dsgd::detail::require_deadline(o.step_timeout, path, "step_timeout");
+  dsgd::detail::require_deadline(o.ready_timeout, path, "ready_timeout");
+  if (o.chief_timeout.count() < 0)
+    dsgd::detail::bad_option(path, "chief_timeout", "must not be negative (0: wait for the chief forever)");
+  dsgd::detail::require_positive(o.max_rows_per_request, path, "max_rows_per_request");
+}
+
+/// Settings of a ps task.
+/// @code
+///   server::ps_options<update::sync_average, optim::momentum> o{
+///       .connection = {.token = "secret"}, .serving = {.step_timeout = 5s}, .optimizer = {.learning_rate = 0.1f}};
+/// @endcode
+template <class U, class O>
+struct ps_options {
+  /// Every connection's settings: the cluster token, caps, chunk size, payload CRCs, TLS, the
+  /// dead-peer deadline, shared memory, the log (stderr when empty). The ps fills in its own
+  /// identity and which peers it accepts.
+  transport::tcp_options connection{};
+  serving_options serving{};  ///< deadlines and limits of the requests it serves
+  O optimizer{};              ///< how a combined gradient changes a variable
+  U rule{};                   ///< how gradients are combined (sync_average, async, ...)
+};
+
+/// Checks @p o (its connection and serving settings), naming a bad field by its path.
+/// @throws dsgd::error(errc::invalid_argument)
+template <class U, class O>
+void validate(const ps_options<U, O>& o, std::string_view path = "ps_options") {
+  transport::validate(o.connection, std::string(path) + ".connection");
+  validate(o.serving, std::string(path) + ".serving");
+}
+
+}  // namespace dsgd::server

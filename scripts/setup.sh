@@ -8,7 +8,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build pkg-config
-  libboost-dev libboost-serialization-dev libboost-test-dev
+  libboost-dev libboost-serialization-dev libboost-test-dev libboost-program-options-dev
   libopenblas-dev zlib1g-dev libssl-dev nlohmann-json3-dev libbenchmark-dev
   dataset-fashion-mnist
   python3 iproute2

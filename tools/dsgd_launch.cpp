@@ -17,6 +17,8 @@
 #include <dsgd/cluster/tf_config.hpp>
 #include <dsgd/error.hpp>
 
+#include "launch_options.hpp"
+
 #include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -57,134 +59,8 @@ constexpr int exit_exec_failed = 127; // a task could not run the program, as a 
 // newline cannot make the launcher's memory grow without bound.
 constexpr std::size_t max_line_bytes = std::size_t{1} << 20;
 
-const char* const usage_text =
-    "usage: dsgd-launch [options] -- PROGRAM [ARGS...]\n"
-    "Runs a dsgd cluster on this machine: every task is PROGRAM with its own TF_CONFIG.\n"
-    "\n"
-    "options:\n"
-    "  --ps N            ps tasks (default 1; 0 for none)\n"
-    "  --workers N       worker tasks (default 2; at least 1)\n"
-    "  --chief           add a separate one-task \"chief\" job (TF2 style); by default\n"
-    "                    worker 0 is the chief (TF1 style)\n"
-    "  --host HOST       address every task listens on (default 127.0.0.1)\n"
-    "  --port-base P     task k (ps first, then chief, then workers) listens on P+k\n"
-    "                    (default 0: pick free ports)\n"
-    "  --timeout S       stop everything and exit 124 after S seconds (default 0: none)\n"
-    "  --ps-grace S      after every worker and the chief exited 0, wait S seconds for the\n"
-    "                    ps tasks to exit before killing them (default 30)\n"
-    "  --kill-grace S    after SIGTERM, wait S seconds before SIGKILL (default 5)\n"
-    "  --token-env       give every task a random DSGD_CLUSTER_TOKEN (unless already set)\n"
-    "  -h, --help        show this help\n"
-    "\n"
-    "exit status: 0 when every task succeeded; the failing task's status (128+signal when it\n"
-    "was killed by a signal); 124 on --timeout; 128+signal when the launcher was signalled;\n"
-    "1 when a ps task had to be killed or the launcher itself failed; 2 on bad usage.\n";
-
-/// A command-line mistake: reported with the usage text and exit status 2.
-struct usage_error {
-  std::string message;
-};
-
-struct options {
-  int ps = 1;
-  int workers = 2;
-  bool chief = false;
-  std::string host = "127.0.0.1";
-  int port_base = 0;
-  double timeout_s = 0;
-  double ps_grace_s = 30;
-  double kill_grace_s = 5;
-  bool token_env = false;
-  std::vector<std::string> command;
-};
-
-long parse_integer(const std::string& option, const std::string& text, long low, long high) {
-  char* end = nullptr;
-  errno = 0;
-  const long v = std::strtol(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0' || errno == ERANGE || v < low || v > high) {
-    throw usage_error{"option " + option + ": expected an integer in [" + std::to_string(low) + ", " +
-                      std::to_string(high) + "], got \"" + text + "\""};
-  }
-  return v;
-}
-
-double parse_seconds(const std::string& option, const std::string& text) {
-  char* end = nullptr;
-  errno = 0;
-  const double v = std::strtod(text.c_str(), &end);
-  if (text.empty() || *end != '\0' || errno == ERANGE || !(v >= 0) || v > 1e7) {
-    throw usage_error{"option " + option + ": expected a number of seconds >= 0, got \"" + text + "\""};
-  }
-  return v;
-}
-
-options parse_options(int argc, char** argv) {
-  options o;
-  int i = 1;
-  for (; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (arg == "--") {
-      ++i;
-      break;
-    }
-    if (arg.rfind("--", 0) != 0 && arg != "-h") {
-      throw usage_error{"unexpected argument \"" + arg + "\"; put the program after \"--\""};
-    }
-    // Both "--ps 2" and "--ps=2".
-    std::optional<std::string> inline_value;
-    if (const auto eq = arg.find('='); eq != std::string::npos) {
-      inline_value = arg.substr(eq + 1);
-      arg.erase(eq);
-    }
-    const auto value = [&]() -> std::string {
-      if (inline_value) return *inline_value;
-      if (i + 1 >= argc) throw usage_error{"option " + arg + " needs a value"};
-      return argv[++i];
-    };
-    const auto flag = [&] {
-      if (inline_value) throw usage_error{"option " + arg + " takes no value"};
-    };
-    if (arg == "--ps") {
-      o.ps = static_cast<int>(parse_integer(arg, value(), 0, 1000));
-    } else if (arg == "--workers") {
-      o.workers = static_cast<int>(parse_integer(arg, value(), 1, 1000));
-    } else if (arg == "--chief") {
-      flag();
-      o.chief = true;
-    } else if (arg == "--host") {
-      o.host = value();
-      if (o.host.size() > 2 && o.host.front() == '[' && o.host.back() == ']') {
-        o.host = o.host.substr(1, o.host.size() - 2);  // "[::1]" as well as "::1"
-      }
-      if (o.host.empty()) throw usage_error{"option --host: empty host"};
-    } else if (arg == "--port-base") {
-      o.port_base = static_cast<int>(parse_integer(arg, value(), 0, 65535));
-    } else if (arg == "--timeout") {
-      o.timeout_s = parse_seconds(arg, value());
-    } else if (arg == "--ps-grace") {
-      o.ps_grace_s = parse_seconds(arg, value());
-    } else if (arg == "--kill-grace") {
-      o.kill_grace_s = parse_seconds(arg, value());
-    } else if (arg == "--token-env") {
-      flag();
-      o.token_env = true;
-    } else if (arg == "--help" || arg == "-h") {
-      std::fputs(usage_text, stdout);
-      std::exit(0);
-    } else {
-      throw usage_error{"unknown option " + arg};
-    }
-  }
-  for (; i < argc; ++i) o.command.emplace_back(argv[i]);
-  if (o.command.empty()) throw usage_error{"no program given; expected \"-- PROGRAM [ARGS...]\""};
-  const int total = o.ps + o.workers + (o.chief ? 1 : 0);
-  if (o.port_base != 0 && o.port_base + total - 1 > 65535) {
-    throw usage_error{"option --port-base: " + std::to_string(o.port_base) + " with " + std::to_string(total) +
-                      " tasks gives ports above 65535"};
-  }
-  return o;
-}
+using dsgd_launch::options;
+using dsgd_launch::usage_error;
 
 /// Writes all of `text` to fd 1. A closed stdout (EPIPE) is ignored: the cluster keeps running
 /// and is still stopped and reaped properly.
@@ -643,9 +519,9 @@ class launcher {
 int main(int argc, char** argv) {
   options opts;
   try {
-    opts = parse_options(argc, argv);
+    opts = dsgd_launch::parse_options(argc, argv);
   } catch (const usage_error& e) {
-    std::fprintf(stderr, "dsgd-launch: %s\n\n%s", e.message.c_str(), usage_text);
+    std::fprintf(stderr, "dsgd-launch: %s\n\n%s", e.message.c_str(), dsgd_launch::usage_text().c_str());
     return exit_usage;
   }
   try {

@@ -6,7 +6,9 @@
 #   1. a header includes dsgd headers only of its own layer or of the layers ALLOWED lists for it;
 #   2. a policy header (device, optim, update, compress, placement) includes nothing but the
 #      concepts.hpp of another policy family: no policy knows a concrete policy of another;
-#   3. no header includes a .cuh unless it is a .cuh itself.
+#   3. no header includes a .cuh unless it is a .cuh itself;
+#   4. the umbrella dsgd.hpp includes every public host header (all but detail/, impl/, model/,
+#      which needs BLAS, and .cuh) and no .cuh.
 # Prints one line per violation (file, line, what it includes, the rule) and exits 1 if any.
 #   scripts/check_layers.py [include-dir]
 import pathlib
@@ -92,6 +94,19 @@ def main() -> int:
                     not target.endswith("/concepts.hpp")):
                 problems.append(f"{where}: a {mine} policy header may include only the concepts.hpp "
                                 f"of another policy family, not a concrete {theirs} policy")
+    umbrella = root / "dsgd.hpp"
+    if umbrella.exists():
+        included = {m.group(1) for line in umbrella.read_text().splitlines()
+                    if (m := INCLUDE.match(line))}
+        for path in headers:
+            rel = path.relative_to(root).as_posix()
+            parts = rel.split("/")
+            public = (path.suffix == ".hpp" and rel != "dsgd.hpp" and "detail" not in parts
+                      and "impl" not in parts and parts[0] != "model")
+            if public and rel not in included:
+                problems.append(f"dsgd.hpp: does not include the public header <dsgd/{rel}>")
+    else:
+        problems.append("dsgd.hpp: the umbrella header is missing")
     for p in problems:
         print(p)
     print(f"check_layers: {len(headers)} headers, {len(problems)} violations")

@@ -16,8 +16,8 @@
 #include <dsgd/error.hpp>
 #include <dsgd/placement/plan.hpp>
 #include <dsgd/tensor/shape.hpp>
-#include <dsgd/checkpoint/atomic_file.hpp>
-#include <dsgd/checkpoint/format.hpp>
+#include <dsgd/checkpoint/detail/atomic_file.hpp>
+#include <dsgd/checkpoint/detail/format.hpp>
 #include <dsgd/detail/crc32c.hpp>
 
 #include <algorithm>

@@ -9,7 +9,7 @@
 
 #include <dsgd/error.hpp>
 #include <dsgd/tensor/shape.hpp>
-#include <dsgd/checkpoint/atomic_file.hpp>
+#include <dsgd/checkpoint/detail/atomic_file.hpp>
 #include <dsgd/detail/byte_io.hpp>
 #include <dsgd/detail/crc32c.hpp>
 

@@ -1,0 +1,70 @@
+// SPDX-FileCopyrightText: Copyright (c) 2026 The dsgd authors
+// SPDX-License-Identifier: Apache-2.0
+//
+/// @file
+/// The umbrella header: every public host header of dsgd (Taskflow's taskflow.hpp, stdexec's
+/// execution.hpp). It opens no .cuh: CUDA users include <dsgd/device/cuda.cuh> themselves, and the
+/// BLAS-backed example models (<dsgd/model/...>, target dsgd::models) are not part of the library.
+/// scripts/check_layers.py checks that no public header is missing here.
+#pragma once
+
+#include <dsgd/config.hpp>
+#include <dsgd/error.hpp>
+#include <dsgd/trainer.hpp>
+#include <dsgd/version.hpp>
+
+#include <dsgd/device/concepts.hpp>
+#include <dsgd/device/cpu.hpp>
+#include <dsgd/device/parse.hpp>
+
+#include <dsgd/tensor/init.hpp>
+#include <dsgd/tensor/ops.hpp>
+#include <dsgd/tensor/shape.hpp>
+#include <dsgd/tensor/tensor.hpp>
+
+#include <dsgd/optim/adagrad.hpp>
+#include <dsgd/optim/adam.hpp>
+#include <dsgd/optim/concepts.hpp>
+#include <dsgd/optim/exponential_decay.hpp>
+#include <dsgd/optim/mean.hpp>
+#include <dsgd/optim/momentum.hpp>
+#include <dsgd/optim/sgd.hpp>
+
+#include <dsgd/update/async.hpp>
+#include <dsgd/update/bounded_staleness.hpp>
+#include <dsgd/update/chunked_apply.hpp>
+#include <dsgd/update/concepts.hpp>
+#include <dsgd/update/sync_average.hpp>
+
+#include <dsgd/placement/concepts.hpp>
+#include <dsgd/placement/greedy_by_bytes.hpp>
+#include <dsgd/placement/partitioned.hpp>
+#include <dsgd/placement/plan.hpp>
+#include <dsgd/placement/round_robin.hpp>
+
+#include <dsgd/cluster/cluster_spec.hpp>
+#include <dsgd/cluster/device_spec.hpp>
+#include <dsgd/cluster/endpoint.hpp>
+#include <dsgd/cluster/environment.hpp>
+#include <dsgd/cluster/replicas.hpp>
+#include <dsgd/cluster/tf_config.hpp>
+
+#include <dsgd/transport/asio_tcp.hpp>
+#include <dsgd/transport/frame.hpp>
+#include <dsgd/transport/handshake.hpp>
+#include <dsgd/transport/tls.hpp>
+
+#include <dsgd/checkpoint/saver.hpp>
+
+#include <dsgd/server/client_options.hpp>
+#include <dsgd/server/parameter_server.hpp>
+#include <dsgd/server/protocol.hpp>
+#include <dsgd/server/ps_client.hpp>
+#include <dsgd/server/ps_options.hpp>
+
+#include <dsgd/data/fashion_mnist.hpp>
+
+#include <dsgd/train/monitored_session.hpp>
+#include <dsgd/train/progress.hpp>
+#include <dsgd/train/saver.hpp>
+#include <dsgd/train/summary_writer.hpp>

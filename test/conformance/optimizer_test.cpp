@@ -1,0 +1,73 @@
+// SPDX-FileCopyrightText: Copyright (c) 2026 The dsgd authors
+// SPDX-License-Identifier: Apache-2.0
+//
+// Conformance of the Optimizer family: every shipped optimizer models dsgd::Optimizer on the host
+// device, a user optimizer that models only the concept (no dsgd base, no detail::) applies
+// through the same calls the ps makes, and near-misses are refused (near_miss_optimizer.cpp checks
+// that the trainer's error names the concept).
+#include <dsgd/device/cpu.hpp>
+#include <dsgd/optim/adagrad.hpp>
+#include <dsgd/optim/adam.hpp>
+#include <dsgd/optim/concepts.hpp>
+#include <dsgd/optim/exponential_decay.hpp>
+#include <dsgd/optim/momentum.hpp>
+#include <dsgd/optim/sgd.hpp>
+
+#include <boost/test/unit_test.hpp>
+
+#include <cstddef>
+#include <vector>
+
+namespace {
+
+// A user's optimizer from the concept alone: sign SGD, w -= lr * sign(g), with no slots.
+struct sign_sgd {
+  float learning_rate = 0.1f;
+  template <class D>
+  struct state {
+    state(const D&, std::size_t) {}
+  };
+  template <class D>
+  void apply(const D&, state<D>&, float* w, const float* g, std::size_t n, float scale = 1.f) const {
+    for (std::size_t i = 0; i < n; ++i) w[i] -= learning_rate * (g[i] * scale > 0 ? 1.f : g[i] * scale < 0 ? -1.f : 0.f);
+  }
+};
+
+struct no_state {  // near-miss: no per-variable state
+  template <class D>
+  void apply(const D&, int&, float*, const float*, std::size_t, float) const {}
+};
+
+struct no_apply {  // near-miss: a state but nothing that applies it
+  template <class D>
+  struct state {
+    state(const D&, std::size_t) {}
+  };
+};
+
+}  // namespace
+
+using cpu = dsgd::device::cpu;
+static_assert(dsgd::Optimizer<dsgd::optim::sgd, cpu>);
+static_assert(dsgd::Optimizer<dsgd::optim::momentum, cpu>);
+static_assert(dsgd::Optimizer<dsgd::optim::adagrad, cpu>);
+static_assert(dsgd::Optimizer<dsgd::optim::adam, cpu>);
+static_assert(dsgd::Optimizer<dsgd::optim::exponential_decay<dsgd::optim::momentum>, cpu>);
+static_assert(dsgd::Optimizer<sign_sgd, cpu>);
+static_assert(!dsgd::Optimizer<no_state, cpu>);
+static_assert(!dsgd::Optimizer<no_apply, cpu>);
+static_assert(!dsgd::Optimizer<int, cpu>);
+static_assert(!dsgd::Optimizer<dsgd::optim::sgd, int>);  // not a device
+
+BOOST_AUTO_TEST_SUITE(conformance_optimizer)
+
+BOOST_AUTO_TEST_CASE(a_user_optimizer_applies_through_the_calls_a_ps_makes)
+{
+  std::vector<float> w{1.f, 1.f, 1.f}, g{2.f, -3.f, 0.f};
+  sign_sgd o{0.5f};
+  sign_sgd::state<cpu> s(cpu{}, w.size());
+  o.apply(cpu{}, s, w.data(), g.data(), w.size(), 1.f);
+  BOOST_TEST(w == (std::vector<float>{0.5f, 1.5f, 1.f}), boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -47,6 +47,7 @@
 #include <dsgd/cluster/endpoint.hpp>
 #include <dsgd/cluster/environment.hpp>
 #include <dsgd/cluster/replicas.hpp>
+#include <dsgd/cluster/slurm.hpp>
 #include <dsgd/cluster/tf_config.hpp>
 
 #include <dsgd/transport/asio_tcp.hpp>

@@ -91,6 +91,16 @@ BOOST_AUTO_TEST_CASE(open_mpi_variables_give_the_role) {
   BOOST_TEST(dsgd::cluster::to_string(r.source) == "Open MPI");
 }
 
+BOOST_AUTO_TEST_CASE(mpich_variables_give_the_role_and_win_over_an_inherited_slurm_procid) {
+  const auto env = env_from_map({{"PMI_RANK", "2"}, {"PMI_SIZE", "3"}, {"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "1"}});
+  const auto r = resolve_from_environment({.num_ps = 1}, env);
+  BOOST_TEST((r.source == role_source::mpich));
+  BOOST_TEST((r.task == task_id{"worker", 1}));
+  BOOST_TEST(dsgd::cluster::to_string(r.source) == "MPICH");
+  BOOST_TEST(contains(r.origin, "PMI_RANK=2"));
+  BOOST_TEST(dsgd::cluster::role_from_mpich({.num_ps = 1}, env)->task.to_string() == "worker:1");
+}
+
 BOOST_AUTO_TEST_CASE(tf_config_wins_over_mpi_and_slurm) {
   const auto env = env_from_map({{"TF_CONFIG", R"({"cluster": {"worker": ["a:1", "b:2"]},
                                                   "task": {"type": "worker", "index": 1}})"},
@@ -113,6 +123,7 @@ BOOST_AUTO_TEST_CASE(an_empty_environment_names_every_missing_variable) {
   const auto msg = error_of([] { resolve_from_environment({}, env_from_map({})); }, dsgd::errc::not_found);
   BOOST_TEST(contains(msg, "TF_CONFIG: not set"));
   BOOST_TEST(contains(msg, "OMPI_COMM_WORLD_RANK and OMPI_COMM_WORLD_SIZE are not set"));
+  BOOST_TEST(contains(msg, "MPICH: PMI_RANK and PMI_SIZE are not set"));
   BOOST_TEST(contains(msg, "SLURM_PROCID and SLURM_NTASKS are not set"));
 }
 

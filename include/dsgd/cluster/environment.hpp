@@ -2,19 +2,22 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 /// @file
-/// A process's role from its launcher's environment: TF_CONFIG, Open MPI (`mpirun`) or Slurm
-/// (`srun`). dsgd never runs its own cluster manager; it reads what the launcher set.
+/// A process's role from its launcher's environment: TF_CONFIG, Open MPI or MPICH (`mpirun`,
+/// `mpiexec`) or Slurm (`srun`). dsgd never runs its own cluster manager; it reads what the
+/// launcher set.
 ///
 /// Open MPI and Slurm give a rank r in [0, n) and a size n, but no roles. dsgd maps them with a
 /// rank_layout: ranks [0, num_ps) are ps tasks 0..num_ps-1, ranks [num_ps, n) are worker tasks
 /// 0..n-num_ps-1 (so worker 0, the chief, is rank num_ps). Rank r listens on port
-/// base_port + r of its host, so several ranks on one machine never collide. The hosts are not
-/// read from SLURM_JOB_NODELIST (its compressed syntax and per-node task counts vary between
-/// sites): pass them in rank_layout::hosts, e.g. from `scontrol show hostnames` repeated
-/// per task, or `mpirun --map-by` order; with no hosts every rank is on "localhost".
+/// base_port + r of its host, so several ranks on one machine never collide. The host of each
+/// rank is rank_layout::hosts when given; under Slurm without it, the step's node list and task
+/// counts (SLURM_STEP_NODELIST and SLURM_STEP_TASKS_PER_NODE, else SLURM_JOB_NODELIST and
+/// SLURM_TASKS_PER_NODE) expanded as `scontrol show hostnames` does (cluster/slurm.hpp), ranks
+/// in Slurm's default block order; otherwise every rank is on "localhost".
 #pragma once
 
 #include <dsgd/cluster/cluster_spec.hpp>
+#include <dsgd/cluster/slurm.hpp>
 #include <dsgd/cluster/tf_config.hpp>
 #include <dsgd/error.hpp>
 
@@ -28,13 +31,14 @@
 namespace dsgd::cluster {
 
 /// Where a role came from.
-enum class role_source { tf_config, open_mpi, slurm };
+enum class role_source { tf_config, open_mpi, mpich, slurm };
 
-/// @returns "TF_CONFIG", "Open MPI" or "Slurm".
+/// @returns "TF_CONFIG", "Open MPI", "MPICH" or "Slurm".
 inline std::string_view to_string(role_source s) noexcept {
   switch (s) {
     case role_source::tf_config: return "TF_CONFIG";
     case role_source::open_mpi: return "Open MPI";
+    case role_source::mpich: return "MPICH";
     case role_source::slurm: return "Slurm";
   }
   return "unknown";
@@ -149,6 +153,24 @@ inline std::optional<role> role_from_pair(const env_lookup& env, const rank_layo
   return out;
 }
 
+// Slurm's rank and size, the hosts from the step's node list when the layout names none.
+inline std::optional<role> role_from_slurm(const env_lookup& env, rank_layout layout, std::string& missing) {
+  if (layout.hosts.empty()) {
+    for (const auto& [nodes_var, tasks_var] : {std::pair{"SLURM_STEP_NODELIST", "SLURM_STEP_TASKS_PER_NODE"},
+                                               std::pair{"SLURM_JOB_NODELIST", "SLURM_TASKS_PER_NODE"}}) {
+      const auto nodes = env(nodes_var);
+      const auto tasks = env(tasks_var);
+      if (!nodes || !tasks) continue;
+      layout.hosts = hosts_of_ranks(*nodes, *tasks);
+      auto r = role_from_pair(env, layout, role_source::slurm, "SLURM_PROCID", {"SLURM_NTASKS", "SLURM_NPROCS"},
+                              missing);
+      if (r) r->origin += std::string(", hosts from ") + nodes_var + "=" + *nodes + " and " + tasks_var + "=" + *tasks;
+      return r;
+    }
+  }
+  return role_from_pair(env, layout, role_source::slurm, "SLURM_PROCID", {"SLURM_NTASKS", "SLURM_NPROCS"}, missing);
+}
+
 }  // namespace detail
 
 /// The role from Open MPI's OMPI_COMM_WORLD_RANK and OMPI_COMM_WORLD_SIZE.
@@ -166,13 +188,20 @@ inline std::optional<role> role_from_open_mpi(const rank_layout& layout,
 /// @throws dsgd::error(errc::bad_cluster_spec) when they are set but invalid, or the layout is.
 inline std::optional<role> role_from_slurm(const rank_layout& layout, const env_lookup& env = process_environment()) {
   std::string missing;
-  return detail::role_from_pair(env, layout, role_source::slurm, "SLURM_PROCID",
-                                {"SLURM_NTASKS", "SLURM_NPROCS"}, missing);
+  return detail::role_from_slurm(env, layout, missing);
 }
 
-/// Finds this process's role: TF_CONFIG first, then Open MPI, then Slurm.
+/// The role from MPICH's (Hydra's) PMI_RANK and PMI_SIZE.
+/// @returns nullopt when either is unset.
+/// @throws dsgd::error(errc::bad_cluster_spec) when they are set but invalid, or the layout is.
+inline std::optional<role> role_from_mpich(const rank_layout& layout, const env_lookup& env = process_environment()) {
+  std::string missing;
+  return detail::role_from_pair(env, layout, role_source::mpich, "PMI_RANK", {"PMI_SIZE"}, missing);
+}
+
+/// Finds this process's role: TF_CONFIG first, then Open MPI, then MPICH, then Slurm.
 ///
-/// Open MPI comes before Slurm on purpose: `mpirun` inside an `sbatch` allocation starts its
+/// Open MPI and MPICH come before Slurm on purpose: `mpirun` inside an `sbatch` allocation starts its
 /// processes with the SLURM_PROCID of the step that launched them (the same for every rank on a
 /// node), while OMPI_COMM_WORLD_RANK is set per process by Open MPI itself. A process started by
 /// `srun` alone has only the Slurm variables. `layout` is used only for Open MPI and Slurm.
@@ -187,12 +216,12 @@ inline role resolve_from_environment(const rank_layout& layout = {}, const env_l
                                       {"OMPI_COMM_WORLD_SIZE"}, missing)) {
     return *r;
   }
-  if (auto r = detail::role_from_pair(env, layout, role_source::slurm, "SLURM_PROCID",
-                                      {"SLURM_NTASKS", "SLURM_NPROCS"}, missing)) {
+  if (auto r = detail::role_from_pair(env, layout, role_source::mpich, "PMI_RANK", {"PMI_SIZE"}, missing)) {
     return *r;
   }
+  if (auto r = detail::role_from_slurm(env, layout, missing)) return *r;
   throw error(errc::not_found, "no cluster role in the environment (" + missing +
-                                   "); set TF_CONFIG, or launch with mpirun or srun");
+                                   "); set TF_CONFIG, or launch with mpirun, mpiexec or srun");
 }
 
 }  // namespace dsgd::cluster

@@ -65,8 +65,9 @@ class arrival_shard : public shard_storage<Derived, D, O> {
       this->device_.synchronize();
     } else {
       throw error(errc::invalid_argument,
-                  "sparse push: this optimizer has no sparse apply (update::sparse_apply is defined for optim::sgd "
-                  "and optim::momentum); push the dense gradient, or use sync_average, which applies the dense mean");
+                  "sparse push: this optimizer has no sparse apply (update::sparse_apply maps the element rule of "
+                  "an optimizer without step counters, such as optim::sgd and optim::momentum); push the dense "
+                  "gradient, or use sync_average, which applies the dense mean");
     }
     arrived_locked(worker);
     return push_outcome::applied;

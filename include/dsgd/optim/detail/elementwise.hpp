@@ -61,16 +61,20 @@ struct element_kernel {
     const std::size_t i = at.value(k);
     float w;
     float s[N > 0 ? N : 1];
+    // `if constexpr (N > 0)`: no loop at all for a rule without slots (nvcc warns of j < 0).
     if constexpr (InPlace) {
       w = w_out[i];
-      for (std::size_t j = 0; j < N; ++j) s[j] = s_out[j][i];
+      if constexpr (N > 0)
+        for (std::size_t j = 0; j < N; ++j) s[j] = s_out[j][i];
     } else {
       w = w_in[i];
-      for (std::size_t j = 0; j < N; ++j) s[j] = s_in[j][i];
+      if constexpr (N > 0)
+        for (std::size_t j = 0; j < N; ++j) s[j] = s_in[j][i];
     }
     call(w, g[at.gradient(k)], s, std::make_index_sequence<N>{});
     w_out[i] = w;
-    for (std::size_t j = 0; j < N; ++j) s_out[j][i] = s[j];
+    if constexpr (N > 0)
+      for (std::size_t j = 0; j < N; ++j) s_out[j][i] = s[j];
   }
 
  private:
@@ -85,9 +89,11 @@ element_kernel<Rule, Rule::slot_count, Index, InPlace> make_kernel(const Rule& r
                                                                    float* w_out, const float* g, const In& s_in,
                                                                    const Out& s_out) {
   element_kernel<Rule, Rule::slot_count, Index, InPlace> kernel{rule, at, w_out, w_in, g, {}, {}};
-  for (std::size_t j = 0; j < Rule::slot_count; ++j) {
-    kernel.s_in[j] = s_in[j];
-    kernel.s_out[j] = s_out[j];
+  if constexpr (Rule::slot_count > 0) {
+    for (std::size_t j = 0; j < Rule::slot_count; ++j) {
+      kernel.s_in[j] = s_in[j];
+      kernel.s_out[j] = s_out[j];
+    }
   }
   return kernel;
 }

@@ -3,11 +3,13 @@
 //
 // Tests for <dsgd/optim/sgd.hpp>, <dsgd/optim/momentum.hpp>, <dsgd/optim/adagrad.hpp> and
 // <dsgd/optim/adam.hpp>: each fused kernel against the scalar references in
-// support/reference_optim.hpp, plus hand-computed first steps.
+// support/reference_optim.hpp, plus hand-computed first steps; and the three maps of each
+// optimizer's element rule (optim/detail/elementwise.hpp) against one another, bit for bit.
 #include <dsgd/device/cpu.hpp>
 #include <dsgd/optim/adagrad.hpp>
 #include <dsgd/optim/adam.hpp>
 #include <dsgd/optim/concepts.hpp>
+#include <dsgd/optim/exponential_decay.hpp>
 #include <dsgd/optim/mean.hpp>
 #include <dsgd/optim/momentum.hpp>
 #include <dsgd/optim/sgd.hpp>
@@ -17,6 +19,8 @@
 #include <boost/test/unit_test.hpp>
 
 #include <cmath>
+#include <cstring>
+#include <type_traits>
 #include <cstddef>
 #include <cstdint>
 #include <random>
@@ -156,8 +160,81 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(a_sum_of_k_gradients_scaled_by_1_over_k_is_the_mea
 
 BOOST_AUTO_TEST_CASE_TEMPLATE(an_empty_variable_is_a_no_op, O, optimizers) {
   typename O::template state<cpu> state(cpu{}, 0);
-  O{}.apply(cpu{}, state, nullptr, nullptr, 0, 1.f);
+  BOOST_CHECK_NO_THROW(O{}.apply(cpu{}, state, nullptr, nullptr, 0, 1.f));
+  // With n = 0 nothing at the pointers is read or written, whatever they point to.
+  float w[2] = {1.5f, -2.f};
+  const float g[2] = {4.f, 8.f};
+  BOOST_CHECK_NO_THROW(O{}.apply(cpu{}, state, w, g, 0, 1.f));
+  BOOST_TEST(w[0] == 1.5f);
+  BOOST_TEST(w[1] == -2.f);
+  std::size_t slots = 0;
+  state.visit([&](const char* name, auto& slot) {
+    if constexpr (!std::is_same_v<std::decay_t<decltype(slot)>, std::uint64_t>) {
+      BOOST_TEST_CONTEXT("slot " << name) { BOOST_TEST(slot.size() == 0u); }
+      ++slots;
+    }
+  });
+  BOOST_TEST(slots == O::slot_count);
 }
+
+// The in-place map (apply()), the out-of-place map over ranges (chunked apply) and the row map
+// (sparse apply) run the one element rule, so they end bit for bit in the same place.
+BOOST_AUTO_TEST_CASE_TEMPLATE(the_in_place_out_of_place_and_row_maps_agree_bit_for_bit, O, optimizers) {
+  constexpr std::size_t dim = 4, rows = 7, n = rows * dim;
+  const std::vector<std::uint64_t> order = {3, 0, 6, 1, 5, 2, 4};  // every row once, shuffled
+  const std::size_t cuts[] = {0, 5, 17, n};                         // three uneven chunks
+  std::uint32_t seed = 101;
+  for (auto [optimizer, reference] : configurations<O>::get()) {
+    const auto w0 = random_values(n, seed++, -1.f, 1.f);
+    cpu_vector w_whole(w0.begin(), w0.end()), w_chunks(w0.begin(), w0.end()), w_rows(w0.begin(), w0.end());
+    typename O::template state<cpu> s_whole(cpu{}, n), s_chunks(cpu{}, n), s_rows(cpu{}, n);
+    for (int step = 1; step <= 4; ++step) {
+      const float scale = step % 2 ? 1.f : 0.5f;
+      const auto grad = random_values(n, seed++, -2.f, 2.f);
+      optimizer.apply(cpu{}, s_whole, w_whole.data(), grad.data(), n, scale);
+
+      cpu_vector w_next(n);
+      typename O::template state<cpu> s_next(cpu{}, n);
+      for (std::size_t c = 0; c + 1 < std::size(cuts); ++c)
+        dsgd::optim::detail::map_out_of_place(optimizer, cpu{}, s_chunks, s_next, w_chunks.data(), w_next.data(),
+                                              grad.data(), cuts[c], cuts[c + 1] - cuts[c], scale);
+      dsgd::optim::detail::advance(optimizer, s_chunks, s_next);
+      w_chunks = w_next;
+      s_chunks = std::move(s_next);
+
+      std::vector<float> packed;
+      for (auto r : order) packed.insert(packed.end(), grad.begin() + r * dim, grad.begin() + (r + 1) * dim);
+      dsgd::optim::detail::map_rows(optimizer, cpu{}, s_rows, w_rows.data(), order.data(), rows, dim,
+                                    packed.data(), scale);
+
+      BOOST_TEST_CONTEXT("step " << step) {
+        BOOST_TEST(std::memcmp(w_whole.data(), w_chunks.data(), n * sizeof(float)) == 0);
+        BOOST_TEST(std::memcmp(w_whole.data(), w_rows.data(), n * sizeof(float)) == 0);
+        const auto a = O::slots_of(s_whole), b = O::slots_of(s_chunks), c = O::slots_of(s_rows);
+        for (std::size_t j = 0; j < O::slot_count; ++j) {
+          BOOST_TEST(std::memcmp(a[j], b[j], n * sizeof(float)) == 0);
+          BOOST_TEST(std::memcmp(a[j], c[j], n * sizeof(float)) == 0);
+        }
+        std::vector<std::uint64_t> counters[3];
+        auto collect = [](auto& s, std::vector<std::uint64_t>& out) {
+          s.visit([&](const char*, auto& slot) {
+            if constexpr (std::is_same_v<std::decay_t<decltype(slot)>, std::uint64_t>) out.push_back(slot);
+          });
+        };
+        collect(s_whole, counters[0]);
+        collect(s_chunks, counters[1]);
+        collect(s_rows, counters[2]);
+        BOOST_TEST(counters[0] == counters[1], tt::per_element());
+        BOOST_TEST(counters[0] == counters[2], tt::per_element());
+      }
+    }
+    BOOST_TEST(to_std(w_whole) != w0);
+  }
+}
+
+static_assert(dsgd::optim::elementwise<dsgd::optim::sgd> && dsgd::optim::elementwise<dsgd::optim::adam>);
+static_assert(!dsgd::optim::counts_updates_v<dsgd::optim::momentum> && dsgd::optim::counts_updates_v<dsgd::optim::adam>);
+static_assert(!dsgd::optim::elementwise<dsgd::optim::exponential_decay<dsgd::optim::sgd>>);
 
 BOOST_AUTO_TEST_CASE(sgd_steps_against_the_scaled_gradient) {
   cpu_vector w(3, 1.f);

@@ -4,6 +4,7 @@
 // Tests for <dsgd/update/chunked_apply.hpp> and the chunked pushes of the async and
 // bounded-staleness shards: a push applied chunk by chunk as it arrives ends exactly where a
 // whole one does, and no reader ever sees it half applied.
+#include <dsgd/device/cpu.hpp>
 #include <dsgd/optim/adam.hpp>
 #include <dsgd/optim/momentum.hpp>
 #include <dsgd/optim/sgd.hpp>

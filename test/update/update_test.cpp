@@ -2,6 +2,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // Tests for <dsgd/update/*.hpp>: the semantics of each rule, on threads of this process.
+#include <dsgd/device/cpu.hpp>
 #include <dsgd/optim/momentum.hpp>
 #include <dsgd/optim/sgd.hpp>
 #include <dsgd/update/async.hpp>

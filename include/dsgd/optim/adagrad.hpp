@@ -8,11 +8,11 @@
 #include <dsgd/config.hpp>
 #include <dsgd/device/concepts.hpp>
 #include <dsgd/error.hpp>
+#include <dsgd/optim/concepts.hpp>
 
-#include <thrust/for_each.h>
-#include <thrust/iterator/counting_iterator.h>
 #include <thrust/memory.h>
 
+#include <array>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -22,19 +22,18 @@ namespace dsgd::optim {
 
 namespace detail {
 
-struct adagrad_kernel {
-  float* w;
-  float* acc;
-  const float* g;
+/// optim::adagrad's rule for one element and its accumulator.
+struct adagrad_rule {
+  static constexpr std::size_t slot_count = 1;
   float learning_rate;
   float epsilon;
   float grad_scale;
   float acc_offset;  // initial_accumulator on the first step, 0 afterwards
-  DSGD_HOST_DEVICE void operator()(std::size_t i) const {
-    const float gi = grad_scale * g[i];
-    const float ai = (acc[i] + acc_offset) + gi * gi;
-    acc[i] = ai;
-    w[i] -= (learning_rate * gi) / (sqrtf(ai) + epsilon);
+  DSGD_HOST_DEVICE void operator()(float& w, float g, float& acc) const {
+    const float gi = grad_scale * g;
+    const float ai = (acc + acc_offset) + gi * gi;
+    acc = ai;
+    w -= (learning_rate * gi) / (sqrtf(ai) + epsilon);
   }
 };
 
@@ -81,11 +80,27 @@ struct adagrad {
                                             std::to_string(s.accumulator.size()) +
                                             " accumulators but n = " + std::to_string(n));
     }
-    const float offset = s.steps == 0 ? initial_accumulator : 0.f;
-    thrust::for_each_n(device.policy(), thrust::counting_iterator<std::size_t>(0), n,
-                       detail::adagrad_kernel{w, thrust::raw_pointer_cast(s.accumulator.data()),
-                                              g, learning_rate, epsilon, grad_scale, offset});
-    ++s.steps;
+    detail::map_in_place(*this, device, s, w, g, n, grad_scale);
+  }
+
+  /// One slot, the accumulator (optim::elementwise).
+  static constexpr std::size_t slot_count = 1;
+  /// The rule depends on the step count (the first step adds `initial_accumulator`).
+  static constexpr bool counts_updates = true;
+  /// @returns the slots' data of @p s: the accumulator.
+  template <class S>
+  static auto slots_of(S& s) noexcept {
+    return std::array{thrust::raw_pointer_cast(s.accumulator.data())};
+  }
+  /// Calls @p f with the element rule of the next update of @p s (optim::elementwise).
+  template <class S, class F>
+  void with_rule(const S& s, float grad_scale, F&& f) const {
+    f(detail::adagrad_rule{learning_rate, epsilon, grad_scale, s.steps == 0 ? initial_accumulator : 0.f});
+  }
+  /// @p out's step count after one update of @p in.
+  template <class S>
+  void advance(const S& in, S& out) const noexcept {
+    out.steps = in.steps + 1;
   }
 };
 

@@ -8,11 +8,11 @@
 #include <dsgd/config.hpp>
 #include <dsgd/device/concepts.hpp>
 #include <dsgd/error.hpp>
+#include <dsgd/optim/concepts.hpp>
 
-#include <thrust/for_each.h>
-#include <thrust/iterator/counting_iterator.h>
 #include <thrust/memory.h>
 
+#include <array>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -22,11 +22,9 @@ namespace dsgd::optim {
 
 namespace detail {
 
-struct adam_kernel {
-  float* w;
-  float* m;
-  float* v;
-  const float* g;
+/// optim::adam's rule for one element and its two moments.
+struct adam_rule {
+  static constexpr std::size_t slot_count = 2;
   float learning_rate;
   float beta1;
   float one_minus_beta1;
@@ -36,15 +34,15 @@ struct adam_kernel {
   float inv_correction2;  // 1 / (1 - beta2^t)
   float epsilon;
   float grad_scale;
-  DSGD_HOST_DEVICE void operator()(std::size_t i) const {
-    const float gi = grad_scale * g[i];
-    const float mi = beta1 * m[i] + one_minus_beta1 * gi;
-    const float vi = beta2 * v[i] + one_minus_beta2 * (gi * gi);
-    m[i] = mi;
-    v[i] = vi;
+  DSGD_HOST_DEVICE void operator()(float& w, float g, float& m, float& v) const {
+    const float gi = grad_scale * g;
+    const float mi = beta1 * m + one_minus_beta1 * gi;
+    const float vi = beta2 * v + one_minus_beta2 * (gi * gi);
+    m = mi;
+    v = vi;
     const float m_hat = mi * inv_correction1;
     const float v_hat = vi * inv_correction2;
-    w[i] -= (learning_rate * m_hat) / (sqrtf(v_hat) + epsilon);
+    w -= (learning_rate * m_hat) / (sqrtf(v_hat) + epsilon);
   }
 };
 
@@ -98,19 +96,35 @@ struct adam {
                                             std::to_string(s.m.size()) + " moments but n = " +
                                             std::to_string(n));
     }
+    detail::map_in_place(*this, device, s, w, g, n, grad_scale);
+  }
+
+  /// Two slots, the moments (optim::elementwise).
+  static constexpr std::size_t slot_count = 2;
+  /// The rule depends on the step count (the bias corrections).
+  static constexpr bool counts_updates = true;
+  /// @returns the slots' data of @p s: m and v.
+  template <class S>
+  static auto slots_of(S& s) noexcept {
+    return std::array{thrust::raw_pointer_cast(s.m.data()), thrust::raw_pointer_cast(s.v.data())};
+  }
+  /// Calls @p f with the element rule of the next update of @p s, step t = s.t + 1
+  /// (optim::elementwise).
+  template <class S, class F>
+  void with_rule(const S& s, float grad_scale, F&& f) const {
     const std::uint64_t t = s.t + 1;
     // The corrections are computed in double: beta2^t loses most of its digits in float when
     // beta2 is close to 1.
     const double correction1 = 1.0 - std::pow(static_cast<double>(beta1), static_cast<double>(t));
     const double correction2 = 1.0 - std::pow(static_cast<double>(beta2), static_cast<double>(t));
-    thrust::for_each_n(
-        device.policy(), thrust::counting_iterator<std::size_t>(0), n,
-        detail::adam_kernel{w, thrust::raw_pointer_cast(s.m.data()),
-                            thrust::raw_pointer_cast(s.v.data()), g, learning_rate, beta1,
-                            1.f - beta1, beta2, 1.f - beta2,
-                            static_cast<float>(1.0 / correction1),
-                            static_cast<float>(1.0 / correction2), epsilon, grad_scale});
-    s.t = t;
+    f(detail::adam_rule{learning_rate, beta1, 1.f - beta1, beta2, 1.f - beta2,
+                        static_cast<float>(1.0 / correction1), static_cast<float>(1.0 / correction2), epsilon,
+                        grad_scale});
+  }
+  /// @p out's step count after one update of @p in.
+  template <class S>
+  void advance(const S& in, S& out) const noexcept {
+    out.t = in.t + 1;
   }
 };
 

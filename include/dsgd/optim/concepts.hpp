@@ -6,7 +6,9 @@
 #pragma once
 
 #include <dsgd/device/concepts.hpp>
+#include <dsgd/optim/detail/elementwise.hpp>
 
+#include <concepts>
 #include <cstddef>
 
 namespace dsgd {
@@ -42,5 +44,30 @@ concept Optimizer =
 /// Optimizer).
 template <class S>
 concept checkpointable_state = requires(S& s) { s.visit([](const char*, auto&) {}); };
+
+namespace optim {
+
+/// An Optimizer whose update is one rule per element, written once and mapped in place over a
+/// variable (its apply()), out of place over a range (update::chunked_apply) and over rows
+/// (update::sparse_apply); optim::sgd, momentum, adagrad and adam are. A model provides
+///  - `O::slot_count`: how many per-element slots its state holds;
+///  - `O::slots_of(s)`: a `std::array` of the slots' raw data pointers (const for a const @p s);
+///  - `o.with_rule(s, grad_scale, f)`: calls `f(rule)` with the DSGD_HOST_DEVICE rule of the
+///    next update of @p s, `rule(float& w, float g, float& slot...)` (`rule::slot_count` slots);
+///  - and, when the rule depends on a counter of the state (adam's t), `O::counts_updates`
+///    (true) and `o.advance(in, out)`: sets `out`'s counters to `in`'s after one update.
+/// Its apply() is then `optim::detail::map_in_place(*this, device, s, w, g, n, grad_scale)`.
+template <class O>
+concept elementwise = requires {
+  { O::slot_count } -> std::convertible_to<std::size_t>;
+};
+
+/// True for an elementwise optimizer whose rule depends on a counter of its state: a part of a
+/// push (some rows) is then no update of its own, so such optimizers have no sparse or chunked
+/// apply.
+template <class O>
+inline constexpr bool counts_updates_v = requires { requires O::counts_updates; };
+
+}  // namespace optim
 
 }  // namespace dsgd

@@ -8,11 +8,11 @@
 #include <dsgd/config.hpp>
 #include <dsgd/device/concepts.hpp>
 #include <dsgd/error.hpp>
+#include <dsgd/optim/concepts.hpp>
 
-#include <thrust/for_each.h>
-#include <thrust/iterator/counting_iterator.h>
 #include <thrust/memory.h>
 
+#include <array>
 #include <cstddef>
 #include <string>
 
@@ -20,23 +20,22 @@ namespace dsgd::optim {
 
 namespace detail {
 
-// Nesterov is a template parameter so that the per-element loop carries no branch.
+/// optim::momentum's rule for one element and its velocity. Nesterov is a template parameter
+/// so that the per-element loop carries no branch.
 template <bool Nesterov>
-struct momentum_kernel {
-  float* w;
-  float* v;
-  const float* g;
+struct momentum_rule {
+  static constexpr std::size_t slot_count = 1;
   float learning_rate;
   float momentum;
   float grad_scale;
-  DSGD_HOST_DEVICE void operator()(std::size_t i) const {
-    const float gi = grad_scale * g[i];
-    const float vi = momentum * v[i] + gi;
-    v[i] = vi;
+  DSGD_HOST_DEVICE void operator()(float& w, float g, float& v) const {
+    const float gi = grad_scale * g;
+    const float vi = momentum * v + gi;
+    v = vi;
     if constexpr (Nesterov) {
-      w[i] -= learning_rate * (gi + momentum * vi);
+      w -= learning_rate * (gi + momentum * vi);
     } else {
-      w[i] -= learning_rate * vi;
+      w -= learning_rate * vi;
     }
   }
 };
@@ -78,15 +77,23 @@ struct momentum {
                                             std::to_string(s.velocity.size()) +
                                             " velocities but n = " + std::to_string(n));
     }
-    float* v = thrust::raw_pointer_cast(s.velocity.data());
-    const auto first = thrust::counting_iterator<std::size_t>(0);
-    const float m = momentum;
+    detail::map_in_place(*this, device, s, w, g, n, grad_scale);
+  }
+
+  /// One slot, the velocity (optim::elementwise).
+  static constexpr std::size_t slot_count = 1;
+  /// @returns the slots' data of @p s: the velocity.
+  template <class S>
+  static auto slots_of(S& s) noexcept {
+    return std::array{thrust::raw_pointer_cast(s.velocity.data())};
+  }
+  /// Calls @p f with the element rule of the next update (optim::elementwise).
+  template <class S, class F>
+  void with_rule(const S&, float grad_scale, F&& f) const {
     if (nesterov) {
-      thrust::for_each_n(device.policy(), first, n,
-                         detail::momentum_kernel<true>{w, v, g, learning_rate, m, grad_scale});
+      f(detail::momentum_rule<true>{learning_rate, momentum, grad_scale});
     } else {
-      thrust::for_each_n(device.policy(), first, n,
-                         detail::momentum_kernel<false>{w, v, g, learning_rate, m, grad_scale});
+      f(detail::momentum_rule<false>{learning_rate, momentum, grad_scale});
     }
   }
 };

@@ -7,25 +7,22 @@
 
 #include <dsgd/config.hpp>
 #include <dsgd/device/concepts.hpp>
+#include <dsgd/optim/concepts.hpp>
 
-#include <thrust/for_each.h>
-#include <thrust/iterator/counting_iterator.h>
-
+#include <array>
 #include <cstddef>
 
 namespace dsgd::optim {
 
 namespace detail {
 
-struct sgd_kernel {
-  float* w;
-  const float* g;
+/// optim::sgd's rule for one element.
+struct sgd_rule {
+  static constexpr std::size_t slot_count = 0;
   float learning_rate;
   float grad_scale;
   // Scaling g first keeps the rounding identical to the other optimizers' `g = grad_scale * g`.
-  DSGD_HOST_DEVICE void operator()(std::size_t i) const {
-    w[i] -= learning_rate * (grad_scale * g[i]);
-  }
+  DSGD_HOST_DEVICE void operator()(float& w, float g) const { w -= learning_rate * (grad_scale * g); }
 };
 
 }  // namespace detail
@@ -45,10 +42,22 @@ struct sgd {
 
   /// Applies one update to the @p n elements at @p w (raw pointers into @p device's memory).
   template <Device D>
-  void apply(const D& device, state<D>&, float* w, const float* g, std::size_t n,
+  void apply(const D& device, state<D>& s, float* w, const float* g, std::size_t n,
              float grad_scale = 1.f) const {
-    thrust::for_each_n(device.policy(), thrust::counting_iterator<std::size_t>(0), n,
-                       detail::sgd_kernel{w, g, learning_rate, grad_scale});
+    detail::map_in_place(*this, device, s, w, g, n, grad_scale);
+  }
+
+  /// No slots (optim::elementwise).
+  static constexpr std::size_t slot_count = 0;
+  /// @returns the slots' data of @p s: none.
+  template <class S>
+  static std::array<float*, 0> slots_of(S&) noexcept {
+    return {};
+  }
+  /// Calls @p f with the element rule of the next update (optim::elementwise).
+  template <class S, class F>
+  void with_rule(const S&, float grad_scale, F&& f) const {
+    f(detail::sgd_rule{learning_rate, grad_scale});
   }
 };
 

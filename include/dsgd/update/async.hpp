@@ -5,71 +5,40 @@
 /// update::async: asynchronous SGD, each gradient applied as it arrives.
 #pragma once
 
-#include <dsgd/update/detail/shard_storage.hpp>
+#include <dsgd/update/detail/arrival_shard.hpp>
 
 #include <memory>
+#include <string>
 
 namespace dsgd::update {
 
 /// Asynchronous SGD (Hogwild-style on the ps, but shard-consistent): each push is applied at
 /// once under the shard's lock, so a pull never sees a shard half-updated. The step counts
 /// applied gradients. Update for a gradient g from any worker: w <- opt(w, g).
+/// It is bounded_staleness with S = infinity: the same apply-on-arrival shard
+/// (detail::arrival_shard), with a pull that never waits and no clocks to keep.
 struct async {
   /// Each push is applied on its own (update::applies_each_push_v).
   static constexpr bool applies_each_push = true;
   /// Async never waits: any step will do.
   static constexpr std::uint64_t next_pull(std::uint64_t, std::uint64_t) noexcept { return 0; }
 
+  /// One variable shard under async (see UpdateRule): push, push_streamed, push_chunk and
+  /// push_rows apply at once; a pull never waits.
   template <Device D, class O>
-  class shard : public detail::shard_storage<shard<D, O>, D, O> {
-    using base = detail::shard_storage<shard<D, O>, D, O>;
-    friend base;
+  class shard : public detail::arrival_shard<shard<D, O>, D, O> {
+    friend detail::shard_storage<shard, D, O>;
+    friend detail::arrival_shard<shard, D, O>;
 
    public:
+    /// The rule's name, in messages.
+    static constexpr const char* name = "async";
+
     shard(D device, std::span<const float> initial, O optimizer, std::size_t workers)
-        : base(device, initial, std::move(optimizer), workers) {}
-
-    push_outcome push(std::size_t worker, std::uint64_t, const float* grad, clock_type::time_point) {
-      return apply_push(worker, grad, false);
-    }
-
-    using base::push_chunk;
-
-    /// push() of a gradient whose chunks went through push_chunk() as they arrived: publishes
-    /// them with the rest, or applies @p grad whole when the stream was refused or ended.
-    push_outcome push_streamed(std::size_t worker, std::uint64_t, const float* grad, clock_type::time_point) {
-      return apply_push(worker, grad, true);
-    }
-
-    /// A sparse push: the optimizer (update::sparse_apply) on rows @p rows only, local to the
-    /// shard and @p dim floats wide, with the gradient rows of duplicate keys summed; @p rows
-    /// and @p grads (rows.size() x dim) are host memory. Counts as one gradient.
-    /// @throws dsgd::error for a row past the shard or an optimizer without a sparse apply
-    push_outcome push_rows(std::size_t worker, std::uint64_t, std::span<const std::uint64_t> rows, std::size_t dim,
-                           const float* grads, clock_type::time_point) {
-      this->check_rows(rows, dim, "async::push_rows");
-      auto c = detail::coalesce_rows<D>(rows, dim, grads);
-      std::lock_guard lock(this->mutex_);
-      this->check_worker(worker, "async::push_rows");
-      this->apply_rows(c, dim, 1.f);
-      ++this->step_;
-      return push_outcome::applied;
-    }
-
-    void finish(std::size_t worker) {
-      std::lock_guard lock(this->mutex_);
-      this->check_worker(worker, "async::finish");
-      this->finished_[worker] = true;
-    }
+        : detail::arrival_shard<shard, D, O>(std::move(device), initial, std::move(optimizer), workers) {}
 
    private:
-    push_outcome apply_push(std::size_t worker, const float* grad, bool streamed) {
-      std::lock_guard lock(this->mutex_);
-      this->check_worker(worker, "async::push");
-      this->apply_push_locked(worker, grad, streamed);
-      ++this->step_;
-      return push_outcome::applied;
-    }
+    void on_arrival_locked(std::size_t) {}
     bool ready_locked(std::size_t, std::uint64_t) const { return true; }
     std::string reason_locked(std::size_t, std::uint64_t) const { return {}; }
   };

@@ -5,13 +5,15 @@
 /// update::bounded_staleness<S>: stale synchronous parallel (SSP) SGD.
 #pragma once
 
-#include <dsgd/update/detail/shard_storage.hpp>
-
-#include <memory>
+#include <dsgd/update/detail/arrival_shard.hpp>
 
 #include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
 #include <limits>
 #include <string>
+#include <vector>
 
 namespace dsgd::update {
 
@@ -28,60 +30,30 @@ struct bounded_staleness {
   /// A worker pulls at its own clock: the number of gradients it has pushed.
   static constexpr std::uint64_t next_pull(std::uint64_t, std::uint64_t pushes) noexcept { return pushes; }
 
+  /// One variable shard under SSP (see UpdateRule): pushes apply at once, as under async
+  /// (detail::arrival_shard), and advance the pushing worker's clock; a pull waits for the
+  /// slowest unfinished worker.
   template <Device D, class O>
-  class shard : public detail::shard_storage<shard<D, O>, D, O> {
-    using base = detail::shard_storage<shard<D, O>, D, O>;
-    friend base;
+  class shard : public detail::arrival_shard<shard<D, O>, D, O> {
+    friend detail::shard_storage<shard, D, O>;
+    friend detail::arrival_shard<shard, D, O>;
 
    public:
+    /// The rule's name, in messages.
+    static constexpr const char* name = "bounded_staleness";
+
     shard(D device, std::span<const float> initial, O optimizer, std::size_t workers)
-        : base(device, initial, std::move(optimizer), workers), clocks_(workers, 0) {}
-
-    push_outcome push(std::size_t worker, std::uint64_t, const float* grad, clock_type::time_point) {
-      return apply_push(worker, grad, false);
-    }
-
-    using base::push_chunk;
-
-    /// As async::shard::push_streamed; it advances @p worker's clock like push().
-    push_outcome push_streamed(std::size_t worker, std::uint64_t, const float* grad, clock_type::time_point) {
-      return apply_push(worker, grad, true);
-    }
-
-    /// A sparse push, as async::shard::push_rows; it advances @p worker's clock like push().
-    /// @throws dsgd::error for a row past the shard or an optimizer without a sparse apply
-    push_outcome push_rows(std::size_t worker, std::uint64_t, std::span<const std::uint64_t> rows, std::size_t dim,
-                           const float* grads, clock_type::time_point) {
-      this->check_rows(rows, dim, "bounded_staleness::push_rows");
-      auto c = detail::coalesce_rows<D>(rows, dim, grads);
-      std::lock_guard lock(this->mutex_);
-      this->check_worker(worker, "bounded_staleness::push_rows");
-      this->apply_rows(c, dim, 1.f);
-      ++this->step_;
-      ++clocks_[worker];
-      this->cv_.notify_all();
-      return push_outcome::applied;
-    }
-
-    void finish(std::size_t worker) {
-      std::lock_guard lock(this->mutex_);
-      this->check_worker(worker, "bounded_staleness::finish");
-      this->finished_[worker] = true;
-      this->cv_.notify_all();
-    }
+        : detail::arrival_shard<shard, D, O>(std::move(device), initial, std::move(optimizer), workers),
+          clocks_(workers, 0) {}
 
     /// @returns the clock of @p worker.
     std::uint64_t clock_of(std::size_t worker) const { std::lock_guard lock(this->mutex_); return clocks_.at(worker); }
 
    private:
-    push_outcome apply_push(std::size_t worker, const float* grad, bool streamed) {
-      std::lock_guard lock(this->mutex_);
-      this->check_worker(worker, "bounded_staleness::push");
-      this->apply_push_locked(worker, grad, streamed);
-      ++this->step_;
+    // Caller holds the lock: one more gradient of @p worker applied.
+    void on_arrival_locked(std::size_t worker) {
       ++clocks_[worker];
       this->cv_.notify_all();
-      return push_outcome::applied;
     }
     // Caller holds the lock: after a restore every worker counts its clock from 0 again.
     void reset_locked() { std::fill(clocks_.begin(), clocks_.end(), std::uint64_t{0}); }

@@ -2,116 +2,76 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 /// @file
-/// update::chunked_apply: an optimizer's update written out of place, a range of elements at a
-/// time, so that a ps can apply a large push chunk by chunk while the rest is still arriving.
+/// update::chunked_apply and update::sparse_apply: an optimizer's element rule mapped over a
+/// part of a variable, a range of elements out of place (a push applied chunk by chunk while
+/// the rest is still arriving) or some rows in place (a sparse push).
 #pragma once
 
-#include <dsgd/config.hpp>
 #include <dsgd/device/concepts.hpp>
-#include <dsgd/optim/momentum.hpp>
-#include <dsgd/optim/sgd.hpp>
-
-#include <thrust/for_each.h>
-#include <thrust/iterator/counting_iterator.h>
-#include <thrust/memory.h>
+#include <dsgd/optim/concepts.hpp>
 
 #include <cstddef>
+#include <cstdint>
 
 namespace dsgd::update {
 
-namespace detail {
-
-// The same expressions as optim::detail::sgd_kernel and momentum_kernel, reading the old values
-// and slots and writing new ones, so a chunked push ends bit for bit where an in-place one does.
-struct chunked_sgd_kernel {
-  const float* w_in;
-  float* w_out;
-  const float* g;
-  std::size_t first;
-  float learning_rate;
-  float grad_scale;
-  DSGD_HOST_DEVICE void operator()(std::size_t k) const {
-    const std::size_t i = first + k;
-    w_out[i] = w_in[i] - learning_rate * (grad_scale * g[i]);
-  }
-};
-
-template <bool Nesterov>
-struct chunked_momentum_kernel {
-  const float* w_in;
-  float* w_out;
-  const float* v_in;
-  float* v_out;
-  const float* g;
-  std::size_t first;
-  float learning_rate;
-  float momentum;
-  float grad_scale;
-  DSGD_HOST_DEVICE void operator()(std::size_t k) const {
-    const std::size_t i = first + k;
-    const float gi = grad_scale * g[i];
-    const float vi = momentum * v_in[i] + gi;
-    v_out[i] = vi;
-    if constexpr (Nesterov) {
-      w_out[i] = w_in[i] - learning_rate * (gi + momentum * vi);
-    } else {
-      w_out[i] = w_in[i] - learning_rate * vi;
-    }
-  }
-};
-
-}  // namespace detail
+/// True for an optimizer whose element rule these traits map by default: an elementwise one
+/// (optim::elementwise) whose rule depends on no counter of its state (optim::sgd, momentum).
+template <class O>
+concept partially_applicable = optim::elementwise<O> && !optim::counts_updates_v<O>;
 
 /// How optimizer @p O updates elements [first, first + count) of a variable out of place: new
 /// values and slots are written to other buffers while the old ones stay readable. With it, the
 /// async and bounded-staleness shards apply a push chunk by chunk as it arrives and publish the
-/// result when the last chunk is in (docs/design.md, "Chunked apply"). Specialise it with
-/// `available = true` and the `apply` below; an optimizer without one is applied whole, when
-/// the push is complete. Reading only the old state and writing only the new is what makes a
-/// push that never completes cost nothing: its half-written new buffers are simply dropped.
+/// result when the last chunk is in (docs/design.md, "Chunked apply"). Every
+/// partially_applicable optimizer has one (its element rule, mapped out of place); another can
+/// specialise this with `available = true` and the `apply` below, and without one it is applied
+/// whole, when the push is complete. Reading only the old state and writing only the new is
+/// what makes a push that never completes cost nothing: its half-written new buffers are simply
+/// dropped.
 template <class O>
 struct chunked_apply {
   static constexpr bool available = false;  ///< O is applied whole
 };
 
-/// Plain SGD, out of place: `w_out[i] = w_in[i] - lr * scale * g[i]`.
-template <>
-struct chunked_apply<optim::sgd> {
-  static constexpr bool available = true;  ///< optim::sgd has a chunked apply
+/// The out-of-place map of @p O's element rule (optim::detail::map_out_of_place).
+template <partially_applicable O>
+struct chunked_apply<O> {
+  static constexpr bool available = true;  ///< O has a chunked apply
   /// Writes elements [first, first + count) of @p w_out (and of @p out's slots) from those of
   /// @p w_in (and @p in's slots) and @p g; every pointer is a whole variable in @p device's
   /// memory, and no output aliases an input.
   template <Device D>
-  static void apply(const optim::sgd& o, const D& device, const typename optim::sgd::template state<D>& /*in*/,
-                    typename optim::sgd::template state<D>& /*out*/, const float* w_in, float* w_out, const float* g,
+  static void apply(const O& o, const D& device, const typename O::template state<D>& in,
+                    typename O::template state<D>& out, const float* w_in, float* w_out, const float* g,
                     std::size_t first, std::size_t count, float grad_scale) {
-    thrust::for_each_n(device.policy(), thrust::counting_iterator<std::size_t>(0), count,
-                       detail::chunked_sgd_kernel{w_in, w_out, g, first, o.learning_rate, grad_scale});
+    optim::detail::map_out_of_place(o, device, in, out, w_in, w_out, g, first, count, grad_scale);
   }
 };
 
-/// Momentum (and Nesterov), out of place: the velocity slot is read from @p in and written to
-/// @p out.
-template <>
-struct chunked_apply<optim::momentum> {
-  static constexpr bool available = true;  ///< optim::momentum has a chunked apply
-  /// As chunked_apply<optim::sgd>::apply, with the velocity.
+/// How optimizer @p O updates only some rows of a variable (TensorFlow's "sparse apply"): the
+/// optimizer's rule on the elements of those rows and on their slots, every other row and slot
+/// left as it is (for momentum, TensorFlow's SparseApplyMomentum). Async and bounded-staleness
+/// shards need it for sparse pushes; sync_average does not (it applies the dense mean). Every
+/// partially_applicable optimizer has one; another can specialise this with `available = true`
+/// and the `apply` below, and without one a sparse push under async or SSP is an error that
+/// says so.
+template <class O>
+struct sparse_apply {
+  static constexpr bool available = false;  ///< no sparse apply for O
+};
+
+/// The row map of @p O's element rule (optim::detail::map_rows).
+template <partially_applicable O>
+struct sparse_apply<O> {
+  static constexpr bool available = true;  ///< O has a sparse apply
+  /// Updates rows @p rows[0..count) (unique, local to the shard) of the @p dim-wide rows at
+  /// @p w from the rows @p g (count x dim); every pointer is in @p device's memory.
   template <Device D>
-  static void apply(const optim::momentum& o, const D& device, const typename optim::momentum::template state<D>& in,
-                    typename optim::momentum::template state<D>& out, const float* w_in, float* w_out,
-                    const float* g, std::size_t first, std::size_t count, float grad_scale) {
-    const float* v_in = thrust::raw_pointer_cast(in.velocity.data());
-    float* v_out = thrust::raw_pointer_cast(out.velocity.data());
-    const auto k = thrust::counting_iterator<std::size_t>(0);
-    if (o.nesterov) {
-      thrust::for_each_n(device.policy(), k, count,
-                         detail::chunked_momentum_kernel<true>{w_in, w_out, v_in, v_out, g, first, o.learning_rate,
-                                                               o.momentum, grad_scale});
-    } else {
-      thrust::for_each_n(device.policy(), k, count,
-                         detail::chunked_momentum_kernel<false>{w_in, w_out, v_in, v_out, g, first, o.learning_rate,
-                                                                o.momentum, grad_scale});
-    }
+  static void apply(const O& o, const D& device, typename O::template state<D>& s, float* w,
+                    const std::uint64_t* rows, std::size_t count, std::size_t dim, const float* g,
+                    float grad_scale) {
+    optim::detail::map_rows(o, device, s, w, rows, count, dim, g, grad_scale);
   }
 };
 

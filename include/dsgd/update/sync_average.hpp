@@ -5,14 +5,16 @@
 /// update::sync_average: synchronous SGD with SyncReplicasOptimizer semantics.
 #pragma once
 
-#include <dsgd/optim/mean.hpp>
+#include <dsgd/update/detail/rows.hpp>
 #include <dsgd/update/detail/shard_storage.hpp>
 
-#include <memory>
-
 #include <thrust/fill.h>
+#include <thrust/functional.h>
+#include <thrust/memory.h>
+#include <thrust/transform.h>
 
 #include <algorithm>
+#include <memory>
 #include <string>
 
 namespace dsgd::update {
@@ -38,6 +40,8 @@ struct sync_average {
     return pushed_at + 1;
   }
 
+  /// One variable shard under sync_average (see UpdateRule): pushes of a step add up, and the
+  /// mean is applied once the step has its replicas.
   template <Device D, class O>
   class shard : public detail::shard_storage<shard<D, O>, D, O> {
     using base = detail::shard_storage<shard<D, O>, D, O>;
@@ -60,8 +64,8 @@ struct sync_average {
                       clock_type::time_point /*deadline*/) {
       std::lock_guard lock(this->mutex_);
       if (!admit(worker, step, "sync_average::push")) return push_outcome::dropped;
-      optim::accumulate(this->device_, thrust::raw_pointer_cast(accumulator_.data()), grad,
-                        accumulator_.size());
+      float* acc = thrust::raw_pointer_cast(accumulator_.data());
+      thrust::transform(this->device_.policy(), acc, acc + accumulator_.size(), grad, acc, thrust::plus<float>());
       pushed_[worker] = true;
       ++count_;
       return maybe_apply() ? push_outcome::applied : push_outcome::accumulated;
@@ -78,7 +82,7 @@ struct sync_average {
       auto c = detail::coalesce_rows<D>(rows, dim, grads);
       std::lock_guard lock(this->mutex_);
       if (!admit(worker, step, "sync_average::push_rows")) return push_outcome::dropped;
-      this->scatter_add_rows(thrust::raw_pointer_cast(accumulator_.data()), c, dim);
+      detail::scatter_add_rows(this->device_, thrust::raw_pointer_cast(accumulator_.data()), c, dim);
       pushed_[worker] = true;
       ++count_;
       return maybe_apply() ? push_outcome::applied : push_outcome::accumulated;
@@ -175,7 +179,6 @@ struct sync_average {
     std::size_t count_ = 0;
   };
 
-  /// @returns a shard of this rule for @p workers workers.
   /// @returns a new shard of this rule holding @p initial, for @p workers workers.
   template <Device D, class O>
   std::unique_ptr<shard<D, O>> make_shard(D device, std::span<const float> initial, O optimizer,

@@ -25,7 +25,9 @@
 //          step takes F times its compute time, a straggler),
 //          --csv FILE (the chief writes one line per evaluation: wall time, global step,
 //          steps/s, loss, test accuracy, the evaluation's own time; bench/straggler/run.sh
-//          plots these).
+//          plots these),
+//          --num-ps N, --base-port P (under mpirun or srun, whose ranks carry no roles: ranks
+//          0..N-1 are the ps tasks, rank r listens on P + r; docs/launching.md).
 //
 // Every worker trains until the global step reaches --epochs epochs of the schedule (about
 // one pass over the training set each), so a straggler stops with the others; the chief
@@ -73,6 +75,7 @@ struct settings {
   std::string slowdown;         // "worker:2=3": that task's steps take 3x its compute time
   double slowdown_factor = 1;
   std::string csv;              // the chief writes one line per evaluation here
+  dsgd::cluster::rank_layout layout;  // under mpirun or srun: which ranks are ps tasks, ports
 };
 
 // --slowdown TASK=F, e.g. worker:2=3 (F >= 1).
@@ -178,7 +181,7 @@ int train(const settings& s) {
   using trainer = dsgd::trainer<cpu, dsgd::placement::greedy_by_bytes, Rule, optimizer>;
   using clock = std::chrono::steady_clock;
   constexpr bool sync = std::is_same_v<Rule, dsgd::update::sync_average>;
-  auto role = dsgd::cluster::resolve_from_environment();
+  auto role = dsgd::cluster::resolve_from_environment(s.layout);
   // Every task computes the schedule and the rule from the same arguments and cluster, so the
   // ps tasks apply what the workers expect.
   const std::size_t replicas = dsgd::cluster::replicas::count(role.cluster);
@@ -309,6 +312,8 @@ int main(int argc, char** argv) {
       else if (a == "--backup") s.backup = std::stoul(value());
       else if (a == "--slowdown") parse_slowdown(s, value());
       else if (a == "--csv") s.csv = value();
+      else if (a == "--num-ps") s.layout.num_ps = std::stoi(value());
+      else if (a == "--base-port") s.layout.base_port = static_cast<std::uint16_t>(std::stoul(value()));
       else throw dsgd::error(dsgd::errc::invalid_argument, "unknown option " + a);
     } catch (const std::logic_error&) {
       std::fprintf(stderr, "03_cluster: bad value for %s\n", a.c_str());

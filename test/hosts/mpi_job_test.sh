@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# SPDX-FileCopyrightText: Copyright (c) 2026 The dsgd authors
+# SPDX-License-Identifier: Apache-2.0
+#
+# The main job under Open MPI: `mpirun -np 4` starts four copies of 03_cluster, which take their
+# roles from OMPI_COMM_WORLD_RANK and OMPI_COMM_WORLD_SIZE (ranks 0-1 the ps tasks, 2-3 the
+# workers, rank r on port BASE + r of localhost) and train to the target.
+#   mpi_job_test.sh 03_CLUSTER [03_cluster options...]
+# Exits 77 (skipped) when Open MPI's mpirun is not installed.
+set -euo pipefail
+example=$1
+shift
+command -v mpirun >/dev/null || { echo "mpi_job_test: skipped: Open MPI's mpirun is not installed (openmpi-bin)"; exit 77; }
+mpirun --version 2>&1 | grep -q "Open MPI" || { echo "mpi_job_test: skipped: mpirun is not Open MPI's"; exit 77; }
+# Four consecutive free ports, checked by binding each; the base moves on if one is taken.
+base=$(python3 - <<'PY'
+import random, socket
+for _ in range(200):
+    base = random.randrange(20000, 60000)
+    socks = []
+    try:
+        for p in range(base, base + 4):
+            s = socket.socket(); s.bind(("127.0.0.1", p)); socks.append(s)
+        print(base); break
+    except OSError:
+        pass
+    finally:
+        for s in socks: s.close()
+PY
+)
+export DSGD_CLUSTER_TOKEN=$(od -An -tx1 -N16 /dev/urandom | tr -d ' \n')
+# --oversubscribe: four ranks on fewer cores; --bind-to none: the ranks share the cores as the
+# scheduler likes (mpirun would pin each to one core); root runs need --allow-run-as-root.
+# OMP_NUM_THREADS=1: one compute thread per rank, since the ranks share the cores.
+exec timeout 1100 mpirun --allow-run-as-root --oversubscribe --bind-to none -np 4 \
+  -x DSGD_CLUSTER_TOKEN -x OMP_NUM_THREADS=1 -x OMP_WAIT_POLICY=passive \
+  "$example" --num-ps 2 --base-port "$base" "$@"

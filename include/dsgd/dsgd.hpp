@@ -46,7 +46,6 @@
 #include <dsgd/cluster/device_spec.hpp>
 #include <dsgd/cluster/endpoint.hpp>
 #include <dsgd/cluster/environment.hpp>
-#include <dsgd/cluster/mpi.hpp>
 #include <dsgd/cluster/replicas.hpp>
 #include <dsgd/cluster/slurm.hpp>
 #include <dsgd/cluster/tf_config.hpp>

@@ -2,7 +2,8 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 /// @file
-/// The Transport concept: what the parameter server and its client need of a transport, so that
+/// The Transport concept (and ReceiveSink, the receive-side callback every model takes): what
+/// the parameter server and its client need of a transport, so that
 /// both can be written once over a policy type T. Models: transport::asio_tcp
 /// (asio_tcp_policy.hpp, sockets) and transport::inproc (inproc.hpp, threads of one process).
 /// Operations take Asio completion tokens; every completion runs on the executor of the
@@ -53,6 +54,27 @@ struct accept_handler_archetype {
 
 namespace transport {
 
+/// A receive sink: given a validated header, returns the buffer its payload is read into.
+/// The buffer must be exactly header.payload_length bytes and stay valid until the receive
+/// completes. Setting @p ec rejects the frame, which closes the connection.
+template <class S>
+concept ReceiveSink = requires(S& sink, const frame_header& h, error_code& ec) {
+  { sink(h, ec) } -> std::convertible_to<boost::asio::mutable_buffer>;
+};
+
+/// For chunked messages: the part of @p whole that the chunk described by @p h fills.
+/// Sets @p ec to errc::bad_frame when the message size differs from whole.size().
+inline boost::asio::mutable_buffer chunk_destination(boost::asio::mutable_buffer whole,
+                                                     const frame_header& h, error_code& ec) {
+  if (h.total_length != whole.size() || h.chunk_offset > whole.size() - h.payload_length ||
+      h.payload_length > whole.size()) {
+    ec = make_error_code(errc::bad_frame);
+    return {};
+  }
+  return boost::asio::buffer(static_cast<char*>(whole.data()) + h.chunk_offset,
+                             static_cast<std::size_t>(h.payload_length));
+}
+
 /// The connection knobs every transport's options carry (transport::tcp_options is the model;
 /// the roles fill identity and accept_peer on their copy, users set the rest).
 template <class O>
@@ -94,7 +116,7 @@ concept Connection = requires(C& c, const C& cc, const frame_header& h, boost::a
   /// boost::asio::error::no_buffer_space when the send queue is full (nothing queued).
   c.async_send(h, one, detail::send_handler_archetype{});
   c.async_send(h, two, detail::send_handler_archetype{});
-  /// Receives the next frame: checks its header against options.caps (errc::bad_frame closes the
+  /// Receives the next frame (any ReceiveSink; the archetype stands for them): checks its header against options.caps (errc::bad_frame closes the
   /// connection, before the sink is asked), asks the ReceiveSink where its payload_length bytes
   /// go (an error it sets closes the connection and is the completion's), and writes the payload
   /// there. One receive at a time. Completion: void(error_code, frame_header).

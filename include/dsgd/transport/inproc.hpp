@@ -12,7 +12,7 @@
 
 #include <dsgd/cluster/cluster_spec.hpp>
 #include <dsgd/error.hpp>
-#include <dsgd/transport/asio_tcp.hpp>
+#include <dsgd/transport/tcp_options.hpp>
 #include <dsgd/transport/concepts.hpp>
 #include <dsgd/transport/detail/completion.hpp>
 #include <dsgd/transport/detail/inproc_link.hpp>

@@ -11,7 +11,7 @@
 #include <utility>  // Boost 1.74's Asio headers use std::exchange without including <utility>
 
 #include <dsgd/error.hpp>
-#include <dsgd/transport/asio_tcp.hpp>
+#include <dsgd/transport/tcp_options.hpp>
 #include <dsgd/transport/detail/completion.hpp>
 #include <dsgd/transport/frame.hpp>
 

@@ -6,17 +6,20 @@
 /// zero-copy gather sends of header + raw tensor bytes, chunking of large messages, receives
 /// straight into a buffer the caller names per frame, a bounded send queue and deadlines;
 /// optionally over TLS with mutual certificate verification (tcp_options::tls).
-/// Out-of-line definitions are in impl/asio_tcp.hpp; the protocol is in docs/transport.md.
+/// Out-of-line definitions are in impl/ (asio_tcp.hpp, tcp_receive.hpp, tcp_listener.hpp) and
+/// detail/handshake_op.hpp; the protocol is in docs/transport.md.
 #pragma once
 
 #include <utility>  // Boost 1.74's Asio headers use std::exchange without including <utility>
 
-#include <dsgd/detail/validate.hpp>
 #include <dsgd/error.hpp>
+#include <dsgd/transport/concepts.hpp>
 #include <dsgd/transport/detail/completion.hpp>
 #include <dsgd/transport/detail/shared_ring.hpp>
+#include <dsgd/transport/detail/socket_io.hpp>
 #include <dsgd/transport/frame.hpp>
 #include <dsgd/transport/handshake.hpp>
+#include <dsgd/transport/tcp_options.hpp>
 #include <dsgd/transport/tls.hpp>
 
 #include <boost/asio/any_io_executor.hpp>
@@ -41,112 +44,9 @@
 
 namespace dsgd::transport {
 
-/// When a sender adds a CRC-32C of every payload (receivers check it whenever a frame says so).
-enum class payload_checksums {
-  /// On, except towards a peer on a loopback address (bytes that never cross a wire gain
-  /// nothing from it, while on a real link it backs up TCP's 16-bit sum end to end) and on a
-  /// TLS connection (whose records already authenticate every byte).
-  remote,
-  always,  ///< on every connection
-  never,   ///< off (frame headers are checksummed whatever this says)
-};
-
-/// Whether payloads to a peer on this host (a loopback address, or this socket's own address)
-/// go through a ring in shared memory, one per direction, with only the frame headers on the
-/// socket: one copy on each side instead of the kernel's two socket copies and its TCP work.
-/// Both ends must allow it, and the handshake sets it up; it is never used with TLS. A ring that
-/// cannot be made (no /dev/shm, no room there) only means payloads go inline on the socket.
-/// docs/transport.md, "Shared memory between tasks on one host".
-struct shared_memory_options {
-  bool enabled = true;  ///< false: every payload goes on the socket
-  /// Bytes of each direction's ring, reserved in /dev/shm for the connection's life. A payload
-  /// larger than what the ring has free when it is sent goes inline on the socket instead.
-  std::size_t ring_bytes = std::size_t{4} << 20;
-};
-
-/// Settings shared by a listener and the connections it accepts, or by one outgoing connection.
-struct tcp_options {
-  /// This task's identity, sent in the handshake ("worker:1", "ps:0").
-  std::string identity;
-  /// The cluster token every task shares; a peer that does not know it is rejected.
-  std::string token;
-  /// Optional: returns false for a peer identity that must be rejected (unknown task).
-  std::function<bool(std::string_view)> accept_peer;
-  /// Caps every received header is checked against before anything is read or allocated.
-  limits caps;
-  /// Connect plus handshake must finish within this; a silent peer is dropped after it.
-  std::chrono::milliseconds handshake_timeout{10'000};
-  /// Once a frame header has arrived, its payload must follow within this.
-  std::chrono::milliseconds frame_timeout{60'000};
-  /// One frame's write must finish within this (a peer that stops reading is dropped).
-  std::chrono::milliseconds write_timeout{60'000};
-  /// Large messages are split into frames of at most this many payload bytes.
-  std::size_t chunk_bytes = std::size_t{1} << 20;
-  /// Most messages waiting in one connection's send queue; more fail with no_buffer_space.
-  std::size_t max_queued_sends = 256;
-  /// Most payload bytes waiting in one connection's send queue (one message always fits).
-  std::uint64_t max_queued_bytes = std::uint64_t{1} << 31;
-  /// Which connections send a CRC-32C of every payload (see payload_checksums).
-  payload_checksums checksum_payloads = payload_checksums::remote;
-  /// SO_SNDBUF and SO_RCVBUF in bytes; 0 keeps the system's default.
-  int socket_buffer_bytes = 4 << 20;
-  /// A peer that stops answering at the TCP level (a cut link, a host gone without a FIN) fails
-  /// the connection within about this long, idle or not: TCP keepalive probes while idle and,
-  /// on Linux, TCP_USER_TIMEOUT while sent data is unacknowledged. 0 keeps the system's
-  /// defaults (no keepalive; retransmissions for about 15 minutes).
-  std::chrono::seconds dead_peer_timeout{60};
-  /// Where connection errors are reported; by default one line on stderr.
-  std::function<void(std::string_view)> log;
-  /// TLS with mutual certificate verification, run after connecting and before the token
-  /// handshake (which then runs inside it); empty: plain TCP.
-  std::optional<tls_options> tls;
-  /// Payloads to a peer on this host through shared memory (see shared_memory_options).
-  shared_memory_options shared_memory{};
-};
-
-/// Checks every field of @p o that has a domain, naming the first bad one by its path from the
-/// struct the user filled in (@p path: "tcp_options", or "trainer_options.connection").
-/// @throws dsgd::error(errc::invalid_argument) naming the field and what it must be
-inline void validate(const tcp_options& o, std::string_view path = "tcp_options") {
-  dsgd::detail::require_positive(o.chunk_bytes, path, "chunk_bytes");
-  dsgd::detail::require_positive(o.max_queued_sends, path, "max_queued_sends");
-  dsgd::detail::require_positive(o.max_queued_bytes, path, "max_queued_bytes");
-  dsgd::detail::require_deadline(o.handshake_timeout, path, "handshake_timeout");
-  dsgd::detail::require_deadline(o.frame_timeout, path, "frame_timeout");
-  dsgd::detail::require_deadline(o.write_timeout, path, "write_timeout");
-  if (o.dead_peer_timeout.count() < 0) dsgd::detail::bad_option(path, "dead_peer_timeout", "must not be negative (0: the system's defaults)");
-  if (o.socket_buffer_bytes < 0) dsgd::detail::bad_option(path, "socket_buffer_bytes", "must not be negative (0: the system's default)");
-  dsgd::detail::require_positive(o.caps.max_payload_bytes, std::string(path) + ".caps", "max_payload_bytes");
-  dsgd::detail::require_positive(o.caps.max_control_bytes, std::string(path) + ".caps", "max_control_bytes");
-  if (o.caps.max_total_bytes < o.caps.max_payload_bytes)
-    dsgd::detail::bad_option(std::string(path) + ".caps", "max_total_bytes", "must be at least max_payload_bytes");
-  if (o.chunk_bytes > o.caps.max_payload_bytes)
-    dsgd::detail::bad_option(path, "chunk_bytes", "must not exceed caps.max_payload_bytes (" +
-                                                      std::to_string(o.caps.max_payload_bytes) + ")");
-  if (o.shared_memory.enabled && o.shared_memory.ring_bytes < 4096)
-    dsgd::detail::bad_option(std::string(path) + ".shared_memory", "ring_bytes", "must be at least 4096 when enabled");
-}
-
-/// A receive sink: given a validated header, returns the buffer its payload is read into.
-/// The buffer must be exactly header.payload_length bytes and stay valid until the receive
-/// completes. Setting @p ec rejects the frame, which closes the connection.
-template <class S>
-concept ReceiveSink = requires(S& sink, const frame_header& h, error_code& ec) {
-  { sink(h, ec) } -> std::convertible_to<boost::asio::mutable_buffer>;
-};
-
-/// For chunked messages: the part of @p whole that the chunk described by @p h fills.
-/// Sets @p ec to errc::bad_frame when the message size differs from whole.size().
-inline boost::asio::mutable_buffer chunk_destination(boost::asio::mutable_buffer whole,
-                                                     const frame_header& h, error_code& ec) {
-  if (h.total_length != whole.size() || h.chunk_offset > whole.size() - h.payload_length ||
-      h.payload_length > whole.size()) {
-    ec = make_error_code(errc::bad_frame);
-    return {};
-  }
-  return boost::asio::buffer(static_cast<char*>(whole.data()) + h.chunk_offset,
-                             static_cast<std::size_t>(h.payload_length));
-}
+namespace detail {
+class handshake_op;
+}  // namespace detail
 
 /// One authenticated TCP connection to a peer task. Create it with tcp_listener or
 /// async_connect(); it is shared-owned because its pending operations keep it alive.
@@ -281,6 +181,7 @@ class tcp_connection : public std::enable_shared_from_this<tcp_connection> {
 
  private:
   friend class tcp_listener;
+  friend class detail::handshake_op;
   template <class Token>
   friend auto async_connect(boost::asio::any_io_executor, const boost::asio::ip::tcp::endpoint&,
                             tcp_options, Token&&);
@@ -330,10 +231,7 @@ class tcp_connection : public std::enable_shared_from_this<tcp_connection> {
   };
 
   void start_connect(const endpoint_type& to, done_type done);
-  void start_handshake(handshake::role side, done_type done);
-  void on_tls_handshake(error_code ec, done_type done);
-  std::string tls_failure(error_code ec);
-  bool tls_names_match(std::string& reason);
+  void start_handshake(handshake::role side, done_type done);  // detail/handshake_op.hpp
   // Calls f(stream) on the TLS stream when there is one, else on the socket, so that each
   // read and write is written once for both.
   template <class F>
@@ -343,9 +241,6 @@ class tcp_connection : public std::enable_shared_from_this<tcp_connection> {
     else
       f(socket_);
   }
-  void handshake_step(int step, error_code ec, done_type done);
-  bool shared_memory_eligible() const;
-  void finish_handshake(error_code ec, const std::string& reason, done_type done);
   void enqueue(frame_header header, std::vector<boost::asio::const_buffer> payload,
                done_type done);
   void write_next();
@@ -376,11 +271,7 @@ class tcp_connection : public std::enable_shared_from_this<tcp_connection> {
   std::optional<boost::asio::ssl::stream<socket_type&>> tls_;
   std::string tls_verify_failure_;  // the first certificate the peer's chain failed on, and why
 
-  std::optional<handshake> handshake_;
-  handshake::hello_bytes peer_hello_{};
-  handshake::proof_bytes own_proof_{}, peer_proof_{};
-  detail::ring_offer::bytes_type own_offer_{}, peer_offer_{};
-  detail::ring_answer::bytes_type own_answer_{}, peer_answer_{};
+  bool handshaking_ = false;  // a detail::handshake_op is running
   std::optional<detail::shared_ring> tx_ring_;  // payloads to the peer (this side made it)
   std::optional<detail::shared_ring> rx_ring_;  // payloads from the peer (the peer made it)
 
@@ -482,3 +373,6 @@ class tcp_listener : public std::enable_shared_from_this<tcp_listener> {
 }  // namespace dsgd::transport
 
 #include <dsgd/transport/impl/asio_tcp.hpp>
+#include <dsgd/transport/impl/tcp_receive.hpp>
+#include <dsgd/transport/impl/tcp_listener.hpp>
+#include <dsgd/transport/detail/handshake_op.hpp>

@@ -1,0 +1,76 @@
+// SPDX-FileCopyrightText: Copyright (c) 2026 The dsgd authors
+// SPDX-License-Identifier: Apache-2.0
+//
+/// @file
+/// Out-of-line members of tcp_listener (declared in asio_tcp.hpp).
+// IWYU pragma: private, include <dsgd/transport/asio_tcp.hpp>
+#pragma once
+
+#include <dsgd/transport/asio_tcp.hpp>
+#include <dsgd/transport/detail/socket_io.hpp>
+
+#include <boost/asio/error.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <string>
+
+namespace dsgd::transport {
+
+inline tcp_listener::tcp_listener(private_tag, executor_type ex, const endpoint_type& bind_to,
+                                  tcp_options options)
+    : acceptor_(ex), retry_timer_(ex), options_(std::move(options)) {
+  if (options_.tls) shared_tls_context(*options_.tls);  // throws naming a bad file, before binding
+  error_code ec;
+  auto fail = [&](const char* what) {
+    throw error(ec, std::string("tcp_listener: cannot ") + what + " " +
+                        detail::to_string(bind_to) + ": " + ec.message());
+  };
+  if (acceptor_.open(bind_to.protocol(), ec)) fail("open a socket for");
+  if (acceptor_.set_option(boost::asio::socket_base::reuse_address(true), ec))
+    fail("set SO_REUSEADDR on");
+  if (acceptor_.bind(bind_to, ec)) fail("bind");
+  if (acceptor_.listen(boost::asio::socket_base::max_listen_connections, ec)) fail("listen on");
+}
+
+inline void tcp_listener::start(on_connection_type on_connection) {
+  on_connection_ = std::move(on_connection);
+  accept_next();
+}
+
+inline void tcp_listener::close() {
+  closed_ = true;
+  error_code ignored;
+  acceptor_.close(ignored);
+  retry_timer_.cancel();
+}
+
+inline void tcp_listener::accept_next() {
+  if (closed_) return;
+  acceptor_.async_accept([self = shared_from_this()](error_code ec,
+                                                     tcp_connection::socket_type socket) {
+    if (self->closed_) return;
+    if (ec) {
+      // Out of descriptors and the like: log, pause briefly, keep serving.
+      std::string line = "dsgd transport: accept failed: " + ec.message();
+      if (self->options_.log) self->options_.log(line);
+      else std::fprintf(stderr, "%s\n", line.c_str());
+      self->retry_timer_.expires_after(std::chrono::milliseconds(100));
+      self->retry_timer_.async_wait([self](error_code e) {
+        if (!e) self->accept_next();
+      });
+      return;
+    }
+    auto conn = tcp_connection::create(std::move(socket), self->options_);
+    conn->async_handshake(handshake::role::acceptor, [self, conn](error_code e) {
+      if (e) {
+        ++self->rejected_;  // the connection logged why and closed itself
+        return;
+      }
+      if (self->on_connection_) self->on_connection_(conn);
+    });
+    self->accept_next();
+  });
+}
+
+}  // namespace dsgd::transport

@@ -103,13 +103,13 @@ class ps_client {
     std::vector<std::string> bodies(ps_tasks());
     std::vector<std::vector<std::uint64_t>> counts(ps_tasks());
     for (std::size_t i = 0; i < ps_tasks(); ++i) {
-      auto mine = layouts(plan, i);
+      auto mine = detail::layouts(plan, i);
       counts[i].resize(mine.size());
       bodies[i] = encode_control(register_request{me_.to_string(), static_cast<std::uint32_t>(replica), chief,
                                                   plan.fingerprint(), plan.describe(),
                                                   static_cast<std::uint32_t>(mine.size()), std::move(mine)});
-      detail::request r{i, header(message::register_worker, 0, 0, 0), boost::asio::buffer(bodies[i]),
-                boost::asio::buffer(counts[i])};
+      detail::request r{i, detail::header(message::register_worker, 0, 0, 0), boost::asio::buffer(bodies[i]),
+                        boost::asio::buffer(counts[i])};
       r.h.flags = transport::frame_flags::control;
       batch.push_back(r);
     }
@@ -140,8 +140,8 @@ class ps_client {
                   std::uint64_t step = 0) {
     std::vector<detail::request> batch;
     detail::for_each_shard(plan, [&](const placement::shard& s, std::uint32_t index) {
-      batch.push_back({s.ps_task, header(message::init_shard, s.variable, index, step),
-                       span_buffer(values[s.variable].subspan(s.offset, s.elements)), {}});
+      batch.push_back({s.ps_task, detail::header(message::init_shard, s.variable, index, step),
+                       detail::span_buffer(values[s.variable].subspan(s.offset, s.elements)), {}});
     });
     channel_.run(batch);
   }
@@ -149,7 +149,8 @@ class ps_client {
   /// Waits until every ps task holds all its shards (the chief has initialised them).
   void wait_ready() {
     std::vector<detail::request> batch;
-    for (std::size_t i = 0; i < ps_tasks(); ++i) batch.push_back({i, header(message::wait_ready, 0, 0, 0), {}, {}});
+    for (std::size_t i = 0; i < ps_tasks(); ++i)
+      batch.push_back({i, detail::header(message::wait_ready, 0, 0, 0), {}, {}});
     channel_.run(batch);
   }
 
@@ -183,8 +184,8 @@ class ps_client {
     f.step_ = step;
     detail::for_each_shard(plan, [&](const placement::shard& s, std::uint32_t index) {
       if (dest[s.variable].empty() && s.elements != 0) return;
-      channel_.add(f.parts_, {s.ps_task, header(message::pull, s.variable, index, step), {},
-                     span_buffer(dest[s.variable].subspan(s.offset, s.elements))});
+      channel_.add(f.parts_, {s.ps_task, detail::header(message::pull, s.variable, index, step), {},
+                              detail::span_buffer(dest[s.variable].subspan(s.offset, s.elements))});
     });
     flush();
     return f;
@@ -243,8 +244,8 @@ class ps_client {
       const std::size_t plan_index = at++;
       if (s.variable != v || (f.grads_[v].empty() && s.elements != 0)) return;
       if (f.skip_received_ && received_[plan_index] != f.lowest_received_) return;  // it has this push
-      channel_.add(f.parts_, {s.ps_task, header(message::push, v, index, f.step_),
-                     span_buffer(f.grads_[v].subspan(s.offset, s.elements)), {}});
+      channel_.add(f.parts_, {s.ps_task, detail::header(message::push, v, index, f.step_),
+                              detail::span_buffer(f.grads_[v].subspan(s.offset, s.elements)), {}});
     });
   }
 
@@ -256,6 +257,14 @@ class ps_client {
     channel_.collect_all(f.parts_);
     count_received(f.shards_, f.skip_received_, f.lowest_received_);
     return f.parts_.dropped;
+  }
+
+  /// Waits for every answer of the variables of push @p f sent so far, sending no more and not
+  /// counting the push (a push given up, so that no late reply lands after it; finish_push()
+  /// completes one). @returns the smallest step the shards reported (the push's step when none)
+  std::uint64_t wait(push_operation& f) {
+    channel_.collect_all(f.parts_);
+    return f.parts_.parts.empty() ? f.step_ : f.parts_.lowest_step;
   }
 
   /// Reads rows @p keys of variable @p variable (indices along dimension 0 of the whole
@@ -276,7 +285,7 @@ class ps_client {
     const std::size_t dim = detail::row_width(plan, variable);
     std::vector<detail::request> batch;
     for (auto& g : groups)
-      batch.push_back({g.ps, header(message::sparse_pull, variable, g.index, step), detail::key_buffer(g, keys),
+      batch.push_back({g.ps, detail::header(message::sparse_pull, variable, g.index, step), detail::key_buffer(g, keys),
                        detail::rows_destination(g, out, dim)});
     auto replies = channel_.run(batch);
     detail::scatter_rows(groups, out, dim);
@@ -301,7 +310,8 @@ class ps_client {
     std::vector<detail::request> batch;
     std::vector<std::size_t> shards;  // plan index of each request's shard
     for (auto& g : groups) {
-      detail::request r{g.ps, header(message::sparse_push, variable, g.index, step), detail::key_buffer(g, keys), {}};
+      detail::request r{g.ps, detail::header(message::sparse_push, variable, g.index, step),
+                        detail::key_buffer(g, keys), {}};
       r.payload_rows = detail::rows_source(g, grads, dim);
       batch.push_back(r);
       shards.push_back(g.plan_index);
@@ -329,46 +339,11 @@ class ps_client {
   void shutdown_cluster() { broadcast(message::shutdown); }
 
  private:
-  static boost::asio::const_buffer span_buffer(std::span<const float> s) {
-    return boost::asio::buffer(s.data(), s.size_bytes());
-  }
-  static boost::asio::mutable_buffer span_buffer(std::span<float> s) {
-    return boost::asio::buffer(s.data(), s.size_bytes());
-  }
-
-  static transport::frame_header header(message type, std::size_t variable, std::uint32_t shard, std::uint64_t step) {
-    transport::frame_header h;
-    h.type = static_cast<std::uint16_t>(type);
-    h.variable = static_cast<std::uint32_t>(variable);
-    h.shard = shard;
-    h.step = step;
-    return h;
-  }
-
-  // What ps task `ps` must know of its shards to serve sparse requests.
-  static std::vector<shard_layout> layouts(const placement::plan& plan, std::size_t ps) {
-    std::vector<shard_layout> out;
-    detail::for_each_shard(plan, [&](const placement::shard& s, std::uint32_t index) {
-      if (s.ps_task != ps) return;
-      const auto& v = plan.variables()[s.variable];
-      std::size_t dim = detail::row_width(plan, s.variable);
-      shard_layout l;
-      l.variable = static_cast<std::uint32_t>(s.variable);
-      l.shard = index;
-      l.name = v.name;
-      l.extents.assign(v.shape.extents().begin(), v.shape.extents().end());
-      l.first_row = dim == 0 ? 0 : s.offset / dim;
-      l.rows = dim == 0 ? 0 : s.elements / dim;
-      out.push_back(std::move(l));
-    });
-    return out;
-  }
-
   void broadcast(message type, std::uint64_t step = 0, const std::filesystem::path& dir = {}) {
     const std::string body = dir.empty() ? std::string() : encode_control(checkpoint_request{dir.string()});
     std::vector<detail::request> batch;
     for (std::size_t i = 0; i < ps_tasks(); ++i) {
-      detail::request r{i, header(type, 0, 0, step), boost::asio::buffer(body), {}};
+      detail::request r{i, detail::header(type, 0, 0, step), boost::asio::buffer(body), {}};
       if (!body.empty()) r.h.flags = transport::frame_flags::control;
       batch.push_back(r);
     }
@@ -380,7 +355,8 @@ class ps_client {
   // @p skip_received, only to the shards that lack it: one whose count of received pushes is
   // ahead of the others' already has it (it arrived before the previous process of this
   // replica died).
-  std::size_t send_push(std::vector<detail::request>& batch, const std::vector<std::size_t>& shards, bool skip_received) {
+  std::size_t send_push(std::vector<detail::request>& batch, const std::vector<std::size_t>& shards,
+                        bool skip_received) {
     const std::uint64_t lowest = lowest_received(shards);
     std::vector<detail::request> missing;
     for (std::size_t k = 0; k < batch.size(); ++k)

@@ -24,12 +24,32 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
 namespace dsgd::server::detail {
+
+/// @returns the bytes of @p s.
+inline boost::asio::const_buffer span_buffer(std::span<const float> s) {
+  return boost::asio::buffer(s.data(), s.size_bytes());
+}
+/// @returns the bytes of @p s.
+inline boost::asio::mutable_buffer span_buffer(std::span<float> s) {
+  return boost::asio::buffer(s.data(), s.size_bytes());
+}
+
+/// @returns the header of a request of @p type about shard @p shard of @p variable at @p step.
+inline transport::frame_header header(message type, std::size_t variable, std::uint32_t shard, std::uint64_t step) {
+  transport::frame_header h;
+  h.type = static_cast<std::uint16_t>(type);
+  h.variable = static_cast<std::uint32_t>(variable);
+  h.shard = shard;
+  h.step = step;
+  return h;
+}
 
 /// One request to send: its frame header (the request id is filled in when it is sent), its
 /// payload (a sparse push's rows after its keys) and where its reply's payload goes.
@@ -199,23 +219,21 @@ class client_channel {
     return t;
   }
 
-  // The message of a request failed because its connection to @p ps is gone.
+  // The message of a request that failed because its connection to @p ps is gone.
   std::string lost(std::size_t ps) const {
     auto c = conns_[ps];
-    return error(errc::peer_lost, me_ + ": connection to ps:" + std::to_string(ps) + " lost" +
-                                      (c ? " (" + c->close_reason() + ")" : std::string()))
-        .what();
+    return me_ + ": connection to ps:" + std::to_string(ps) + " lost" +
+           (c ? " (" + c->close_reason() + ")" : std::string());
   }
 
   // Queues a request's frame on @p ps's connection. A send the transport refuses (a cap, a
   // full queue) fails its request at once; a broken connection also fails every pending
   // request through the receive loop.
-  void send(std::size_t ps, const transport::frame_header& h, const std::array<boost::asio::const_buffer, 2>& payload) {
+  void send(std::size_t ps, const transport::frame_header& h,
+            const std::array<boost::asio::const_buffer, 2>& payload) {
     conns_[ps]->async_send(h, payload, [this, ps, id = h.request_id](error_code ec) {
-      if (ec)
-        table_.fail(ps, id, ec, error(ec, me_ + ": sending to ps:" + std::to_string(ps) +
-                                              " failed: " + ec.message())
-                                    .what());
+      if (!ec) return;
+      table_.fail(ps, id, ec, me_ + ": sending to ps:" + std::to_string(ps) + " failed: " + ec.message());
     });
   }
 
@@ -254,14 +272,13 @@ class client_channel {
               auto e = decode_control<error_reply>(
                   std::string_view(reinterpret_cast<const char*>(slot->control.data()), slot->control.size()),
                   "reply_error");
-              const error_code code(e.code, dsgd::category());
-              table_.fail(ps, h.request_id, code, error(code, "ps:" + std::to_string(ps) + ": " + e.message).what());
+              table_.fail(ps, h.request_id, error_code(e.code, dsgd::category()),
+                          "ps:" + std::to_string(ps) + ": " + e.message);
             }
           }
           receive(ps);
         });
   }
-
 
   const cluster::cluster_spec* spec_;
   std::string me_;

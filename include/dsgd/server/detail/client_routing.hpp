@@ -2,13 +2,15 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 /// @file
-/// server::detail client-side routing: walking a placement's shards, and splitting the keys of
-/// a sparse request by the shard of the variable that holds each row, sent from and received
-/// into the caller's buffers when a shard's keys are one run of them, staged otherwise.
+/// server::detail client-side routing: walking a placement's shards (and the shard layouts a
+/// ps is told of at registration), and splitting the keys of a sparse request by the shard of
+/// the variable that holds each row, sent from and received into the caller's buffers when a
+/// shard's keys are one run of them, staged otherwise.
 #pragma once
 
 #include <dsgd/error.hpp>
 #include <dsgd/placement/plan.hpp>
+#include <dsgd/server/protocol.hpp>
 #include <dsgd/transport/frame.hpp>
 
 #include <boost/asio/buffer.hpp>
@@ -37,6 +39,25 @@ inline std::size_t row_width(const placement::plan& plan, std::size_t v) {
   const auto& shape = plan.variables()[v].shape;
   std::size_t rows = shape.rank() == 0 ? 1 : shape.extents()[0];
   return rows == 0 ? 0 : shape.elements() / rows;
+}
+
+/// @returns what ps task @p ps must know of its shards of @p plan to serve sparse requests.
+inline std::vector<shard_layout> layouts(const placement::plan& plan, std::size_t ps) {
+  std::vector<shard_layout> out;
+  for_each_shard(plan, [&](const placement::shard& s, std::uint32_t index) {
+    if (s.ps_task != ps) return;
+    const auto& v = plan.variables()[s.variable];
+    std::size_t dim = row_width(plan, s.variable);
+    shard_layout l;
+    l.variable = static_cast<std::uint32_t>(s.variable);
+    l.shard = index;
+    l.name = v.name;
+    l.extents.assign(v.shape.extents().begin(), v.shape.extents().end());
+    l.first_row = dim == 0 ? 0 : s.offset / dim;
+    l.rows = dim == 0 ? 0 : s.elements / dim;
+    out.push_back(std::move(l));
+  });
+  return out;
 }
 
 /// The keys of a sparse request that go to one shard, and where they came from.

@@ -438,7 +438,8 @@ class trainer {
     trainer& t_;
     std::vector<tensor<D>>& variables_;
     const std::vector<tensor<D>>& gradients_;
-    server::ps_client::in_flight pull_, push_;
+    server::pull_operation pull_;
+    server::push_operation push_;
     bool started_ = false;
     std::vector<bool> needed_;  // variables whose values of this step are still to be waited for
     std::vector<std::vector<float>> pull_staging_, push_staging_;  // off-host devices only
@@ -448,7 +449,7 @@ class trainer {
   // Waits for the answers to @p pushing, a push with the pull @p pulling sent right behind it,
   // and counts the push. If the push failed, first collects the pull (whose values must not
   // land later), then throws the push's error.
-  std::size_t finish_behind(server::ps_client::in_flight& pushing, server::ps_client::in_flight& pulling) {
+  std::size_t finish_behind(server::push_operation& pushing, server::pull_operation& pulling) {
     std::size_t dropped = 0;
     try {
       dropped = client_->finish_push(pushing);

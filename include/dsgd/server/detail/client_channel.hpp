@@ -1,0 +1,293 @@
+// SPDX-FileCopyrightText: Copyright (c) 2026 The dsgd authors
+// SPDX-License-Identifier: Apache-2.0
+//
+/// @file
+/// server::detail::client_channel: a worker's connections to the ps tasks and its requests on
+/// them: sending a request into its completion slot, running the I/O on the calling thread
+/// until an answer is in or its deadline passes, and the receive loop that completes the slots.
+/// Every call on a tcp_connection, and async_connect, is here.
+#pragma once
+
+#include <dsgd/cluster/endpoint.hpp>
+#include <dsgd/error.hpp>
+#include <dsgd/server/client_options.hpp>
+#include <dsgd/server/detail/request_table.hpp>
+#include <dsgd/server/protocol.hpp>
+#include <dsgd/transport/asio_tcp.hpp>
+
+#include <boost/asio/buffer.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+
+#include <array>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace dsgd::server::detail {
+
+/// @returns the bytes of @p s.
+inline boost::asio::const_buffer span_buffer(std::span<const float> s) {
+  return boost::asio::buffer(s.data(), s.size_bytes());
+}
+/// @returns the bytes of @p s.
+inline boost::asio::mutable_buffer span_buffer(std::span<float> s) {
+  return boost::asio::buffer(s.data(), s.size_bytes());
+}
+
+/// @returns the header of a request of @p type about shard @p shard of @p variable at @p step.
+inline transport::frame_header header(message type, std::size_t variable, std::uint32_t shard, std::uint64_t step) {
+  transport::frame_header h;
+  h.type = static_cast<std::uint16_t>(type);
+  h.variable = static_cast<std::uint32_t>(variable);
+  h.shard = shard;
+  h.step = step;
+  return h;
+}
+
+/// One request to send: its frame header (the request id is filled in when it is sent), its
+/// payload (a sparse push's rows after its keys) and where its reply's payload goes.
+struct request {
+  std::size_t ps = 0;                      ///< the ps task it goes to
+  transport::frame_header h;               ///< its header
+  boost::asio::const_buffer payload;       ///< its payload (a sparse request's keys)
+  boost::asio::mutable_buffer reply_into;  ///< where a pull_reply's (or counts') payload goes
+  boost::asio::const_buffer payload_rows;  ///< a sparse push's rows, after its keys
+};
+
+/// A worker's connections to every ps task of @p spec, and its requests on them. The I/O runs
+/// on the thread that calls it. Not thread-safe.
+class client_channel {
+ public:
+  /// Channels to the @p spec's ps tasks for task @p me, with @p opts (validated by the caller;
+  /// its log set), none connected yet.
+  client_channel(const cluster::cluster_spec& spec, std::string me, const client_options& opts)
+      : spec_(&spec), me_(std::move(me)), opts_(&opts), work_(ioc_.get_executor()) {
+    conns_.resize(spec.has_job("ps") ? spec.num_tasks("ps") : 0);
+    table_ = request_table(conns_.size());
+  }
+
+  ~client_channel() {
+    close_all();
+    work_.reset();
+  }
+
+  client_channel(const client_channel&) = delete;
+  client_channel& operator=(const client_channel&) = delete;
+
+  /// @returns the number of ps tasks.
+  std::size_t size() const noexcept { return conns_.size(); }
+
+  /// @returns an operation's empty parts list, its deadline request_timeout from now.
+  request_parts open_parts() const {
+    request_parts f;
+    f.deadline = std::chrono::steady_clock::now() + opts_->requests.request_timeout;
+    return f;
+  }
+
+  /// Sends every request of @p batch (pipelined on each connection) and waits for all the
+  /// answers. @returns them in batch order. @throws dsgd::error the first failure, once every
+  /// answer is in; errc::timed_out at once when one is late (every connection is then closed)
+  std::vector<reply> run(std::vector<request>& batch) {
+    request_parts f = open_parts();
+    for (const auto& r : batch) add(f, r);
+    std::vector<reply> out;
+    for (auto& p : f.parts) {
+      collect(f, p);
+      if (!f.first_error) out.push_back(p.result);
+    }
+    if (f.first_error) throw *f.first_error;
+    return out;
+  }
+
+  /// Opens @p r's slot and queues @p r on its connection as a part of @p f (pipelined there;
+  /// written when the I/O next runs). The reply, or the failure, completes the slot.
+  void add(request_parts& f, const request& r) {
+    const std::uint64_t id = ++next_id_;
+    f.parts.push_back({r.ps, id, static_cast<message>(r.h.type), r.h.variable, false, {}});
+    table_.open(r.ps, id, r.reply_into);
+    if (!is_open(r.ps)) {
+      table_.fail(r.ps, id, errc::peer_lost, lost(r.ps));
+      return;
+    }
+    auto h = r.h;
+    h.request_id = id;
+    send(r.ps, h, std::array<boost::asio::const_buffer, 2>{r.payload, r.payload_rows});
+  }
+
+  /// Waits for part @p p's answer, by f's deadline; keeps the first failure in f. A part that
+  /// times out abandons every connection (no late reply may be written) and throws at once.
+  void collect(request_parts& f, request_parts::part& p) {
+    if (p.collected) return;
+    if (!run_until([&] { return table_.done(p.ps, p.id); }, f.deadline)) {
+      f.abandon(table_);  // nothing of f lands any more
+      close_all();
+      throw error(errc::timed_out, me_ + ": no answer from ps:" + std::to_string(p.ps) + " to " +
+                                       to_string(p.type) + " within " +
+                                       std::to_string(opts_->requests.request_timeout.count()) + " ms");
+    }
+    f.settle(p, std::move(*table_.take(p.ps, p.id)));
+  }
+
+  /// Collects every answer of @p f; throws its first failure once all are in.
+  void collect_all(request_parts& f) {
+    for (auto& p : f.parts) collect(f, p);
+    if (f.first_error) fail(f);
+  }
+
+  /// A part of @p f failed: collects the rest, so that no reply lands later, then throws it.
+  [[noreturn]] void fail(request_parts& f) {
+    for (auto& p : f.parts) {
+      try {
+        collect(f, p);
+      } catch (const dsgd::error&) {  // timed out: the connections are closed, nothing lands
+        break;
+      }
+    }
+    throw *f.first_error;
+  }
+
+  /// Runs the I/O on the calling thread until done() holds. @returns false once @p deadline
+  /// has passed without it.
+  template <class Done>
+  bool run_until(Done done, std::chrono::steady_clock::time_point deadline) {
+    while (!done()) {
+      if (ioc_.stopped()) ioc_.restart();
+      if (ioc_.run_one_until(deadline) == 0 && std::chrono::steady_clock::now() >= deadline) return false;
+    }
+    return true;
+  }
+
+  /// Starts writing every request queued so far without waiting for anything.
+  void flush() { ioc_.poll(); }
+
+  // ---- The transport: every call on a tcp_connection, and async_connect, is below. ----
+
+  /// One attempt to connect to ps task @p ps (bounded by the handshake timeout); on success
+  /// the connection replaces the old one and its receive loop starts. @returns the failure.
+  error_code connect(std::size_t ps) {
+    struct attempt {
+      bool done = false;
+      error_code ec;
+      std::shared_ptr<transport::tcp_connection> conn;
+    } a;
+    const auto ep = cluster::endpoint_of(spec_->address("ps", int(ps)), "ps:" + std::to_string(ps));
+    transport::async_connect(ioc_.get_executor(), ep, tcp(),
+                             [&a](error_code ec, std::shared_ptr<transport::tcp_connection> c) {
+                               a = {true, ec, std::move(c)};
+                             });
+    run_until([&a] { return a.done; }, std::chrono::steady_clock::time_point::max());
+    if (!a.ec) {
+      conns_[ps] = std::move(a.conn);
+      receive(ps);
+    }
+    return a.ec;
+  }
+
+  /// @returns whether the connection to ps task @p ps is open.
+  bool is_open(std::size_t ps) const { return conns_[ps] && conns_[ps]->is_open(); }
+
+  /// @returns the ps tasks without an open connection.
+  std::vector<std::size_t> disconnected() const {
+    std::vector<std::size_t> out;
+    for (std::size_t i = 0; i < conns_.size(); ++i)
+      if (!is_open(i)) out.push_back(i);
+    return out;
+  }
+
+  /// Closes every connection: after a timeout no late reply may be written (its buffers may be
+  /// gone); their pending requests fail in the receive loop.
+  void close_all() {
+    for (auto& c : conns_)
+      if (c) c->close();
+  }
+
+ private:
+  // The connection settings as given, with this task's identity; only ps tasks are accepted
+  // as peers, and a reply's payload may take as long as its request (requests.request_timeout).
+  transport::tcp_options tcp() const {
+    transport::tcp_options t = opts_->connection;
+    t.identity = me_;
+    t.accept_peer = [](std::string_view who) { return who.starts_with("ps:"); };
+    t.frame_timeout = opts_->requests.request_timeout;
+    return t;
+  }
+
+  // The message of a request that failed because its connection to @p ps is gone.
+  std::string lost(std::size_t ps) const {
+    auto c = conns_[ps];
+    return me_ + ": connection to ps:" + std::to_string(ps) + " lost" +
+           (c ? " (" + c->close_reason() + ")" : std::string());
+  }
+
+  // Queues a request's frame on @p ps's connection. A send the transport refuses (a cap, a
+  // full queue) fails its request at once; a broken connection also fails every pending
+  // request through the receive loop.
+  void send(std::size_t ps, const transport::frame_header& h,
+            const std::array<boost::asio::const_buffer, 2>& payload) {
+    conns_[ps]->async_send(h, payload, [this, ps, id = h.request_id](error_code ec) {
+      if (!ec) return;
+      table_.fail(ps, id, ec, me_ + ": sending to ps:" + std::to_string(ps) + " failed: " + ec.message());
+    });
+  }
+
+  // The receive loop of @p ps's connection: each reply completes its request's slot; a reply
+  // to nothing this client awaits is a bad frame (which closes the connection).
+  void receive(std::size_t ps) {
+    auto conn = conns_[ps];
+    conn->async_receive(
+        [this, ps](const transport::frame_header& h, error_code& ec) -> boost::asio::mutable_buffer {
+          auto* slot = table_.pending(ps, h.request_id);
+          if (!slot) {
+            ec = make_error_code(errc::bad_frame);  // a reply to nothing we asked
+            return {};
+          }
+          auto type = static_cast<message>(h.type);
+          // A pull's values, or the push counts answering register_worker (none for other oks).
+          if (type == message::pull_reply || type == message::reply_ok)
+            return transport::chunk_destination(slot->reply_into, h, ec);
+          if (type == message::reply_error) {
+            slot->control.resize(h.payload_length);
+            return boost::asio::buffer(slot->control);
+          }
+          if (h.payload_length != 0) ec = make_error_code(errc::bad_frame);
+          return {};
+        },
+        [this, ps, conn](error_code ec, transport::frame_header h) {
+          if (ec) {
+            table_.fail_connection(ps, errc::peer_lost, lost(ps));
+            return;
+          }
+          if (h.last_chunk()) {
+            auto type = static_cast<message>(h.type);
+            if (type != message::reply_error) {
+              table_.answer(ps, h.request_id, {type, h.step});
+            } else if (auto* slot = table_.pending(ps, h.request_id)) {
+              auto e = decode_control<error_reply>(
+                  std::string_view(reinterpret_cast<const char*>(slot->control.data()), slot->control.size()),
+                  "reply_error");
+              table_.fail(ps, h.request_id, error_code(e.code, dsgd::category()),
+                          "ps:" + std::to_string(ps) + ": " + e.message);
+            }
+          }
+          receive(ps);
+        });
+  }
+
+  const cluster::cluster_spec* spec_;
+  std::string me_;
+  const client_options* opts_;
+  boost::asio::io_context ioc_;
+  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_;
+  std::vector<std::shared_ptr<transport::tcp_connection>> conns_;
+  request_table table_;
+  std::uint64_t next_id_ = 0;
+};
+
+}  // namespace dsgd::server::detail

@@ -51,12 +51,17 @@
 #include <dsgd/cluster/tf_config.hpp>
 
 #include <dsgd/transport/asio_tcp.hpp>
+#include <dsgd/transport/asio_tcp_policy.hpp>
+#include <dsgd/transport/concepts.hpp>
 #include <dsgd/transport/frame.hpp>
 #include <dsgd/transport/handshake.hpp>
+#include <dsgd/transport/inproc.hpp>
+#include <dsgd/transport/tcp_options.hpp>
 #include <dsgd/transport/tls.hpp>
 
 #include <dsgd/checkpoint/saver.hpp>
 
+#include <dsgd/server/client_operations.hpp>
 #include <dsgd/server/client_options.hpp>
 #include <dsgd/server/parameter_server.hpp>
 #include <dsgd/server/protocol.hpp>

@@ -318,6 +318,51 @@ class shard_table : detail::shard_requests<U, O, D> {
     return true;
   }
 
+  shard_type& pulled_shard(const transport::frame_header& h) {
+    auto it = this->shards_.find(base::key(h.variable, h.shard));
+    if (it == this->shards_.end())
+      throw error(errc::not_found, "pull of variable " + std::to_string(h.variable) + " shard " +
+                                       std::to_string(h.shard) + ", which " + this->self_ + " does not hold");
+    return *it->second;
+  }
+
+  // A pull's reply if the rule lets @p s read now.
+  std::optional<outgoing_reply> try_pull(const peer_state& s, const transport::frame_header& h) {
+    auto& shard = pulled_shard(h);
+    auto header = base::reply_header(h, message::pull_reply);
+    if constexpr (pins_values<shard_type>) {
+      // Written straight from the shard's values; the pin keeps this version unchanged until
+      // the write completes (a push landing meanwhile updates a copy).
+      auto pinned = shard.try_pin(s.replica, h.step);
+      if (!pinned) return std::nullopt;
+      header.step = pinned->step;
+      auto bytes = std::as_bytes(std::span(pinned->values->data(), pinned->values->size()));
+      return outgoing_reply{header, bytes, std::move(pinned->values)};
+    } else {
+      auto snapshot = std::make_shared<std::vector<float>>(shard.size());
+      auto step = shard.try_pull(s.replica, h.step, snapshot->data());
+      if (!step) return std::nullopt;
+      header.step = *step;
+      auto bytes = std::as_bytes(std::span(*snapshot));
+      return outgoing_reply{header, bytes, std::move(snapshot)};
+    }
+  }
+
+  // A sparse_pull's reply (@p rows local to the shard) if the rule lets @p s read now.
+  std::optional<outgoing_reply> try_pull_rows(const peer_state& s, const transport::frame_header& h,
+                                              const std::vector<std::uint64_t>& rows) {
+    auto& shard = pulled_shard(h);
+    if (!shard.wait_reason(s.replica, h.step).empty()) return std::nullopt;
+    const std::size_t dim = this->layouts_.at(base::key(h.variable, h.shard)).row_elements();
+    auto rows_out = std::make_shared<std::vector<float>>(rows.size() * dim);
+    auto step = shard.try_pull_rows(s.replica, h.step, rows, dim, rows_out->data());
+    if (!step) return std::nullopt;
+    auto header = base::reply_header(h, message::pull_reply);
+    header.step = *step;
+    auto bytes = std::as_bytes(std::span(*rows_out));
+    return outgoing_reply{header, bytes, std::move(rows_out)};
+  }
+
   template <reply_sink S>
   void shut_down(peer_id p, const transport::frame_header& h, S& out) {
     this->log(this->self_ + ": shutdown requested by " + this->peers_.at(p).identity);

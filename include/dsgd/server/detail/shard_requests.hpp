@@ -12,6 +12,7 @@
 #include <dsgd/checkpoint/saver.hpp>
 #include <dsgd/cluster/cluster_spec.hpp>
 #include <dsgd/device/cpu.hpp>
+#include <dsgd/server/detail/shard_capabilities.hpp>
 #include <dsgd/server/detail/shard_checkpoint.hpp>
 #include <dsgd/server/detail/sparse_layout.hpp>
 #include <dsgd/server/protocol.hpp>
@@ -31,31 +32,6 @@
 #include <vector>
 
 namespace dsgd::server {
-
-/// A shard that can lend its current values for a pull reply without a copy (try_pin(), as
-/// the shards of the built-in rules do); other rules' pulls go through a snapshot copy.
-template <class S>
-concept pins_values = requires(S& s) {
-  { s.try_pin(std::size_t{0}, std::uint64_t{0})->values->data() } -> std::convertible_to<const float*>;
-  { s.try_pin(std::size_t{0}, std::uint64_t{0})->step } -> std::convertible_to<std::uint64_t>;
-};
-
-/// A shard that applies a push chunk by chunk as it arrives (push_chunk, then push_streamed
-/// with the whole gradient), as the async and bounded-staleness shards do for optimizers with
-/// an update::chunked_apply; other shards apply a push once it is complete.
-template <class S>
-concept streams_pushes = requires(S& s, const float* g, update::clock_type::time_point t) {
-  { s.push_chunk(std::size_t{0}, std::size_t{0}, std::size_t{0}, g) } -> std::same_as<bool>;
-  { s.push_streamed(std::size_t{0}, std::uint64_t{0}, g, t) } -> std::same_as<update::push_outcome>;
-};
-
-/// A shard that is told when a worker's connection is lost and when it registers again
-/// (update::sync_average, whose backups then stand in for a dead worker).
-template <class S>
-concept tracks_departures = requires(S& s) {
-  s.depart(std::size_t{0});
-  s.rejoin(std::size_t{0});
-};
 
 namespace detail {
 
@@ -327,63 +303,11 @@ class shard_requests {
     return {outcome, shard.step()};
   }
 
-  shard_type& pulled_shard(const transport::frame_header& h) {
-    auto it = shards_.find(key(h.variable, h.shard));
-    if (it == shards_.end())
-      throw error(errc::not_found, "pull of variable " + std::to_string(h.variable) + " shard " +
-                                       std::to_string(h.shard) + ", which " + self_ + " does not hold");
-    return *it->second;
-  }
-
-  // A pull's reply if the rule lets @p s read now.
-  std::optional<outgoing_reply> try_pull(const peer_state& s, const transport::frame_header& h) {
-    auto& shard = pulled_shard(h);
-    auto header = reply_header(h, message::pull_reply);
-    if constexpr (pins_values<shard_type>) {
-      // Written straight from the shard's values; the pin keeps this version unchanged until
-      // the write completes (a push landing meanwhile updates a copy).
-      auto pinned = shard.try_pin(s.replica, h.step);
-      if (!pinned) return std::nullopt;
-      header.step = pinned->step;
-      auto bytes = std::as_bytes(std::span(pinned->values->data(), pinned->values->size()));
-      return outgoing_reply{header, bytes, std::move(pinned->values)};
-    } else {
-      auto snapshot = std::make_shared<std::vector<float>>(shard.size());
-      auto step = shard.try_pull(s.replica, h.step, snapshot->data());
-      if (!step) return std::nullopt;
-      header.step = *step;
-      auto bytes = std::as_bytes(std::span(*snapshot));
-      return outgoing_reply{header, bytes, std::move(snapshot)};
-    }
-  }
-
-  // A sparse_pull's reply (@p rows local to the shard) if the rule lets @p s read now.
-  std::optional<outgoing_reply> try_pull_rows(const peer_state& s, const transport::frame_header& h,
-                                              const std::vector<std::uint64_t>& rows) {
-    auto& shard = pulled_shard(h);
-    if (!shard.wait_reason(s.replica, h.step).empty()) return std::nullopt;
-    const std::size_t dim = layouts_.at(key(h.variable, h.shard)).row_elements();
-    auto rows_out = std::make_shared<std::vector<float>>(rows.size() * dim);
-    auto step = shard.try_pull_rows(s.replica, h.step, rows, dim, rows_out->data());
-    if (!step) return std::nullopt;
-    auto header = reply_header(h, message::pull_reply);
-    header.step = *step;
-    auto bytes = std::as_bytes(std::span(*rows_out));
-    return outgoing_reply{header, bytes, std::move(rows_out)};
-  }
-
   // --- checkpoints --------------------------------------------------------------------------
-
-  std::filesystem::path checkpoint_directory(const peer_state& s, const char* what) const {
-    auto r = decode_control<checkpoint_request>(
-        std::string_view(reinterpret_cast<const char*>(s.control.data()), s.control.size()), what);
-    if (r.directory.empty()) throw error(errc::invalid_argument, std::string(what) + ": no checkpoint directory");
-    return r.directory;
-  }
 
   // Writes this task's data file of checkpoint h.step: every shard's values, slots, counters.
   void save(const peer_state& s, const transport::frame_header& h) {
-    auto dir = checkpoint_directory(s, "save");
+    auto dir = checkpoint_directory(s.control, "save");
     std::vector<std::pair<shard_layout, typename shard_type::saved_state>> held;
     for (auto& [k, shard] : shards_) held.emplace_back(layouts_.at(k), shard->save());
     write_shard_checkpoint(dir, h.step, ps_index_, ps_tasks_, held);
@@ -393,7 +317,7 @@ class shard_requests {
   // shards it starts a new generation (@returns true): requests of workers registered before
   // it are answered errc::aborted; @p s, which asked for it, belongs to the new one.
   bool restore(peer_state& s, const transport::frame_header& h) {
-    auto dir = checkpoint_directory(s, "restore");
+    auto dir = checkpoint_directory(s.control, "restore");
     checkpoint::checkpoint_reader reader(dir, h.step);  // verifies every file and checksum
     typename O::template state<D> probe(device_, 0);
     std::vector<std::pair<std::uint64_t, typename shard_type::saved_state>> states;

@@ -83,9 +83,9 @@ enum class payload_kind : std::uint8_t {
 
 /// One row of the protocol's table: a message, its name, where its payload goes.
 struct message_info {
-  message kind;
-  const char* name;
-  payload_kind payload;
+  message kind;          ///< the frame_header::type value
+  const char* name;      ///< for logs and errors
+  payload_kind payload;  ///< where a ps puts its payload
 };
 
 /// Every message. A new message kind is a value of `message`, a row here, and its case in
@@ -203,9 +203,9 @@ using peer_id = std::uint64_t;
 /// A reply as a ps task sends it: the header, the payload, and what keeps the payload's bytes
 /// alive until they are written (nullptr when they need nothing).
 struct outgoing_reply {
-  transport::frame_header header;
-  std::span<const std::byte> payload;
-  std::shared_ptr<const void> keep_alive;
+  transport::frame_header header;          ///< echoes the request's id, variable, shard
+  std::span<const std::byte> payload;      ///< raw floats, push counts or an error_reply
+  std::shared_ptr<const void> keep_alive;  ///< owns the payload's bytes until written
 };
 
 /// @returns @p m serialized as a control payload.

@@ -3,6 +3,7 @@
 //
 // Tests for <dsgd/server/parameter_server.hpp> and <dsgd/server/ps_client.hpp>: ps tasks and
 // workers as threads of this process, talking over real TCP sockets on 127.0.0.1.
+#include <dsgd/cluster/endpoint.hpp>
 #include <dsgd/optim/sgd.hpp>
 #include <dsgd/placement/greedy_by_bytes.hpp>
 #include <dsgd/placement/round_robin.hpp>
@@ -13,7 +14,9 @@
 
 #include <support/loopback_cluster.hpp>
 
+#include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/read.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/test/data/monomorphic.hpp>
 #include <boost/test/data/test_case.hpp>
@@ -23,6 +26,8 @@
 #include <array>
 #include <atomic>
 #include <exception>
+#include <functional>
+#include <memory>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -139,16 +144,41 @@ BOOST_AUTO_TEST_CASE(sync_workers_over_tcp_equal_single_process_sgd) {
       BOOST_TEST(f[v] == expected[v], boost::test_tools::tolerance(1e-5f) << boost::test_tools::per_element());
 }
 
+// Until the ps is up, its address belongs to a stand-in that cuts every connection at once (as
+// a ps that is still starting, or restarting, does): connect() must retry. The stand-in gives
+// way to the real ps only after it has cut two attempts, so connect() can succeed only through
+// its retries, and the test waits on those attempts, not on a sleep.
 BOOST_AUTO_TEST_CASE(a_worker_started_before_its_ps_waits_for_it) {
   auto spec = dsgd::test::loopback_cluster(1, 1);
+  boost::asio::io_context ctx;
+  boost::asio::ip::tcp::acceptor standin(ctx, dsgd::cluster::endpoint_of(spec.address("ps", 0), "ps:0"));
+  constexpr int cut_attempts = 2;  // fewer than the 3 failed handshakes connect() takes as a rejection
+  int cut = 0;                     // written by `late` only, read after it joined
   std::unique_ptr<running_ps> ps;
   std::thread late([&] {
-    std::this_thread::sleep_for(700ms);
-    ps = std::make_unique<running_ps>(spec, 0);
+    boost::asio::steady_timer give_up(ctx, 20s);  // the test fails, not hangs, without attempts
+    give_up.async_wait([&](boost::system::error_code ec) {
+      if (!ec) standin.close();
+    });
+    std::function<void()> accept_next = [&] {
+      standin.async_accept([&](boost::system::error_code ec, boost::asio::ip::tcp::socket s) {
+        if (ec) return;
+        s.set_option(boost::asio::socket_base::linger(true, 0));  // a reset, and no TIME_WAIT on the port
+        s.close();
+        if (++cut < cut_attempts) return accept_next();
+        standin.close();
+        give_up.cancel();
+        ps = std::make_unique<running_ps>(spec, 0);
+      });
+    };
+    accept_next();
+    ctx.run();
   });
   ds::ps_client c(spec, {"worker", 0}, client());
   BOOST_CHECK_NO_THROW(c.connect());
   late.join();
+  BOOST_TEST(cut == cut_attempts, "connect() succeeded after " << cut << " cut attempts, not through its retries");
+  BOOST_TEST(ps != nullptr);
 }
 
 BOOST_AUTO_TEST_CASE(the_startup_deadline_names_every_missing_ps) {

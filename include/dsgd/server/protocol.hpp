@@ -16,7 +16,11 @@
 #include <boost/serialization/string.hpp>
 #include <boost/serialization/vector.hpp>
 
+#include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <span>
+#include <string_view>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -68,28 +72,62 @@ enum class message : std::uint16_t {
   push_dropped = 69,
 };
 
+/// Where the payload of a request goes on the ps.
+enum class payload_kind : std::uint8_t {
+  none,     ///< no payload
+  control,  ///< a serialized control message (register_request, checkpoint_request)
+  dense,    ///< raw floats of a whole shard (init_shard values, a push's gradient)
+  sparse,   ///< u64 keys (sparse_pull), or keys then rows (sparse_push)
+  reply,    ///< not a request: a reply the ps sends
+};
+
+/// One row of the protocol's table: a message, its name, where its payload goes.
+struct message_info {
+  message kind;          ///< the frame_header::type value
+  const char* name;      ///< for logs and errors
+  payload_kind payload;  ///< where a ps puts its payload
+};
+
+/// Every message. A new message kind is a value of `message`, a row here, and its case in
+/// shard_table's dispatch (server/shard_table.hpp).
+inline constexpr message_info messages[] = {
+    {message::register_worker, "register_worker", payload_kind::control},
+    {message::init_shard, "init_shard", payload_kind::dense},
+    {message::wait_ready, "wait_ready", payload_kind::none},
+    {message::pull, "pull", payload_kind::none},
+    {message::push, "push", payload_kind::dense},
+    {message::finish, "finish", payload_kind::none},
+    {message::shutdown, "shutdown", payload_kind::none},
+    {message::sparse_pull, "sparse_pull", payload_kind::sparse},
+    {message::sparse_push, "sparse_push", payload_kind::sparse},
+    {message::save, "save", payload_kind::control},
+    {message::restore, "restore", payload_kind::control},
+    {message::reply_ok, "reply_ok", payload_kind::reply},
+    {message::reply_error, "reply_error", payload_kind::reply},
+    {message::pull_reply, "pull_reply", payload_kind::reply},
+    {message::push_applied, "push_applied", payload_kind::reply},
+    {message::push_accumulated, "push_accumulated", payload_kind::reply},
+    {message::push_dropped, "push_dropped", payload_kind::reply},
+};
+
+/// @returns the row of @p type in `messages`, or nullptr for a type this version does not know.
+constexpr const message_info* find_message(std::uint16_t type) noexcept {
+  for (const auto& m : messages)
+    if (static_cast<std::uint16_t>(m.kind) == type) return &m;
+  return nullptr;
+}
+
+/// @returns the request a frame_header::type names, or nullptr for a reply or an unknown type:
+/// what a ps decodes once per frame.
+constexpr const message_info* decode_request(std::uint16_t type) noexcept {
+  const auto* m = find_message(type);
+  return m && m->payload != payload_kind::reply ? m : nullptr;
+}
+
 /// @returns the message's name for logs ("pull", "reply_error").
-inline const char* to_string(message m) noexcept {
-  switch (m) {
-    case message::register_worker: return "register_worker";
-    case message::init_shard: return "init_shard";
-    case message::wait_ready: return "wait_ready";
-    case message::pull: return "pull";
-    case message::push: return "push";
-    case message::finish: return "finish";
-    case message::shutdown: return "shutdown";
-    case message::sparse_pull: return "sparse_pull";
-    case message::sparse_push: return "sparse_push";
-    case message::save: return "save";
-    case message::restore: return "restore";
-    case message::reply_ok: return "reply_ok";
-    case message::reply_error: return "reply_error";
-    case message::pull_reply: return "pull_reply";
-    case message::push_applied: return "push_applied";
-    case message::push_accumulated: return "push_accumulated";
-    case message::push_dropped: return "push_dropped";
-  }
-  return "unknown";
+constexpr const char* to_string(message m) noexcept {
+  const auto* info = find_message(static_cast<std::uint16_t>(m));
+  return info ? info->name : "unknown";
 }
 
 /// What a ps task knows of one shard it holds, for sparse pulls and pushes: the whole
@@ -157,6 +195,17 @@ struct error_reply {
   void serialize(Archive& ar, unsigned /*version*/) {
     ar & code & message;
   }
+};
+
+/// Names one connection to a ps task's shard_table: chosen by the table's owner, never reused.
+using peer_id = std::uint64_t;
+
+/// A reply as a ps task sends it: the header, the payload, and what keeps the payload's bytes
+/// alive until they are written (nullptr when they need nothing).
+struct outgoing_reply {
+  transport::frame_header header;          ///< echoes the request's id, variable, shard
+  std::span<const std::byte> payload;      ///< raw floats, push counts or an error_reply
+  std::shared_ptr<const void> keep_alive;  ///< owns the payload's bytes until written
 };
 
 /// @returns @p m serialized as a control payload.

@@ -25,6 +25,7 @@
 #include <filesystem>
 #include <span>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -39,6 +40,16 @@ inline dsgd::shape variable_shape(const shard_layout& l) {
 /// @returns the offset of the shard's first element in its variable.
 inline std::size_t shard_offset(const shard_layout& l) {
   return static_cast<std::size_t>(l.first_row * l.row_elements());
+}
+
+/// @returns the directory a save or restore request (@p what) names in its control payload.
+/// @throws dsgd::error errc::bad_frame for a payload that does not decode, errc::invalid_argument
+///         for an empty directory
+inline std::filesystem::path checkpoint_directory(std::span<const std::byte> control, const char* what) {
+  auto r = decode_control<checkpoint_request>(
+      std::string_view(reinterpret_cast<const char*>(control.data()), control.size()), what);
+  if (r.directory.empty()) throw error(errc::invalid_argument, std::string(what) + ": no checkpoint directory");
+  return r.directory;
 }
 
 /// Writes ps task @p ps_task's data file of checkpoint @p step in @p dir: for each shard, its

@@ -1,0 +1,391 @@
+// SPDX-FileCopyrightText: Copyright (c) 2026 The dsgd authors
+// SPDX-License-Identifier: Apache-2.0
+//
+/// @file
+/// The state of a shard_table and the work of each request on it, apart from where the replies
+/// go: shards and layouts, registration and generations, pushes received per replica, dense
+/// and sparse pushes and pulls, checkpoints. server::shard_table adds the dispatch, the parked
+/// requests' retries and deadlines, and the reply sink.
+// IWYU pragma: private, include <dsgd/server/shard_table.hpp>
+#pragma once
+
+#include <dsgd/checkpoint/saver.hpp>
+#include <dsgd/cluster/cluster_spec.hpp>
+#include <dsgd/device/cpu.hpp>
+#include <dsgd/server/detail/shard_capabilities.hpp>
+#include <dsgd/server/detail/shard_checkpoint.hpp>
+#include <dsgd/server/detail/sparse_layout.hpp>
+#include <dsgd/server/protocol.hpp>
+#include <dsgd/server/ps_options.hpp>
+#include <dsgd/update/concepts.hpp>
+
+#include <cstring>
+#include <filesystem>
+#include <list>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace dsgd::server {
+
+namespace detail {
+
+/// The state and the per-request work of server::shard_table.
+template <UpdateRule U, class O, Device D>
+class shard_requests {
+ protected:
+  using options = ps_options<U, O>;
+  using shard_type = typename U::template shard<D, O>;
+
+  // One connection: who it is, its registration, and the payloads it sends, received in place.
+  struct peer_state {
+    std::string identity;
+    bool shared_memory = false;  // payloads come through a shared-memory ring
+    std::size_t replica = 0;
+    bool registered = false;
+    bool chief = false;
+    std::uint64_t generation = 0;  // the table's generation when this peer registered
+    std::optional<message> kind;   // of the frame being received, decoded once by destination()
+    std::vector<std::byte> control;
+    std::vector<float> incoming;  // init_shard values or a pushed gradient
+    bool streaming = false;       // the push arriving in `incoming` is being applied chunk by chunk
+    std::vector<std::uint64_t> keys_in;  // a sparse_pull's keys
+    std::vector<float> sparse_in;        // a sparse_push's keys then rows
+    std::size_t sparse_keys = 0;         // keys in sparse_in
+    std::vector<std::byte> discard;      // a chunk of a rejected sparse request
+    std::optional<std::pair<error_code, std::string>> rejected;  // why, answered at its last chunk
+  };
+  struct parked_request {
+    peer_id from;
+    message kind;
+    transport::frame_header request;
+    update::clock_type::time_point deadline;
+    std::vector<std::uint64_t> rows;  // a sparse_pull's rows, local to the shard
+  };
+
+  shard_requests(cluster::task_id self, std::size_t ps_tasks, std::size_t replicas, options opts, D device)
+      : self_(self.to_string()),
+        ps_index_(static_cast<std::size_t>(self.index)),
+        ps_tasks_(ps_tasks),
+        replicas_(replicas),
+        opts_(std::move(opts)),
+        device_(std::move(device)) {}
+
+  static std::uint64_t key(std::uint32_t v, std::uint32_t s) { return (std::uint64_t{v} << 32) | s; }
+  void log(const std::string& s) const { opts_.connection.log(s); }
+  bool ready() const { return expected_shards_ > 0 && shards_.size() >= expected_shards_; }
+
+  static transport::frame_header reply_header(const transport::frame_header& request, message type) {
+    transport::frame_header h;
+    h.type = static_cast<std::uint16_t>(type);
+    h.request_id = request.request_id;
+    h.variable = request.variable;
+    h.shard = request.shard;
+    h.step = request.step;
+    return h;
+  }
+  template <class S>
+  void reply(S& out, peer_id p, const transport::frame_header& request, message type) {
+    out.send(p, {reply_header(request, type), {}, nullptr});
+  }
+  template <class S>
+  void reply(S& out, peer_id p, const transport::frame_header& request, message type, std::uint64_t step) {
+    auto h = reply_header(request, type);
+    h.step = step;
+    out.send(p, {h, {}, nullptr});
+  }
+  template <class S>
+  void reply_error(S& out, peer_id p, const transport::frame_header& request, error_code ec, const std::string& what) {
+    auto body = std::make_shared<const std::string>(encode_control(error_reply{ec.value(), what}));
+    auto h = reply_header(request, message::reply_error);
+    h.flags = transport::frame_flags::control;
+    auto bytes = std::as_bytes(std::span(body->data(), body->size()));
+    out.send(p, {h, bytes, std::move(body)});
+  }
+
+  // --- where payloads go ------------------------------------------------------------------
+
+  std::span<std::byte> dense_destination(peer_state& s, message kind, const transport::frame_header& h,
+                                         error_code& ec) {
+    const std::size_t floats = h.total_length / sizeof(float);
+    bool fits = h.total_length % sizeof(float) == 0;
+    if (fits && kind == message::push) {
+      auto it = shards_.find(key(h.variable, h.shard));  // a push for a shard this ps does not hold
+      fits = it != shards_.end() && it->second->size() == floats;
+    } else if (fits) {
+      // Only a shard of the registered placement, at its size: the only allocation a peer can
+      // ask for is one the placement accounts for.
+      auto it = layouts_.find(key(h.variable, h.shard));
+      fits = it != layouts_.end() && it->second.rows * it->second.row_elements() == floats;
+    }
+    if (h.chunk_offset == 0 && fits) {
+      s.incoming.resize(floats);
+      s.streaming = false;
+    }
+    return fits ? chunk_of(std::as_writable_bytes(std::span(s.incoming)), h, ec) : fail(ec);
+  }
+
+  // Checks a sparse request from its first header and sizes its buffer, or marks it rejected:
+  // its payload is then read into a scratch chunk and the error answered at its last chunk.
+  std::span<std::byte> sparse_destination(peer_state& s, message kind, const transport::frame_header& h,
+                                          error_code& ec) {
+    const bool pull = kind == message::sparse_pull;
+    if (h.chunk_offset == 0) {
+      s.rejected.reset();
+      try {
+        const auto& l = sparse_shard(s, kind, h);
+        auto n = sparse_request_keys(kind, l, h.total_length, opts_.serving.max_rows_per_request, self_);
+        if (pull) {
+          s.keys_in.resize(n);
+        } else {
+          s.sparse_keys = n;
+          s.sparse_in.resize(h.total_length / sizeof(float));
+        }
+      } catch (const dsgd::error& e) {
+        s.rejected.emplace(e.code(), e.what());
+      }
+    }
+    if (s.rejected) {
+      s.discard.resize(h.payload_length);
+      return std::span(s.discard);
+    }
+    auto whole = pull ? std::as_writable_bytes(std::span(s.keys_in)) : std::as_writable_bytes(std::span(s.sparse_in));
+    return chunk_of(whole, h, ec);
+  }
+
+  static std::span<std::byte> fail(error_code& ec) {
+    ec = make_error_code(errc::bad_frame);
+    return {};
+  }
+  // The part of @p whole the chunk @p h fills (transport::chunk_destination, without Asio).
+  static std::span<std::byte> chunk_of(std::span<std::byte> whole, const transport::frame_header& h, error_code& ec) {
+    if (h.total_length != whole.size() || h.payload_length > whole.size() ||
+        h.chunk_offset > whole.size() - h.payload_length)
+      return fail(ec);
+    return whole.subspan(static_cast<std::size_t>(h.chunk_offset), static_cast<std::size_t>(h.payload_length));
+  }
+
+  // The layout of the shard a sparse request names, with every check that needs only the
+  // header. @throws dsgd::error naming the request, the variable and this ps
+  const shard_layout& sparse_shard(const peer_state& s, message kind, const transport::frame_header& h) const {
+    const char* what = to_string(kind);
+    if (!s.registered) throw error(errc::invalid_argument, std::string(what) + " before register_worker");
+    auto l = layouts_.find(key(h.variable, h.shard));
+    auto sh = shards_.find(key(h.variable, h.shard));
+    if (l == layouts_.end() || sh == shards_.end())
+      throw error(errc::not_found, std::string(what) + " of variable " + std::to_string(h.variable) + " shard " +
+                                       std::to_string(h.shard) + ", which " + self_ +
+                                       (l == layouts_.end() ? " does not hold" : " holds but was not initialised"));
+    check_sparse_shard(kind, l->second, sh->second->size(), self_);
+    return l->second;
+  }
+
+  // --- requests -----------------------------------------------------------------------------
+
+  register_request check_registration(const peer_state& s) {
+    auto r = decode_control<register_request>(
+        std::string_view(reinterpret_cast<const char*>(s.control.data()), s.control.size()), "register_worker");
+    if (r.task != s.identity)
+      throw error(errc::handshake_failed, "register_worker claims " + r.task + " but the handshake proved " + s.identity);
+    if (r.replica >= replicas_)
+      throw error(errc::invalid_argument,
+                  r.task + " claims replica " + std::to_string(r.replica) + " of " + std::to_string(replicas_));
+    if (placement_.empty()) {
+      placement_ = r.placement;
+      fingerprint_ = r.fingerprint;
+      expected_shards_ = r.shards;
+      for (auto& l : r.layouts) layouts_[key(l.variable, l.shard)] = l;
+    } else if (r.fingerprint != fingerprint_ || r.placement != placement_) {
+      throw error(errc::placement_mismatch, "placement of " + r.task + " differs from the one " + self_ +
+                                                " holds (were variables created in another order or with other "
+                                                "shapes?)\n  " +
+                                                self_ + ": " + placement_ + "\n  " + r.task + ": " + r.placement);
+    }
+    return r;
+  }
+
+  // Registers @p s as @p r; @returns the reply's payload: for each shard of r.layouts, the
+  // pushes of its replica received so far (u64 LE).
+  std::shared_ptr<std::vector<std::uint64_t>> complete_registration(peer_state& s, const register_request& r) {
+    s.replica = r.replica;
+    s.registered = true;
+    if constexpr (tracks_departures<shard_type>)
+      for (auto& [k, shard] : shards_) shard->rejoin(r.replica);
+    s.chief = r.chief;
+    if (r.chief) chief_seen_ = true;
+    s.generation = generation_;
+    auto counts = std::make_shared<std::vector<std::uint64_t>>();
+    for (const auto& l : r.layouts) counts->push_back(to_le(pushes_received(key(l.variable, l.shard), r.replica)));
+    return counts;
+  }
+
+  // Pushes of @p replica received for shard @p k (every outcome counts: the push was taken).
+  std::uint64_t& pushes_received(std::uint64_t k, std::size_t replica) {
+    auto& per_replica = received_[k];
+    per_replica.resize(replicas_);
+    return per_replica[replica];
+  }
+
+  void init(peer_state& s, const transport::frame_header& h) {
+    auto k = key(h.variable, h.shard);
+    if (shards_.contains(k)) return;
+    auto shard = opts_.rule.template make_shard<D, O>(device_, s.incoming, opts_.optimizer, replicas_);
+    if (h.step != 0) shard->assign(s.incoming, h.step);  // restored from a checkpoint at that step
+    shards_.emplace(k, std::move(shard));
+    if (shards_.size() == expected_shards_) log(self_ + " ready: " + std::to_string(shards_.size()) + " shards");
+  }
+
+  // A chunk of a push other than its last: applied now, out of place, where the shard can (see
+  // streams_pushes), so that the apply overlaps the rest of the push arriving. The push is
+  // published, or applied whole, at its last chunk (push). Not for a worker on this host:
+  // through shared memory a chunk arrives in the time of a copy, nothing is left to overlap,
+  // and applying in place once is cheaper than streaming out of place.
+  void push_chunk(peer_state& s, const transport::frame_header& h) {
+    if constexpr (streams_pushes<shard_type>) {
+      if (h.chunk_offset == 0)
+        s.streaming = opts_.serving.apply_in_chunks && s.registered && s.generation == generation_ && !s.shared_memory;
+      if (!s.streaming) return;
+      if (h.chunk_offset % sizeof(float) != 0 || h.payload_length % sizeof(float) != 0) {
+        s.streaming = false;
+        return;
+      }
+      auto it = shards_.find(key(h.variable, h.shard));
+      s.streaming = it != shards_.end() && it->second->push_chunk(s.replica, h.chunk_offset / sizeof(float),
+                                                                  h.payload_length / sizeof(float), s.incoming.data());
+    }
+  }
+
+  // @returns what the push did and the shard's step after it.
+  std::pair<update::push_outcome, std::uint64_t> push(peer_state& s, const transport::frame_header& h) {
+    auto& shard = *shards_.at(key(h.variable, h.shard));
+    const auto deadline = update::clock_type::now() + opts_.serving.step_timeout;
+    update::push_outcome outcome;
+    if constexpr (streams_pushes<shard_type>) {
+      outcome = std::exchange(s.streaming, false) ? shard.push_streamed(s.replica, h.step, s.incoming.data(), deadline)
+                                                  : shard.push(s.replica, h.step, s.incoming.data(), deadline);
+    } else {
+      outcome = shard.push(s.replica, h.step, s.incoming.data(), deadline);
+    }
+    ++pushes_received(key(h.variable, h.shard), s.replica);
+    return {outcome, shard.step()};
+  }
+
+  void throw_if_rejected(peer_state& s) {
+    if (!s.rejected) return;
+    auto r = std::move(*s.rejected);
+    s.rejected.reset();
+    throw error(r.first, r.second);
+  }
+
+  // A sparse_pull's keys as rows of its shard. @throws dsgd::error naming a bad request or row
+  std::vector<std::uint64_t> sparse_pull_rows(peer_state& s, const transport::frame_header& h) {
+    throw_if_rejected(s);
+    return local_rows(message::sparse_pull, sparse_shard(s, message::sparse_pull, h), s.keys_in, self_);
+  }
+
+  std::pair<update::push_outcome, std::uint64_t> sparse_push(peer_state& s, const transport::frame_header& h) {
+    throw_if_rejected(s);
+    const auto& l = sparse_shard(s, message::sparse_push, h);
+    const std::size_t n = s.sparse_keys;
+    std::vector<std::uint64_t> keys(n);
+    if (n) std::memcpy(keys.data(), s.sparse_in.data(), n * sizeof(std::uint64_t));
+    auto rows = local_rows(message::sparse_push, l, keys, self_);
+    const float* grads = s.sparse_in.data() + n * (sizeof(std::uint64_t) / sizeof(float));
+    auto& shard = *shards_.at(key(h.variable, h.shard));
+    auto outcome = shard.push_rows(s.replica, h.step, rows, l.row_elements(), grads,
+                                   update::clock_type::now() + opts_.serving.step_timeout);
+    ++pushes_received(key(h.variable, h.shard), s.replica);
+    return {outcome, shard.step()};
+  }
+
+  // --- checkpoints --------------------------------------------------------------------------
+
+  // Writes this task's data file of checkpoint h.step: every shard's values, slots, counters.
+  void save(const peer_state& s, const transport::frame_header& h) {
+    auto dir = checkpoint_directory(s.control, "save");
+    std::vector<std::pair<shard_layout, typename shard_type::saved_state>> held;
+    for (auto& [k, shard] : shards_) held.emplace_back(layouts_.at(k), shard->save());
+    write_shard_checkpoint(dir, h.step, ps_index_, ps_tasks_, held);
+  }
+
+  // Overwrites (or creates) every shard this task holds from checkpoint h.step. Over existing
+  // shards it starts a new generation (@returns true): requests of workers registered before
+  // it are answered errc::aborted; @p s, which asked for it, belongs to the new one.
+  bool restore(peer_state& s, const transport::frame_header& h) {
+    auto dir = checkpoint_directory(s.control, "restore");
+    checkpoint::checkpoint_reader reader(dir, h.step);  // verifies every file and checksum
+    typename O::template state<D> probe(device_, 0);
+    std::vector<std::pair<std::uint64_t, typename shard_type::saved_state>> states;
+    for (const auto& [k, layout] : layouts_) {
+      std::size_t elements = layout.rows * layout.row_elements();
+      states.emplace_back(k, read_shard_checkpoint<typename shard_type::saved_state>(reader, layout, probe, elements));
+    }
+    // Over shards that existed, a restore re-creates the session; into a fresh ps task (first
+    // start, or restarted after a crash) nobody has read anything yet, so nobody is aborted.
+    const bool recreated = !shards_.empty();
+    for (auto& [k, state] : states) {
+      auto it = shards_.find(k);
+      if (it == shards_.end())
+        it = shards_.emplace(k, opts_.rule.template make_shard<D, O>(device_, state.values, opts_.optimizer, replicas_))
+                 .first;
+      it->second->restore(state);
+    }
+    log(self_ + " restored checkpoint " + std::to_string(h.step) + " from " + dir.string() + " (" +
+        std::to_string(states.size()) + " shards)" + (recreated ? "; workers register again" : ""));
+    if (!recreated) return false;
+    ++generation_;
+    restored_step_ = h.step;
+    s.generation = generation_;
+    return true;
+  }
+
+  dsgd::error aborted(const peer_state& s) const {
+    return error(errc::aborted, self_ + " restored checkpoint " + std::to_string(restored_step_) + " after " +
+                                    s.identity + " registered: register again and read the variables anew");
+  }
+
+  std::string unfinished() const {
+    std::string out;
+    for (std::size_t r = 0; r < replicas_; ++r)
+      if (!finished_.contains(r)) out += (out.empty() ? "replica " : ", replica ") + std::to_string(r);
+    return out;
+  }
+
+  std::string why_waiting(const parked_request& r) const {
+    if (r.kind == message::wait_ready)
+      return self_ + ": variables not initialised before the deadline (" + std::to_string(shards_.size()) + " of " +
+             (expected_shards_ ? std::to_string(expected_shards_) : std::string("?")) +
+             " shards created; is the chief running?)";
+    auto it = shards_.find(key(r.request.variable, r.request.shard));
+    return self_ + ": " +
+           (it == shards_.end() ? std::string("no such shard")
+                                : it->second->wait_reason(peers_.at(r.from).replica, r.request.step));
+  }
+
+  std::string self_;  // "ps:0"
+  std::size_t ps_index_;
+  std::size_t ps_tasks_;
+  std::size_t replicas_;
+  options opts_;
+  D device_;
+  std::map<peer_id, peer_state> peers_;
+  std::list<parked_request> parked_;
+  std::map<std::uint64_t, std::unique_ptr<shard_type>> shards_;
+  std::map<std::uint64_t, shard_layout> layouts_;
+  std::map<std::uint64_t, std::vector<std::uint64_t>> received_;  // shard -> pushes per replica
+  std::set<std::size_t> finished_;
+  std::string placement_;
+  std::uint64_t fingerprint_ = 0;
+  std::size_t expected_shards_ = 0;
+  std::uint64_t generation_ = 0;     // restores so far
+  std::uint64_t restored_step_ = 0;  // the checkpoint step of the last restore
+  bool chief_seen_ = false;          // a chief has registered
+};
+
+}  // namespace detail
+}  // namespace dsgd::server

@@ -1,0 +1,373 @@
+// SPDX-FileCopyrightText: Copyright (c) 2026 The dsgd authors
+// SPDX-License-Identifier: Apache-2.0
+//
+/// @file
+/// server::shard_table: what a ps task holds and how it answers requests, without a socket (the
+/// ps-lite KVServer's request handling, typed). It owns the shards, their layouts, the
+/// generation (restores so far), the pushes received per replica, the finished replicas and the
+/// parked requests; it is given each peer's frames (header, then payload into the buffer
+/// destination() names) and hands every reply to a reply_sink. server::parameter_server puts
+/// it behind a TCP listener; a test drives it with frames in memory.
+#pragma once
+
+#include <dsgd/cluster/cluster_spec.hpp>
+#include <dsgd/device/cpu.hpp>
+#include <dsgd/server/detail/shard_requests.hpp>
+#include <dsgd/server/protocol.hpp>
+#include <dsgd/server/ps_options.hpp>
+#include <dsgd/update/concepts.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <list>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace dsgd::server {
+
+/// A shard_table's replies go to a sink: `send(peer, reply)` writes a reply (nothing when the
+/// peer is gone); `is_open(peer)`; `supersede(peer)` closes a connection whose replica has
+/// registered on another (the owner then calls disconnect(peer, false, ...)); `shut_down(peer,
+/// reply)` writes the reply to the chief's shutdown, then closes everything.
+template <class S>
+concept reply_sink = requires(S& s, const S& cs, peer_id p, outgoing_reply r) {
+  s.send(p, std::move(r));
+  { cs.is_open(p) } -> std::convertible_to<bool>;
+  s.supersede(p);
+  s.shut_down(p, std::move(r));
+};
+
+/// The shards of one ps task and the answers to every request for them. Single-threaded: its
+/// owner calls it from one thread (the ps's io_context).
+///
+/// For each frame of peer @p p: `destination(p, header, ec)` decodes the message kind (once),
+/// checks the sizes against the placement and names the bytes its payload goes into; once they
+/// are there, `received(p, header, sink)` acts on it (a push's chunk is applied as it arrives
+/// where the shard streams pushes; a message's last chunk is answered). A request the rule
+/// makes wait (a pull before its step completes, wait_ready, shutdown before every replica
+/// finished) is parked: answered by `retry_parked` after a push or finish, or with its reason
+/// by `sweep(now)` at its deadline.
+///
+/// @tparam U an UpdateRule; @tparam O an Optimizer; @tparam D where the shards live (host).
+template <UpdateRule U, class O, Device D = device::cpu>
+class shard_table : detail::shard_requests<U, O, D> {
+  using base = detail::shard_requests<U, O, D>;
+
+ public:
+  using options = ps_options<U, O>;                      ///< the ps's settings
+  using shard_type = typename U::template shard<D, O>;  ///< one shard of the rule
+
+  /// A table for ps task @p self of @p ps_tasks, serving @p replicas training replicas; logs
+  /// through opts.connection.log (must be set).
+  shard_table(cluster::task_id self, std::size_t ps_tasks, std::size_t replicas, options opts, D device = {})
+      : base(std::move(self), ps_tasks, replicas, std::move(opts), std::move(device)) {}
+
+  /// A new connection @p p, authenticated as @p identity ("worker:1"); @p shared_memory: its
+  /// payloads arrive through a shared-memory ring (its pushes are then applied whole).
+  void connect(peer_id p, std::string identity, bool shared_memory = false) {
+    auto& s = this->peers_[p];
+    s.identity = std::move(identity);
+    s.shared_memory = shared_memory;
+  }
+
+  /// Peer @p p's connection is gone: its parked requests are forgotten. With @p departs, a
+  /// registered replica that has not finished and has no other connection counts as gone for
+  /// the rule (tracks_departures) until it registers again.
+  template <reply_sink S>
+  void disconnect(peer_id p, bool departs, S& out) {
+    auto it = this->peers_.find(p);
+    if (it == this->peers_.end()) return;
+    const auto gone = std::move(it->second);
+    this->peers_.erase(it);
+    std::erase_if(this->parked_, [&](const auto& r) { return r.from == p; });
+    if constexpr (tracks_departures<shard_type>) {
+      bool still_here = false;
+      for (const auto& [q, s] : this->peers_) still_here |= s.registered && s.replica == gone.replica && out.is_open(q);
+      if (departs && gone.registered && !this->finished_.contains(gone.replica) && !still_here) {
+        for (auto& [k, s] : this->shards_) s->depart(gone.replica);
+        retry_parked(out);
+      }
+    }
+  }
+
+  /// Where the payload of @p h from @p p goes: straight into the buffer that will use it,
+  /// exactly h.payload_length bytes. Decodes the message kind for received().
+  /// @param ec set to errc::bad_frame for a frame no request of the placement can be (a push or
+  ///        init_shard of a shard it lacks or of another size, a payload on a request without
+  ///        one): the owner closes the connection. A sparse request that fails a check gets a
+  ///        scratch buffer and its error is answered at its last chunk.
+  std::span<std::byte> destination(peer_id p, const transport::frame_header& h, error_code& ec) {
+    auto found = this->peers_.find(p);
+    if (found == this->peers_.end()) return base::fail(ec);  // not connected
+    auto& s = found->second;
+    const auto* info = decode_request(h.type);
+    s.kind = info ? std::optional<message>(info->kind) : std::nullopt;
+    switch (info ? info->payload : payload_kind::none) {
+      case payload_kind::control:
+        s.control.resize(h.payload_length);
+        return std::as_writable_bytes(std::span(s.control));
+      case payload_kind::dense: return this->dense_destination(s, *s.kind, h, ec);
+      case payload_kind::sparse: return this->sparse_destination(s, *s.kind, h, ec);
+      default:
+        if (h.payload_length != 0) ec = make_error_code(errc::bad_frame);
+        return {};
+    }
+  }
+
+  /// The payload of @p h (named by destination()) has arrived: a push's chunk is applied where
+  /// the shard can; a message's last chunk is answered through @p out (an error naming what was
+  /// wrong, keeping the connection).
+  template <reply_sink S>
+  void received(peer_id p, const transport::frame_header& h, S& out) {
+    auto found = this->peers_.find(p);
+    if (found == this->peers_.end()) return;  // disconnected meanwhile
+    auto& s = found->second;
+    if (!h.last_chunk()) {
+      if (s.kind == message::push) this->push_chunk(s, h);
+      return;
+    }
+    try {
+      dispatch(p, s, h, out);
+    } catch (const dsgd::error& e) {
+      this->reply_error(out, p, h, e.code(), e.what());
+    }
+  }
+
+  /// Answers every parked request the shards now allow (after a push applied, a finish, an init).
+  template <reply_sink S>
+  void retry_parked(S& out) {
+    for (auto it = this->parked_.begin(); it != this->parked_.end();) {
+      bool done = false;
+      try {
+        done = !out.is_open(it->from) || try_answer(it->from, it->kind, it->request, it->rows, out);
+      } catch (const dsgd::error& e) {
+        this->reply_error(out, it->from, it->request, e.code(), e.what());
+        done = true;
+      }
+      it = done ? this->parked_.erase(it) : std::next(it);
+    }
+  }
+
+  /// Answers the parked requests whose deadline is before @p now with errc::timed_out and what
+  /// they wait for; a parked shutdown shuts down without the replicas that did not finish.
+  /// @returns true when it shut down (the owner stops sweeping)
+  template <reply_sink S>
+  bool sweep(update::clock_type::time_point now, S& out) {
+    for (auto it = this->parked_.begin(); it != this->parked_.end();) {
+      if (it->deadline > now) {
+        ++it;
+        continue;
+      }
+      if (it->kind == message::shutdown) {
+        this->log(this->self_ + ": shutting down without " + this->unfinished() + " having finished");
+        auto r = std::move(*it);
+        this->parked_.erase(it);
+        shut_down(r.from, r.request, out);
+        return true;
+      }
+      this->reply_error(out, it->from, it->request, make_error_code(errc::timed_out), this->why_waiting(*it));
+      it = this->parked_.erase(it);
+    }
+    return false;
+  }
+
+  /// @returns the shard (variable, shard) or nullptr.
+  const shard_type* find(std::uint32_t variable, std::uint32_t shard) const {
+    auto it = this->shards_.find(base::key(variable, shard));
+    return it == this->shards_.end() ? nullptr : it->second.get();
+  }
+  /// @returns true once every shard of the registered placement exists (wait_ready's condition).
+  bool ready() const noexcept { return base::ready(); }
+  /// @returns how many requests are parked.
+  std::size_t parked() const noexcept { return this->parked_.size(); }
+  /// @returns how many restores have re-created the session.
+  std::uint64_t generation() const noexcept { return this->generation_; }
+  /// @returns true once a chief has registered.
+  bool chief_registered() const noexcept { return this->chief_seen_; }
+  /// @returns true while a registered chief is connected.
+  bool chief_connected() const noexcept {
+    for (const auto& [p, s] : this->peers_)
+      if (s.chief) return true;
+    return false;
+  }
+  /// @returns true when @p p's replica has finished (its connection may end cleanly).
+  bool finished(peer_id p) const {
+    auto it = this->peers_.find(p);
+    return it != this->peers_.end() && this->finished_.contains(it->second.replica);
+  }
+
+ private:
+  using peer_state = typename base::peer_state;
+
+  // The one place that says what each request does: a new message kind gets its case here.
+  template <reply_sink S>
+  void dispatch(peer_id p, peer_state& s, const transport::frame_header& h, S& out) {
+    if (!s.kind) throw error(errc::bad_frame, "unknown message type " + std::to_string(h.type));
+    const message kind = *s.kind;
+    if (kind != message::register_worker && !s.registered)
+      throw error(errc::invalid_argument, std::string(to_string(kind)) + " before register_worker");
+    if (kind != message::register_worker && s.generation != this->generation_) throw this->aborted(s);
+    switch (kind) {
+      case message::register_worker: return on_register(p, s, h, out);
+      case message::init_shard:
+        this->init(s, h);
+        this->reply(out, p, h, message::reply_ok);
+        return retry_parked(out);
+      case message::wait_ready:
+      case message::pull:
+      case message::shutdown: return park_or_answer(p, kind, h, {}, out);
+      case message::push: return after_push(p, h, this->push(s, h), out);
+      case message::sparse_pull: return park_or_answer(p, kind, h, this->sparse_pull_rows(s, h), out);
+      case message::sparse_push: return after_push(p, h, this->sparse_push(s, h), out);
+      case message::finish:
+        for (auto& [k, shard] : this->shards_) shard->finish(s.replica);
+        this->finished_.insert(s.replica);
+        this->reply(out, p, h, message::reply_ok);
+        return retry_parked(out);
+      case message::save:
+        this->save(s, h);
+        return this->reply(out, p, h, message::reply_ok);
+      case message::restore: return on_restore(p, s, h, out);
+      default: throw error(errc::bad_frame, "unknown message type " + std::to_string(h.type));
+    }
+  }
+
+  template <reply_sink S>
+  void on_register(peer_id p, peer_state& s, const transport::frame_header& h, S& out) {
+    auto r = this->check_registration(s);
+    // A replica registering on a new connection supersedes its older ones (a restarted or
+    // reconnected worker): closed now, nothing they still carry is applied after the counts
+    // below are read, so those counts are final.
+    std::vector<peer_id> older;
+    for (const auto& [q, other] : this->peers_)
+      if (q != p && other.registered && other.replica == r.replica) older.push_back(q);
+    for (auto q : older) {
+      this->log(this->self_ + ": " + r.task + " registered again; closing its older connection");
+      out.supersede(q);
+    }
+    auto counts = this->complete_registration(s, r);
+    auto bytes = std::as_bytes(std::span(*counts));
+    out.send(p, {base::reply_header(h, message::reply_ok), bytes, std::move(counts)});
+  }
+
+  template <reply_sink S>
+  void after_push(peer_id p, const transport::frame_header& h, std::pair<update::push_outcome, std::uint64_t> done,
+                  S& out) {
+    auto [outcome, step] = done;
+    auto type = outcome == update::push_outcome::applied       ? message::push_applied
+                : outcome == update::push_outcome::accumulated ? message::push_accumulated
+                                                               : message::push_dropped;
+    this->reply(out, p, h, type, step);
+    if (outcome == update::push_outcome::applied) retry_parked(out);
+  }
+
+  template <reply_sink S>
+  void on_restore(peer_id p, peer_state& s, const transport::frame_header& h, S& out) {
+    const bool recreated = this->restore(s, h);
+    this->reply(out, p, h, message::reply_ok);
+    if (recreated) {
+      // Requests of workers registered before the restore read values that are gone.
+      for (auto it = this->parked_.begin(); it != this->parked_.end();) {
+        const auto& from = this->peers_.at(it->from);
+        if (from.generation == this->generation_) {
+          ++it;
+          continue;
+        }
+        auto e = this->aborted(from);
+        this->reply_error(out, it->from, it->request, e.code(), e.what());
+        it = this->parked_.erase(it);
+      }
+    }
+    retry_parked(out);
+  }
+
+  // Answers a wait_ready, pull, sparse_pull or shutdown now if allowed, else parks it until a
+  // push, a finish or its deadline.
+  template <reply_sink S>
+  void park_or_answer(peer_id p, message kind, const transport::frame_header& h, std::vector<std::uint64_t> rows,
+                      S& out) {
+    if (try_answer(p, kind, h, rows, out)) return;
+    const auto& serving = this->opts_.serving;
+    auto timeout = kind == message::wait_ready ? serving.ready_timeout : serving.step_timeout;
+    this->parked_.push_back({p, kind, h, update::clock_type::now() + timeout, std::move(rows)});
+  }
+
+  template <reply_sink S>
+  bool try_answer(peer_id p, message kind, const transport::frame_header& h, const std::vector<std::uint64_t>& rows,
+                  S& out) {
+    if (kind == message::shutdown) {
+      if (this->finished_.size() < this->replicas_) return false;
+      shut_down(p, h, out);
+      return true;
+    }
+    if (kind == message::wait_ready) {
+      if (!this->ready()) return false;
+      this->reply(out, p, h, message::reply_ok);
+      return true;
+    }
+    auto reply = kind == message::sparse_pull ? this->try_pull_rows(this->peers_.at(p), h, rows)
+                                              : this->try_pull(this->peers_.at(p), h);
+    if (!reply) return false;
+    out.send(p, std::move(*reply));
+    return true;
+  }
+
+  shard_type& pulled_shard(const transport::frame_header& h) {
+    auto it = this->shards_.find(base::key(h.variable, h.shard));
+    if (it == this->shards_.end())
+      throw error(errc::not_found, "pull of variable " + std::to_string(h.variable) + " shard " +
+                                       std::to_string(h.shard) + ", which " + this->self_ + " does not hold");
+    return *it->second;
+  }
+
+  // A pull's reply if the rule lets @p s read now.
+  std::optional<outgoing_reply> try_pull(const peer_state& s, const transport::frame_header& h) {
+    auto& shard = pulled_shard(h);
+    auto header = base::reply_header(h, message::pull_reply);
+    if constexpr (pins_values<shard_type>) {
+      // Written straight from the shard's values; the pin keeps this version unchanged until
+      // the write completes (a push landing meanwhile updates a copy).
+      auto pinned = shard.try_pin(s.replica, h.step);
+      if (!pinned) return std::nullopt;
+      header.step = pinned->step;
+      auto bytes = std::as_bytes(std::span(pinned->values->data(), pinned->values->size()));
+      return outgoing_reply{header, bytes, std::move(pinned->values)};
+    } else {
+      auto snapshot = std::make_shared<std::vector<float>>(shard.size());
+      auto step = shard.try_pull(s.replica, h.step, snapshot->data());
+      if (!step) return std::nullopt;
+      header.step = *step;
+      auto bytes = std::as_bytes(std::span(*snapshot));
+      return outgoing_reply{header, bytes, std::move(snapshot)};
+    }
+  }
+
+  // A sparse_pull's reply (@p rows local to the shard) if the rule lets @p s read now.
+  std::optional<outgoing_reply> try_pull_rows(const peer_state& s, const transport::frame_header& h,
+                                              const std::vector<std::uint64_t>& rows) {
+    auto& shard = pulled_shard(h);
+    if (!shard.wait_reason(s.replica, h.step).empty()) return std::nullopt;
+    const std::size_t dim = this->layouts_.at(base::key(h.variable, h.shard)).row_elements();
+    auto rows_out = std::make_shared<std::vector<float>>(rows.size() * dim);
+    auto step = shard.try_pull_rows(s.replica, h.step, rows, dim, rows_out->data());
+    if (!step) return std::nullopt;
+    auto header = base::reply_header(h, message::pull_reply);
+    header.step = *step;
+    auto bytes = std::as_bytes(std::span(*rows_out));
+    return outgoing_reply{header, bytes, std::move(rows_out)};
+  }
+
+  template <reply_sink S>
+  void shut_down(peer_id p, const transport::frame_header& h, S& out) {
+    this->log(this->self_ + ": shutdown requested by " + this->peers_.at(p).identity);
+    out.shut_down(p, {base::reply_header(h, message::reply_ok), {}, nullptr});
+  }
+};
+
+}  // namespace dsgd::server

@@ -40,13 +40,17 @@
 #include <dsgd/cluster/tf_config.hpp>
 #include <dsgd/detail/log.hpp>
 #include <dsgd/device/cpu.hpp>
+#include <dsgd/optim/concepts.hpp>
 #include <dsgd/optim/sgd.hpp>
+#include <dsgd/placement/concepts.hpp>
+#include <dsgd/placement/plan.hpp>
 #include <dsgd/placement/round_robin.hpp>
 #include <dsgd/tensor/tensor.hpp>
 #include <dsgd/train/overlap.hpp>
 #include <dsgd/train/ps_task.hpp>
 #include <dsgd/train/trainer_options.hpp>
 #include <dsgd/train/worker.hpp>
+#include <dsgd/update/concepts.hpp>
 #include <dsgd/update/sync_average.hpp>
 
 #include <filesystem>

@@ -123,11 +123,11 @@ class overlap {
   std::size_t end_step() {
     for (std::size_t v = 0; v < gradients_.size(); ++v) gradient_ready(v);
     begin_push();  // every variable is sparse: the push still counts the step
-    auto pushing = std::move(*push_);
-    push_.reset();
     // The pull goes out right behind the push, as in push_pull().
     pull_.emplace(w_.client_->start_pull(w_.plan_, w_.pull_after_push(),
                                          w_.staging_.values(variables_, w_.skip_sparse())));
+    auto pushing = std::move(*push_);
+    push_.reset();
     std::size_t dropped = 0;
     try {
       dropped = w_.finish_behind(pushing, *pull_);

@@ -8,11 +8,14 @@
 
 #include <dsgd/cluster/cluster_spec.hpp>
 #include <dsgd/detail/log.hpp>
+#include <dsgd/device/cpu.hpp>
 #include <dsgd/error.hpp>
+#include <dsgd/optim/concepts.hpp>
 #include <dsgd/optim/sgd.hpp>
 #include <dsgd/server/parameter_server.hpp>
 #include <dsgd/server/ps_options.hpp>
 #include <dsgd/train/trainer_options.hpp>
+#include <dsgd/update/concepts.hpp>
 #include <dsgd/update/sync_average.hpp>
 
 #include <memory>

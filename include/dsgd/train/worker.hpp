@@ -12,6 +12,7 @@
 #include <dsgd/device/cpu.hpp>
 #include <dsgd/error.hpp>
 #include <dsgd/placement/concepts.hpp>
+#include <dsgd/placement/plan.hpp>
 #include <dsgd/placement/round_robin.hpp>
 #include <dsgd/server/client_options.hpp>
 #include <dsgd/server/ps_client.hpp>

@@ -1,0 +1,346 @@
+// SPDX-FileCopyrightText: Copyright (c) 2026 The dsgd authors
+// SPDX-License-Identifier: Apache-2.0
+//
+/// @file
+/// train::worker: the worker role of a training cluster (a chief or worker task): it places the
+/// variables, connects to the ps tasks, and pulls values and pushes gradients every step.
+#pragma once
+
+#include <dsgd/cluster/cluster_spec.hpp>
+#include <dsgd/cluster/replicas.hpp>
+#include <dsgd/detail/log.hpp>
+#include <dsgd/device/cpu.hpp>
+#include <dsgd/error.hpp>
+#include <dsgd/placement/concepts.hpp>
+#include <dsgd/placement/plan.hpp>
+#include <dsgd/placement/round_robin.hpp>
+#include <dsgd/server/client_options.hpp>
+#include <dsgd/server/ps_client.hpp>
+#include <dsgd/tensor/tensor.hpp>
+#include <dsgd/train/overlap.hpp>
+#include <dsgd/train/staging.hpp>
+#include <dsgd/train/trainer_options.hpp>
+#include <dsgd/update/concepts.hpp>
+#include <dsgd/update/sync_average.hpp>
+
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace dsgd::train {
+
+/// One worker (or chief) task of a cluster: what it needs to train, its ps client, placement,
+/// step bookkeeping and one staging buffer off the host; no optimizer and no server.
+///
+/// A program whose tasks are all workers (its ps tasks run elsewhere) uses it directly
+/// (dsgd::trainer holds one for a worker task):
+/// @code
+/// dsgd::train::worker<dsgd::device::cpu, dsgd::placement::round_robin, dsgd::update::sync_average> w(
+///     spec, {"worker", 0}, dsgd::trainer_options<dsgd::placement::round_robin, dsgd::update::sync_average,
+///                                                dsgd::optim::sgd>{.connection = {.token = "secret"}});
+/// w.create_variables(model.parameters(), model.names());  // the chief initialises, others wait
+/// for (auto batch : batches) {
+///   model.forward_backward(batch...);
+///   w.push_pull(model.gradients(), model.parameters());
+/// }
+/// w.finish();
+/// @endcode
+///
+/// @tparam D the device the model computes on (host devices exchange the tensors in place)
+/// @tparam P a Placement: which ps task holds which variable
+/// @tparam U the UpdateRule the ps tasks run (which step a pull asks for; exactly-once pushes)
+template <Device D = device::cpu, Placement P = placement::round_robin, UpdateRule U = update::sync_average>
+class worker {
+ public:
+  using device_type = D;
+  using placement_type = P;
+  using update_rule_type = U;
+  using overlap_type = train::overlap<worker>;
+
+  /// Worker task @p task of @p spec, connecting with @p client and placing by @p placement
+  /// (nothing is connected before create_variables()).
+  /// @throws dsgd::error errc::invalid_argument naming a bad option ("client_options...") or a
+  ///         ps task, errc::bad_cluster_spec for a task the spec lacks or a spec without ps
+  worker(cluster::cluster_spec spec, cluster::task_id task, server::client_options client, P placement = {},
+         D device = {})
+      : worker(std::move(spec), std::move(task), std::move(client), std::move(placement), std::move(device),
+               "client_options") {}
+
+  /// Worker task @p task of a cluster set up with @p o: its connection, request and placement
+  /// settings (see client_options_of()); a bad option is named by its path in @p o.
+  template <class O>
+  worker(cluster::cluster_spec spec, cluster::task_id task, const trainer_options<P, U, O>& o, D device = {})
+      : worker(std::move(spec), std::move(task), (validate(o), client_options_of(o)), o.placement, std::move(device),
+               nullptr) {}
+
+  worker(worker&&) = default;
+
+  bool is_chief() const noexcept { return chief_; }
+  /// @returns this worker's index among the training replicas (0 is the chief).
+  std::size_t replica() const noexcept { return replica_; }
+  /// @returns how many replicas (workers, chief included) train.
+  std::size_t replicas() const { return cluster::replicas::count(spec_); }
+  const cluster::task_id& task() const noexcept { return task_; }
+  const cluster::cluster_spec& cluster() const noexcept { return spec_; }
+  const D& device() const noexcept { return device_; }
+  /// @returns the placement computed by create_variables().
+  const placement::plan& plan() const noexcept { return plan_; }
+  /// @returns the step of the values last pulled.
+  std::uint64_t step() const noexcept { return step_; }
+  /// @returns the host staging of the exchanges (none on a host device; see train/staging.hpp).
+  const staging<D>& staged() const noexcept { return staging_; }
+
+  /// Marks variable @p v (creation order; rank 2 or more) as read and updated by rows:
+  /// pull() and push() skip it from now on; use pull_rows() and push_rows(). Marked before
+  /// create_variables(), it takes no room in the staging buffer.
+  void set_sparse(std::size_t v) {
+    if (sparse_.size() <= v) sparse_.resize(v + 1, false);
+    sparse_[v] = true;
+  }
+  /// @returns whether variable @p v was marked with set_sparse().
+  bool is_sparse(std::size_t v) const noexcept { return v < sparse_.size() && sparse_[v]; }
+
+  /// Reads rows @p keys of variable @p v into @p out (host memory, keys.size() x row width),
+  /// at the same step as pull() (call pull() first in a step). See ps_client::pull_rows.
+  /// @returns the rows' step
+  std::uint64_t pull_rows(std::size_t v, std::span<const std::uint64_t> keys, std::span<float> out) {
+    return client_->pull_rows(plan_, v, keys, out, want());
+  }
+
+  /// Sends gradient rows @p grads (host memory, keys.size() x row width) for rows @p keys of
+  /// variable @p v, computed on the values of step(); push() then ends the step. Duplicate keys
+  /// add up. See ps_client::push_rows. @returns how many shards dropped them.
+  std::size_t push_rows(std::size_t v, std::span<const std::uint64_t> keys, std::span<const float> grads) {
+    return client_->push_rows(plan_, v, keys, grads, step_, update::applies_each_push_v<U>);
+  }
+
+  /// Places the variables (in creation order) over the ps tasks, connects to them, checks
+  /// every worker placed alike, and (chief) creates them with their current values at step
+  /// @p step (non-zero when they come from a checkpoint); the others wait until the chief
+  /// has. Values are then pulled into @p variables.
+  void create_variables(std::vector<tensor<D>>& variables, const std::vector<std::string>& names,
+                        std::uint64_t step = 0) {
+    place(variables, names);
+    client_->connect();
+    client_->register_worker(plan_, replica_, chief_);
+    if (chief_) {
+      initialize(variables, step);
+      auto report = plan_.load_report();
+      report.pop_back();  // the final newline; log adds its own
+      log_(task_.to_string() + ": variables placed\n" + report);
+    }
+    client_->wait_ready();
+    resync(variables);
+  }
+
+  /// create_variables() from a checkpoint: the chief has every ps task read its shards (values,
+  /// optimizer slots and counters) from checkpoint @p step in @p dir, a directory all of them
+  /// reach; the others wait until it has. Values are then pulled into @p variables.
+  /// @throws dsgd::error what a ps answers: errc::checkpoint_corrupt naming a damaged file,
+  ///         errc::shape_mismatch naming a variable whose shape differs from the model's
+  void restore_variables(std::vector<tensor<D>>& variables, const std::vector<std::string>& names,
+                         const std::filesystem::path& dir, std::uint64_t step) {
+    place(variables, names);
+    client_->connect();
+    client_->register_worker(plan_, replica_, chief_);
+    if (chief_) {
+      client_->restore(std::filesystem::absolute(dir), step);
+      log_(task_.to_string() + ": restored checkpoint " + std::to_string(step) + " from " + dir.string());
+    }
+    client_->wait_ready();
+    resync(variables);
+  }
+
+  /// Chief: every ps task writes its part of checkpoint step() into @p dir (values, optimizer
+  /// slots and counters of its shards); checkpoint::saver::commit() then makes it a checkpoint.
+  void save_shards(const std::filesystem::path& dir) { client_->save(std::filesystem::absolute(dir), step_); }
+
+  /// Re-creates this task's session after a recoverable failure (a ps lost and restarted, a
+  /// restore by the chief): reconnects to every ps task it lost (retrying until the startup
+  /// timeout), registers again, and pulls the values it computes on next, counting pushes
+  /// afresh. The chief first restores checkpoint @p checkpoint (dir, step) if given, else
+  /// re-initialises every ps task from @p variables, its last pulled values, at step().
+  /// @throws dsgd::error when a ps stays unreachable, or a non-recoverable error
+  void recover(std::vector<tensor<D>>& variables,
+               const std::optional<std::pair<std::filesystem::path, std::uint64_t>>& checkpoint = std::nullopt) {
+    client_->connect();
+    client_->register_worker(plan_, replica_, chief_);
+    if (chief_) {
+      if (checkpoint)
+        client_->restore(std::filesystem::absolute(checkpoint->first), checkpoint->second);
+      else
+        initialize(variables, step_);
+    }
+    client_->wait_ready();
+    resync(variables);
+  }
+
+  /// @returns true for the errors recover() is for: a ps connection lost or unreachable, or a
+  /// session aborted by a restore.
+  static bool recoverable(const error_code& ec) noexcept {
+    return ec == errc::peer_lost || ec == errc::peer_unreachable || ec == errc::aborted;
+  }
+
+  /// Reads the values this worker may compute on next into @p variables: for sync the next
+  /// step (waiting for the slowest replica), for SSP within the staleness bound, for async the
+  /// latest. @returns their step.
+  std::uint64_t pull(std::vector<tensor<D>>& variables) {
+    step_ = client_->pull(plan_, want(), staging_.values(variables, skip_sparse()));
+    land(variables);
+    return step_;
+  }
+
+  /// Sends @p gradients (those of variables not marked sparse), computed on the values of
+  /// step(). @returns how many shards dropped them (a backup worker that came late).
+  std::size_t push(const std::vector<tensor<D>>& gradients) {
+    const auto grads = staged_gradients(gradients);
+    const auto dropped = client_->push(plan_, step_, grads, update::applies_each_push_v<U>);
+    count_push();
+    return dropped;
+  }
+
+  /// push(@p gradients), then pull(@p variables), in one exchange: the pull goes out right
+  /// behind the push on every connection instead of after the push's answers, which saves a
+  /// round trip per step. Each ps takes a connection's messages in order, so the pull still
+  /// sees the push: the same values and steps as push() then pull(). @returns how many shards
+  /// dropped the push, as push().
+  std::size_t push_pull(const std::vector<tensor<D>>& gradients, std::vector<tensor<D>>& variables) {
+    const auto grads = staged_gradients(gradients);
+    auto pushing = client_->start_push(plan_, step_, grads, update::applies_each_push_v<U>);
+    for (std::size_t v = 0; v < grads.size(); ++v) client_->push_variable(pushing, v);
+    // Off the host the values land in the staging buffer's values area, apart from the gradients.
+    auto pulling = client_->start_pull(plan_, pull_after_push(), staging_.values(variables, skip_sparse()));
+    const auto dropped = finish_behind(pushing, pulling);
+    step_ = client_->wait(pulling);
+    land(variables);
+    return dropped;
+  }
+
+  /// Starts communication overlapped with the model's compute on @p variables and their
+  /// @p gradients (see train::overlap); the values in @p variables are those of step() to begin
+  /// with.
+  overlap_type overlapped(std::vector<tensor<D>>& variables, const std::vector<tensor<D>>& gradients) {
+    return overlap_type(*this, variables, gradients);
+  }
+
+  /// @returns how many of this replica's pushes the ps tasks had received when this worker last
+  /// registered (create_variables(), recover()), counting those of earlier processes of the
+  /// same task: each arrived exactly once. Under async and SSP a restarted worker resumes its
+  /// data at this push (see ps_client::pushes_received()).
+  std::uint64_t pushes_received() const noexcept { return client_->pushes_received(); }
+
+  /// This worker has no more data. The chief then waits for every worker to finish and shuts
+  /// the ps tasks down, which ends their join().
+  void finish() {
+    try {
+      client_->finish();
+    } catch (const dsgd::error& e) {
+      if (e.code() != errc::aborted) throw;
+      client_->register_worker(plan_, replica_, chief_);  // a restore came first: finish anyway
+      client_->finish();
+    }
+    if (chief_) client_->shutdown_cluster();
+  }
+
+ private:
+  template <class W>
+  friend class train::overlap;
+
+  worker(cluster::cluster_spec spec, cluster::task_id task, server::client_options client, P placement, D device,
+         const char* path)
+      : spec_(std::move(spec)), task_(std::move(task)), placement_(std::move(placement)), device_(std::move(device)) {
+    client.connection.log = dsgd::detail::or_stderr(std::move(client.connection.log));
+    if (path) validate(client, path);
+    if (!spec_.contains(task_))
+      throw error(errc::bad_cluster_spec, "task " + task_.to_string() + " is not in the cluster spec");
+    if (task_.job == "ps")
+      throw error(errc::invalid_argument, "train::worker: " + task_.to_string() + " is a ps task, not a worker");
+    replica_ = cluster::replicas::index_of(spec_, task_);
+    chief_ = cluster::replicas::is_chief(spec_, task_);
+    log_ = client.connection.log;
+    client_ = std::make_unique<server::ps_client>(spec_, task_, std::move(client));
+  }
+
+  // The variables pull() and push() skip: those read and written by rows.
+  auto skip_sparse() const {
+    return [this](std::size_t v) { return is_sparse(v); };
+  }
+  // The step a pull asks for now.
+  std::uint64_t want() const { return pushes_ == 0 ? 0 : U::next_pull(pushed_at_, pushes_); }
+  // The step pull() asks for once the push of step() is counted (push_pull() asks it before).
+  std::uint64_t pull_after_push() const { return U::next_pull(step_, pushes_ + 1); }
+  // The spans a push of @p gradients reads: off the host, each copied into the staging buffer once.
+  std::span<const std::span<const float>> staged_gradients(const std::vector<tensor<D>>& gradients) {
+    const auto grads = staging_.gradients(gradients, skip_sparse());
+    for (std::size_t v = 0; v < gradients.size(); ++v) staging_.stage(gradients, v);
+    return grads;
+  }
+  // Off the host, copies the values pulled into the staging buffer to the device.
+  void land(std::vector<tensor<D>>& variables) {
+    for (std::size_t v = 0; v < variables.size(); ++v) staging_.land(variables, v);
+  }
+
+  // Waits for the answers to @p pushing, a push with the pull @p pulling sent right behind it,
+  // and counts the push. If the push failed, first collects the pull (whose values must not
+  // land later), then throws the push's error.
+  template <class Push, class Pull>
+  std::size_t finish_behind(Push& pushing, Pull& pulling) {
+    std::size_t dropped = 0;
+    try {
+      dropped = client_->finish_push(pushing);
+    } catch (const dsgd::error&) {
+      try {
+        client_->wait(pulling);
+      } catch (const dsgd::error&) {  // the push's error is the one to report
+      }
+      throw;
+    }
+    count_push();
+    return dropped;
+  }
+  // A push of gradients computed at step() was answered.
+  void count_push() {
+    pushed_at_ = step_;
+    ++pushes_;
+  }
+
+  void place(const std::vector<tensor<D>>& variables, const std::vector<std::string>& names) {
+    std::vector<placement::variable_info> info;
+    for (std::size_t i = 0; i < variables.size(); ++i)
+      info.push_back({i < names.size() ? names[i] : "var" + std::to_string(i), variables[i].shape()});
+    plan_ = placement_.place(info, spec_.num_tasks("ps"));
+    staging_.reserve(variables, skip_sparse());  // the one buffer, before the first exchange
+  }
+  void initialize(std::vector<tensor<D>>& variables, std::uint64_t step) {
+    client_->initialize(plan_, staging_.snapshot(variables), step);
+  }
+  // Pulls whatever the ps tasks hold now and counts pushes afresh from there.
+  void resync(std::vector<tensor<D>>& variables) {
+    pushes_ = 0;
+    pushed_at_ = 0;
+    pull(variables);
+  }
+
+  cluster::cluster_spec spec_;
+  cluster::task_id task_;
+  P placement_;
+  [[no_unique_address]] D device_;
+  std::function<void(std::string_view)> log_;
+  std::size_t replica_ = 0;
+  bool chief_ = false;
+  std::unique_ptr<server::ps_client> client_;
+  placement::plan plan_;
+  std::uint64_t step_ = 0;
+  std::uint64_t pushed_at_ = 0;
+  std::uint64_t pushes_ = 0;
+  staging<D> staging_;
+  std::vector<bool> sparse_;
+};
+
+}  // namespace dsgd::train

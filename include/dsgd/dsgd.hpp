@@ -67,10 +67,16 @@
 #include <dsgd/server/protocol.hpp>
 #include <dsgd/server/ps_client.hpp>
 #include <dsgd/server/ps_options.hpp>
+#include <dsgd/server/shard_table.hpp>
 
 #include <dsgd/data/fashion_mnist.hpp>
 
 #include <dsgd/train/monitored_session.hpp>
+#include <dsgd/train/overlap.hpp>
 #include <dsgd/train/progress.hpp>
+#include <dsgd/train/ps_task.hpp>
 #include <dsgd/train/saver.hpp>
+#include <dsgd/train/staging.hpp>
 #include <dsgd/train/summary_writer.hpp>
+#include <dsgd/train/trainer_options.hpp>
+#include <dsgd/train/worker.hpp>

@@ -181,7 +181,7 @@ class parameter_server {
   }
 
   // Closes @p id's connection. With @p departs, the table counts a replica without another
-  // connection as gone (tracks_departures) until it registers again.
+  // connection as gone (update::tracks_departures) until it registers again.
   void drop(peer_id id, error_code ec, bool departs = true) {
     auto it = peers_.find(id);
     if (it == peers_.end()) return;

@@ -28,7 +28,7 @@ struct serving_options {
   /// it could shut the cluster down. A chief restarted within it resumes. 0: wait forever.
   std::chrono::milliseconds chief_timeout{600'000};
   /// Apply a push that arrives in several chunks chunk by chunk, overlapping the apply with the
-  /// rest of it arriving, where the rule and the optimizer can (streams_pushes); pushes from a
+  /// rest of it arriving, where the rule and the optimizer can (update::streams_pushes); pushes from a
   /// worker whose payloads come through shared memory are applied whole. Off: every push is
   /// applied once complete.
   bool apply_in_chunks = true;

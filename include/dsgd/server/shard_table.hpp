@@ -78,7 +78,7 @@ class shard_table : detail::shard_requests<U, O, D> {
 
   /// Peer @p p's connection is gone: its parked requests are forgotten. With @p departs, a
   /// registered replica that has not finished and has no other connection counts as gone for
-  /// the rule (tracks_departures) until it registers again.
+  /// the rule (update::tracks_departures) until it registers again.
   template <reply_sink S>
   void disconnect(peer_id p, bool departs, S& out) {
     auto it = this->peers_.find(p);
@@ -86,7 +86,7 @@ class shard_table : detail::shard_requests<U, O, D> {
     const auto gone = std::move(it->second);
     this->peers_.erase(it);
     std::erase_if(this->parked_, [&](const auto& r) { return r.from == p; });
-    if constexpr (tracks_departures<shard_type>) {
+    if constexpr (update::tracks_departures<shard_type>) {
       bool still_here = false;
       for (const auto& [q, s] : this->peers_) still_here |= s.registered && s.replica == gone.replica && out.is_open(q);
       if (departs && gone.registered && !this->finished_.contains(gone.replica) && !still_here) {
@@ -330,7 +330,7 @@ class shard_table : detail::shard_requests<U, O, D> {
   std::optional<outgoing_reply> try_pull(const peer_state& s, const transport::frame_header& h) {
     auto& shard = pulled_shard(h);
     auto header = base::reply_header(h, message::pull_reply);
-    if constexpr (pins_values<shard_type>) {
+    if constexpr (update::pins_values<shard_type>) {
       // Written straight from the shard's values; the pin keeps this version unchanged until
       // the write completes (a push landing meanwhile updates a copy).
       auto pinned = shard.try_pin(s.replica, h.step);

@@ -12,7 +12,7 @@
 #include <dsgd/checkpoint/saver.hpp>
 #include <dsgd/cluster/cluster_spec.hpp>
 #include <dsgd/device/cpu.hpp>
-#include <dsgd/server/detail/shard_capabilities.hpp>
+#include <dsgd/update/concepts.hpp>
 #include <dsgd/server/detail/shard_checkpoint.hpp>
 #include <dsgd/server/detail/sparse_layout.hpp>
 #include <dsgd/server/protocol.hpp>
@@ -214,7 +214,7 @@ class shard_requests {
   std::shared_ptr<std::vector<std::uint64_t>> complete_registration(peer_state& s, const register_request& r) {
     s.replica = r.replica;
     s.registered = true;
-    if constexpr (tracks_departures<shard_type>)
+    if constexpr (update::tracks_departures<shard_type>)
       for (auto& [k, shard] : shards_) shard->rejoin(r.replica);
     s.chief = r.chief;
     if (r.chief) chief_seen_ = true;
@@ -246,7 +246,7 @@ class shard_requests {
   // through shared memory a chunk arrives in the time of a copy, nothing is left to overlap,
   // and applying in place once is cheaper than streaming out of place.
   void push_chunk(peer_state& s, const transport::frame_header& h) {
-    if constexpr (streams_pushes<shard_type>) {
+    if constexpr (update::streams_pushes<shard_type>) {
       if (h.chunk_offset == 0)
         s.streaming = opts_.serving.apply_in_chunks && s.registered && s.generation == generation_ && !s.shared_memory;
       if (!s.streaming) return;
@@ -265,7 +265,7 @@ class shard_requests {
     auto& shard = *shards_.at(key(h.variable, h.shard));
     const auto deadline = update::clock_type::now() + opts_.serving.step_timeout;
     update::push_outcome outcome;
-    if constexpr (streams_pushes<shard_type>) {
+    if constexpr (update::streams_pushes<shard_type>) {
       outcome = std::exchange(s.streaming, false) ? shard.push_streamed(s.replica, h.step, s.incoming.data(), deadline)
                                                   : shard.push(s.replica, h.step, s.incoming.data(), deadline);
     } else {

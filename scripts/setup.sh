@@ -12,7 +12,7 @@ packages=(
   libopenblas-dev zlib1g-dev libssl-dev nlohmann-json3-dev libbenchmark-dev
   dataset-fashion-mnist
   python3 iproute2
-  slurm-client openmpi-bin libopenmpi-dev
+  slurm-client slurmctld slurmd munge openmpi-bin libopenmpi-dev
   clang libclang-rt-dev libomp-dev
 )
 # Thrust: the CUDA toolkit ships it (CCCL); without one, Debian's libthrust-dev is the fallback.

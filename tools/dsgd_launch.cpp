@@ -41,6 +41,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 extern char** environ;
@@ -184,16 +185,23 @@ class launcher {
   }
 
  private:
+  // The whole job's cluster, the same on every host's launcher; tasks_ gets this host's share.
+  // Task k (ps first, then chief, then workers) runs on host k mod nnodes, on port base + k.
   void build_cluster() {
     const int total = opts_.ps + (opts_.chief ? 1 : 0) + opts_.workers;
-    const bool v6 = opts_.host.find(':') != std::string::npos;
-    const std::string host = v6 ? "[" + opts_.host + "]" : opts_.host;
-    // Validates the host the way every task will (bad characters, IPv6 brackets), before any
-    // socket is opened on it.
-    try {
-      dsgd::cluster::task_address::parse(host + ":1");
-    } catch (const dsgd::error& e) {
-      throw usage_error{"option --host: \"" + opts_.host + "\" is not a valid host: " + e.what()};
+    const std::vector<std::string> names = opts_.nnodes > 1 ? opts_.hosts : std::vector<std::string>{opts_.host};
+    std::vector<std::string> hosts;
+    for (const auto& name : names) {
+      const std::string host = name.find(':') != std::string::npos ? "[" + name + "]" : name;
+      // Validates each host the way every task will (bad characters, IPv6 brackets), before any
+      // socket is opened on it.
+      try {
+        dsgd::cluster::task_address::parse(host + ":1");
+      } catch (const dsgd::error& e) {
+        throw usage_error{std::string(opts_.nnodes > 1 ? "option --hosts" : "option --host") + ": \"" + name +
+                          "\" is not a valid host: " + e.what()};
+      }
+      hosts.push_back(host);
     }
     std::vector<int> ports;
     if (opts_.port_base == 0) {
@@ -204,9 +212,11 @@ class launcher {
     std::map<std::string, std::vector<std::string>> jobs;
     std::size_t next = 0;
     const auto add = [&](const std::string& job, int count) {
-      for (int i = 0; i < count; ++i) {
-        const std::string address = host + ":" + std::to_string(ports[next++]);
+      for (int i = 0; i < count; ++i, ++next) {
+        const std::size_t node = next % hosts.size();
+        const std::string address = hosts[node] + ":" + std::to_string(ports[next]);
         jobs[job].push_back(address);
+        if (static_cast<int>(node) != opts_.node_rank % static_cast<int>(hosts.size())) continue;
         task t;
         t.id = {job, i};
         t.address = address;
@@ -220,6 +230,21 @@ class launcher {
     if (opts_.chief) add("chief", 1);
     add("worker", opts_.workers);
     cluster_ = dsgd::cluster::cluster_spec(jobs);
+    if (opts_.nnodes > 1) {
+      std::string mine;
+      for (const auto& t : tasks_) mine += (mine.empty() ? "" : ", ") + t.id.to_string();
+      say("node " + std::to_string(opts_.node_rank) + " of " + std::to_string(opts_.nnodes) + " (" +
+          opts_.hosts[static_cast<std::size_t>(opts_.node_rank)] + "): starting " + (mine.empty() ? "no task" : mine) +
+          " of " + std::to_string(total));
+    }
+    // Tasks that share this host's cores get one compute thread each unless told otherwise:
+    // OpenMP and BLAS threads of several tasks on the same cores only preempt each other.
+    const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+    if (std::getenv("OMP_NUM_THREADS") == nullptr && !tasks_.empty()) {
+      threads_ = std::to_string(std::max<std::size_t>(1, cores / tasks_.size()));
+      say(std::to_string(tasks_.size()) + (tasks_.size() == 1 ? " task on" : " tasks share") + " this host's " + std::to_string(cores) +
+          " cores: OMP_NUM_THREADS=" + threads_ + " per task (set OMP_NUM_THREADS to choose)");
+    }
   }
 
   void start_signal_handling() {
@@ -246,6 +271,10 @@ class launcher {
     // The tasks share this machine's cores: OpenMP threads that spin between parallel regions
     // (libgomp's default) starve the other tasks, so they sleep instead unless told otherwise.
     if (std::getenv("OMP_WAIT_POLICY") == nullptr) env.push_back("OMP_WAIT_POLICY=passive");
+    if (!threads_.empty()) {
+      env.push_back("OMP_NUM_THREADS=" + threads_);
+      if (std::getenv("OPENBLAS_NUM_THREADS") == nullptr) env.push_back("OPENBLAS_NUM_THREADS=" + threads_);
+    }
     return env;
   }
 
@@ -506,6 +535,7 @@ class launcher {
   options opts_;
   dsgd::cluster::cluster_spec cluster_;
   std::vector<task> tasks_;
+  std::string threads_;  // OMP_NUM_THREADS given to every task; empty: the user's own setting
   std::string token_;
   sigset_t original_mask_{};
   int signal_fd_ = -1;

@@ -31,6 +31,9 @@ struct options {
   double ps_grace_s = 30;
   double kill_grace_s = 5;
   bool token_env = false;
+  int nnodes = 1;                  // hosts the job spans; one dsgd-launch runs on each
+  int node_rank = 0;               // which of them this launcher is
+  std::vector<std::string> hosts;  // every host's name, in node-rank order (nnodes > 1)
   std::vector<std::string> command;
 };
 
@@ -55,7 +58,14 @@ inline po::options_description described(options& o) {
       ("kill-grace", po::value(&o.kill_grace_s)->value_name("S")->default_value(o.kill_grace_s),
        "after SIGTERM, wait S seconds before SIGKILL")
       ("token-env", po::bool_switch(&o.token_env),
-       "give every task a random DSGD_CLUSTER_TOKEN (unless already set)")
+       "give every task a random DSGD_CLUSTER_TOKEN (unless already set; single-host jobs only)")
+      ("nnodes", po::value(&o.nnodes)->value_name("N")->default_value(o.nnodes),
+       "hosts the job spans; run one dsgd-launch per host with the same options but its --node-rank")
+      ("node-rank", po::value(&o.node_rank)->value_name("R")->default_value(o.node_rank),
+       "this host's place in --hosts (0-based); it starts the tasks k with k mod N = R")
+      ("hosts", po::value<std::string>()->value_name("H0,H1,..."),
+       "every host's name or address in node-rank order (needed with --nnodes > 1); task k of the "
+       "job (ps first, then chief, then workers) runs on host k mod N, on port P+k")
       ("help,h", "show this help");
   return d;
 }
@@ -124,6 +134,34 @@ inline options parse_options(int argc, char** argv) {
   require_seconds("timeout", o.timeout_s);
   require_seconds("ps-grace", o.ps_grace_s);
   require_seconds("kill-grace", o.kill_grace_s);
+  require_range("nnodes", o.nnodes, 1, 1000);
+  require_range("node-rank", o.node_rank, 0, o.nnodes - 1);
+  if (vm.count("hosts")) {
+    const std::string list = vm["hosts"].as<std::string>();
+    std::size_t start = 0;
+    while (start <= list.size()) {
+      const std::size_t comma = std::min(list.find(',', start), list.size());
+      std::string h = list.substr(start, comma - start);
+      if (h.size() > 2 && h.front() == '[' && h.back() == ']') h = h.substr(1, h.size() - 2);
+      if (h.empty()) throw usage_error{"option --hosts: empty host at position " + std::to_string(o.hosts.size())};
+      o.hosts.push_back(std::move(h));
+      start = comma + 1;
+    }
+  }
+  if (o.nnodes > 1) {
+    if (static_cast<int>(o.hosts.size()) != o.nnodes)
+      throw usage_error{"option --hosts: " + std::to_string(o.hosts.size()) + " hosts given for --nnodes " +
+                        std::to_string(o.nnodes) + "; expected one per node"};
+    if (o.port_base == 0)
+      throw usage_error{"option --port-base: a job over several hosts needs a fixed port base (every host's "
+                        "launcher must derive the same addresses)"};
+    if (o.token_env)
+      throw usage_error{"option --token-env: each host would draw its own token; give every host the same "
+                        "DSGD_CLUSTER_TOKEN instead"};
+  } else if (!o.hosts.empty() && o.hosts.size() != 1) {
+    throw usage_error{"option --hosts: " + std::to_string(o.hosts.size()) + " hosts given without --nnodes"};
+  }
+  if (o.nnodes == 1 && o.hosts.size() == 1) o.host = o.hosts.front();
   if (o.host.size() > 2 && o.host.front() == '[' && o.host.back() == ']')
     o.host = o.host.substr(1, o.host.size() - 2);  // "[::1]" as well as "::1"
   if (o.host.empty()) throw usage_error{"option --host: empty host"};

@@ -5,14 +5,16 @@
 # The main job (2 ps + 2 workers, the Fashion-MNIST MLP, sync) across four hosts: each task in a
 # network namespace of its own (scripts/netns_hosts.sh), joined by veth pairs to a bridge, so the
 # tasks reach each other only across the links, with no shared memory and with payload CRCs, as
-# between machines. The cluster spec names the hosts (h1..h4, resolved through the /etc/hosts
-# the harness gives each namespace), so binding and dialling go through the resolver too.
-#   main_job_test.sh 03_CLUSTER HARNESS [03_cluster options...]
+# between machines. Each host runs its own dsgd-launch (--nnodes 4 --node-rank K --hosts
+# h1,h2,h3,h4), which starts that host's share of the job with the cluster every launcher derives
+# alike; the names resolve through the /etc/hosts the harness gives each namespace, so binding
+# and dialling go through the resolver too.
+#   main_job_test.sh 03_CLUSTER DSGD_LAUNCH HARNESS [03_cluster options...]
 # Exits 77 (skipped) without root or iproute2, 0 when every task exits 0 (the chief only when it
 # reached the --target accuracy), 1 otherwise.
 set -euo pipefail
-example=$1 harness=$2
-shift 2
+example=$1 launch=$2 harness=$3
+shift 3
 name=mj$(($$ % 100000))
 rc=0
 "$harness" up "$name" 4 || rc=$?
@@ -27,13 +29,11 @@ cleanup() {
 }
 trap cleanup EXIT
 
-cluster='{"ps": ["h1:2222", "h2:2222"], "worker": ["h3:2222", "h4:2222"]}'
-tasks=("ps 0" "ps 1" "worker 0" "worker 1")
+tasks=("ps 0" "ps 1" "worker 0" "worker 1")  # task k on host k+1: the launchers' k mod 4 rule
 token=$(od -An -tx1 -N16 /dev/urandom | tr -d ' \n')
 for k in 1 2 3 4; do
-  read -r job index <<<"${tasks[k - 1]}"
-  "$harness" exec "$name" "$k" env TF_CONFIG="{\"cluster\": $cluster, \"task\": {\"type\": \"$job\", \"index\": $index}}" \
-    DSGD_CLUSTER_TOKEN="$token" OMP_NUM_THREADS=1 "$example" "$@" >"$logs/$job$index" 2>&1 &
+  "$harness" exec "$name" "$k" env -u TF_CONFIG DSGD_CLUSTER_TOKEN="$token" "$launch" --nnodes 4 --node-rank $((k - 1)) \
+    --hosts h1,h2,h3,h4 --port-base 2222 --ps 2 --workers 2 --timeout 1000 -- "$example" "$@" >"$logs/h$k" 2>&1 &
   pids+=($!)
 done
 failed=0
@@ -43,11 +43,11 @@ for k in 1 2 3 4; do
   echo "main_job_test: ${tasks[k - 1]/ /:} on h$k ($("$harness" address "$name" "$k")) exited with status $status"
   if ((status != 0)); then
     failed=1
-    sed "s/^/  [${tasks[k - 1]/ /:}] /" "$logs/${tasks[k - 1]/ /}" | tail -20
+    sed "s/^/  [h$k] /" "$logs/h$k" | tail -20
   fi
 done
 pids=()
-grep -h "final test accuracy\|epoch" "$logs/worker0" | tail -4
+grep -h "final test accuracy\|epoch\|starting" "$logs/h3" | tail -5
 if grep -qi "shared memory" "$logs"/*; then
   echo "main_job_test: a task reported shared memory between namespaces:" && grep -hi "shared memory" "$logs"/*
   failed=1

@@ -13,6 +13,7 @@
 //                   "bound ADDRESS" or "bind failed ADDRESS: REASON"
 //   say:TEXT        print TEXT
 //   token           print "token VALUE" (or "token (unset)") for DSGD_CLUSTER_TOKEN
+//   env:NAME        print "env NAME=VALUE" (or "env NAME (unset)")
 //   lines:N         print N numbered lines, alternately on stdout and stderr, each written in
 //                   several pieces so that a launcher that mixed lines would be caught
 //   partial:TEXT    write TEXT with no newline
@@ -111,6 +112,9 @@ int run_step(const std::string& step, const dsgd::cluster::tf_config& config) {
   } else if (name == "token") {
     const char* token = std::getenv("DSGD_CLUSTER_TOKEN");
     print("token " + std::string(token != nullptr ? token : "(unset)"));
+  } else if (name == "env") {
+    const char* value = std::getenv(arg.c_str());
+    print("env " + arg + (value != nullptr ? "=" + std::string(value) : std::string(" (unset)")));
   } else if (name == "lines") {
     print_lines(role, std::stoi(arg));
   } else if (name == "partial") {

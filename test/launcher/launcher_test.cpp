@@ -52,7 +52,7 @@ double seconds_since(clock_type::time_point start) {
 class launcher_process {
  public:
   /// Starts `dsgd-launch options... -- fake_task rules...` with the test's environment, less
-  /// TF_CONFIG and DSGD_CLUSTER_TOKEN, plus `extra_env`.
+  /// TF_CONFIG and DSGD_CLUSTER_TOKEN, plus `extra_env` ("NAME=VALUE"; "-NAME" removes NAME).
   launcher_process(const std::vector<std::string>& options, const std::vector<std::string>& rules,
                    const std::vector<std::string>& extra_env = {}, bool with_program = true) {
     std::vector<std::string> args{launch_path};
@@ -68,7 +68,14 @@ class launcher_process {
       if (entry.rfind("TF_CONFIG=", 0) == 0 || entry.rfind("DSGD_CLUSTER_TOKEN=", 0) == 0) continue;
       env.push_back(entry);
     }
-    env.insert(env.end(), extra_env.begin(), extra_env.end());
+    for (const auto& e : extra_env) {
+      if (e.empty() || e[0] != '-') {
+        env.push_back(e);
+        continue;
+      }
+      const std::string prefix = e.substr(1) + "=";
+      std::erase_if(env, [&](const std::string& x) { return x.rfind(prefix, 0) == 0; });
+    }
     std::vector<char*> argv, envp;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
@@ -333,6 +340,72 @@ BOOST_AUTO_TEST_CASE(chief_option_adds_a_one_task_chief_job_and_ps_0_leaves_out_
   }
 }
 
+BOOST_AUTO_TEST_CASE(one_launcher_per_host_starts_its_share_of_one_cluster)
+{
+  // Three "hosts" on loopback addresses of this machine (127.0.0.1-3 all reach it); each launcher
+  // is told the same job and its own --node-rank, and starts tasks k with k mod 3 = rank.
+  const std::vector<std::string> job{"--nnodes", "3", "--hosts", "127.0.0.1,127.0.0.2,127.0.0.3", "--port-base",
+                                     "24600", "--ps", "2", "--workers", "3"};
+  std::vector<std::unique_ptr<launcher_process>> hosts;
+  for (int rank = 0; rank < 3; ++rank) {
+    auto options = job;
+    options.insert(options.end(), {"--node-rank", std::to_string(rank)});
+    hosts.push_back(std::make_unique<launcher_process>(options, std::vector<std::string>{"*=config"}));
+  }
+  // Task k: ps:0 ps:1 worker:0 worker:1 worker:2 -> nodes 0 1 2 0 1, ports 24600 + k.
+  const std::vector<std::vector<std::string>> expected{{"ps:0", "worker:1"}, {"ps:1", "worker:2"}, {"worker:0"}};
+  const std::vector<std::string> addresses{"127.0.0.1:24600", "127.0.0.2:24601", "127.0.0.3:24602", "127.0.0.1:24603",
+                                           "127.0.0.2:24604"};
+  std::set<std::string> clusters;
+  for (int rank = 0; rank < 3; ++rank) {
+    auto& l = *hosts[static_cast<std::size_t>(rank)];
+    BOOST_TEST_CONTEXT("node " << rank << ", output:\n" << l.output()) {
+      BOOST_TEST(exit_code(l.wait()) == 0);
+      const auto started = started_tasks(l.output());
+      std::vector<std::string> names;
+      for (const auto& [name, t] : started) names.push_back(name);
+      BOOST_TEST(names == expected[static_cast<std::size_t>(rank)], boost::test_tools::per_element());
+      BOOST_TEST(contains(l.output(), "node " + std::to_string(rank) + " of 3"));
+      for (const auto& name : names) {
+        const auto lines = lines_of(l.output(), name);
+        const auto json_line = std::find_if(lines.begin(), lines.end(),
+                                            [](const std::string& x) { return x.rfind("tf_config ", 0) == 0; });
+        BOOST_REQUIRE(json_line != lines.end());
+        const auto j = nlohmann::json::parse(json_line->substr(10));
+        clusters.insert(j.at("cluster").dump());
+        const auto& cluster = j.at("cluster");
+        BOOST_TEST(cluster.at("ps").at(1).get<std::string>() == addresses[1]);
+        BOOST_TEST(cluster.at("worker").at(2).get<std::string>() == addresses[4]);
+        BOOST_TEST(started.at(name).address == cluster.at(name.substr(0, name.find(':')))
+                                                   .at(std::stoul(name.substr(name.find(':') + 1)))
+                                                   .get<std::string>());
+      }
+    }
+  }
+  BOOST_TEST(clusters.size() == 1u);  // every host derived the same cluster
+}
+
+BOOST_AUTO_TEST_CASE(tasks_sharing_the_cores_get_one_compute_thread_each_unless_told)
+{
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  const std::string each = std::to_string(std::max(1u, cores / 4));
+  {
+    launcher_process l({"--ps", "2", "--workers", "2"}, {"*=env:OMP_NUM_THREADS"}, {"-OMP_NUM_THREADS"});
+    BOOST_TEST(exit_code(l.wait()) == 0, l.output());
+    BOOST_TEST(contains(l.output(), "4 tasks share this host's " + std::to_string(cores) + " cores: OMP_NUM_THREADS=" +
+                                        each + " per task"),
+               l.output());
+    for (const auto& t : {"ps:0", "ps:1", "worker:0", "worker:1"})
+      BOOST_TEST(contains(l.output(), std::string("[") + t + "] env OMP_NUM_THREADS=" + each), l.output());
+  }
+  {
+    launcher_process l({"--ps", "1", "--workers", "1"}, {"*=env:OMP_NUM_THREADS"}, {"OMP_NUM_THREADS=3"});
+    BOOST_TEST(exit_code(l.wait()) == 0, l.output());
+    BOOST_TEST(!contains(l.output(), "per task (set OMP_NUM_THREADS"), l.output());  // the user's choice stands
+    BOOST_TEST(contains(l.output(), "[worker:0] env OMP_NUM_THREADS=3"), l.output());
+  }
+}
+
 BOOST_AUTO_TEST_CASE(port_base_gives_consecutive_ports_in_start_order)
 {
   launcher_process l({"--chief", "--ps", "1", "--workers", "2", "--port-base", "23456"}, {"*=config"});
@@ -545,6 +618,11 @@ BOOST_AUTO_TEST_CASE(bad_options_give_a_usage_error_naming_the_option)
       {{"--port-base", "65535"}, true, "--port-base"},
       {{"--chief=yes"}, true, "--chief"},
       {{"--host", "bad host!"}, true, "--host"},
+      {{"--nnodes", "2", "--hosts", "a"}, true, "--hosts"},
+      {{"--nnodes", "2", "--hosts", "a,b"}, true, "--port-base"},
+      {{"--nnodes", "2", "--node-rank", "2", "--hosts", "a,b", "--port-base", "3000"}, true, "--node-rank"},
+      {{"--hosts", "a,b"}, true, "without --nnodes"},
+      {{"--nnodes", "0"}, true, "--nnodes"},
       {{"--ps"}, false, "--ps"},
       {{}, false, "no program"},
   };

@@ -14,7 +14,8 @@
 #       or loss (such as 0.1%) with netem, which some kernels lack (exit 77 then).
 #       Writes NAME's hosts file (/tmp/dsgd-netns-NAME/hosts: "ADDRESS hK", one per host),
 #       which every namespace also sees as /etc/hosts (ip netns exec binds
-#       /etc/netns/NS/hosts), so the hosts reach each other by name too.
+#       /etc/netns/NS/hosts), so the hosts reach each other by name too; their resolv.conf names
+#       only loopback, so no DNS query leaves a namespace.
 #   scripts/netns_hosts.sh address NAME K      prints host K's address
 #   scripts/netns_hosts.sh exec NAME K CMD...  runs CMD in host K
 #   scripts/netns_hosts.sh shape NAME K [--rate R] [--delay D] [--loss L] | --clear
@@ -116,6 +117,9 @@ case $verb in
     for ((k = 1; k <= n; ++k)); do
       mkdir -p "/etc/netns/$name-h$k"
       { echo "127.0.0.1 localhost"; cat "$state/hosts"; } >"/etc/netns/$name-h$k/hosts"
+      # A name the hosts file lacks goes to a resolver on the host's own loopback, where nothing
+      # listens: it fails at once, and no query ever leaves the namespace.
+      echo "nameserver 127.0.0.1" >"/etc/netns/$name-h$k/resolv.conf"
     done
     trap - ERR
     ;;

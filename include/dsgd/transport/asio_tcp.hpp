@@ -15,6 +15,7 @@
 #include <dsgd/error.hpp>
 #include <dsgd/transport/concepts.hpp>
 #include <dsgd/transport/detail/completion.hpp>
+#include <dsgd/transport/detail/rejection_log.hpp>
 #include <dsgd/transport/detail/shared_ring.hpp>
 #include <dsgd/transport/detail/socket_io.hpp>
 #include <dsgd/transport/frame.hpp>
@@ -356,7 +357,8 @@ class tcp_listener : public std::enable_shared_from_this<tcp_listener> {
   std::size_t rejected() const noexcept { return rejected_; }
   /// Starts accepting; @p on_connection receives every authenticated connection.
   void start(on_connection_type on_connection);
-  /// Stops accepting. Connections already handed over are unaffected.
+  /// Stops accepting, and reports the rejections counted but not yet logged. Connections
+  /// already handed over are unaffected.
   void close();
 
  private:
@@ -365,6 +367,9 @@ class tcp_listener : public std::enable_shared_from_this<tcp_listener> {
   boost::asio::ip::tcp::acceptor acceptor_;
   boost::asio::steady_timer retry_timer_;
   tcp_options options_;
+  // Rejected handshakes are logged through it: the first few of an interval in full, the rest
+  // counted per reason (detail/rejection_log.hpp); accepted connections log through it too.
+  std::shared_ptr<detail::rejection_log> rejections_;
   on_connection_type on_connection_;
   std::size_t rejected_ = 0;
   bool closed_ = false;

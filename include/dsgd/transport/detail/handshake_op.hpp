@@ -92,7 +92,7 @@ class handshake_op {
   static void run(std::unique_ptr<handshake_op> op, step s, error_code ec) {
     auto& o = *op;
     auto& c = *o.conn_;
-    if (ec) return failed(std::move(op), ec);
+    if (ec) return failed(std::move(op), s, ec);
     std::string reason;
     switch (s) {
       case step::send_hello: return o.write(std::move(op), o.hs_->hello(), step::read_hello);
@@ -141,17 +141,36 @@ class handshake_op {
     }
   }
 
-  // An I/O of the handshake failed with @p ec: says why in the peer's terms where it can.
-  static void failed(std::unique_ptr<handshake_op> op, error_code ec) {
+  // An I/O of the handshake failed with @p ec before step @p next: says why in the peer's terms
+  // where it can. A peer that closes tells by when it closes what it refused: before its hello
+  // it never spoke dsgd (or gave up at once); after the hellos it refused ours (version, role,
+  // identity); after the proofs, our proof (a wrong token).
+  static void failed(std::unique_ptr<handshake_op> op, step next, error_code ec) {
     auto& o = *op;
     auto& c = *o.conn_;
     if (!c.closed_ && c.tls_ && ec.category() == boost::asio::error::get_ssl_category())
       return finish(std::move(op), errc::handshake_failed, "TLS error during the token handshake: " + o.tls_failure(ec));
     if (ec == boost::asio::error::eof || ec == boost::asio::error::connection_reset ||
-        ec == boost::asio::ssl::error::stream_truncated)
-      return finish(std::move(op), errc::handshake_failed,
-                    "peer closed the connection during the handshake (it rejected our token, version or identity" +
-                        std::string(c.tls_ ? ", or our TLS certificate" : "") + "?)");
+        ec == boost::asio::ssl::error::stream_truncated) {
+      std::string why;
+      switch (next) {
+        case step::read_hello:
+        case step::check_hello:
+          why = "peer closed the connection before its hello (not a dsgd peer, or it gave up at once)";
+          break;
+        case step::read_proof:
+        case step::check_proof:
+          why = "peer closed the connection after the hellos (it rejected our protocol version, role or identity)";
+          break;
+        case step::read_offer:
+        case step::answer_offer:
+          why = "peer closed the connection after the proofs (it rejected our token: a wrong cluster token?)";
+          break;
+        default:
+          why = "peer closed the connection during the handshake's ring negotiation";
+      }
+      return finish(std::move(op), errc::handshake_failed, why);
+    }
     const auto why = c.io_error(ec);
     finish(std::move(op), why, "handshake I/O error: " + why.message());
   }

@@ -10,6 +10,7 @@
 #include <dsgd/transport/detail/socket_io.hpp>
 
 #include <boost/asio/error.hpp>
+#include <boost/asio/ip/v6_only.hpp>
 
 #include <chrono>
 #include <cstdio>
@@ -19,8 +20,10 @@ namespace dsgd::transport {
 
 inline tcp_listener::tcp_listener(private_tag, executor_type ex, const endpoint_type& bind_to,
                                   tcp_options options)
-    : acceptor_(ex), retry_timer_(ex), options_(std::move(options)) {
+    : acceptor_(ex), retry_timer_(ex), options_(std::move(options)),
+      rejections_(std::make_shared<detail::rejection_log>(options_.log)) {
   if (options_.tls) shared_tls_context(*options_.tls);  // throws naming a bad file, before binding
+  options_.log = [log = rejections_](std::string_view line) { (*log)(line); };
   error_code ec;
   auto fail = [&](const char* what) {
     throw error(ec, std::string("tcp_listener: cannot ") + what + " " +
@@ -29,6 +32,11 @@ inline tcp_listener::tcp_listener(private_tag, executor_type ex, const endpoint_
   if (acceptor_.open(bind_to.protocol(), ec)) fail("open a socket for");
   if (acceptor_.set_option(boost::asio::socket_base::reuse_address(true), ec))
     fail("set SO_REUSEADDR on");
+  // Any IPv6 address ("::", cluster::listen_endpoint's "*") takes IPv4 peers too, whatever the
+  // system's default (net.ipv6.bindv6only).
+  if (bind_to.address().is_v6() && bind_to.address().is_unspecified() &&
+      acceptor_.set_option(boost::asio::ip::v6_only(false), ec))
+    fail("accept IPv4 as well on");
   if (acceptor_.bind(bind_to, ec)) fail("bind");
   if (acceptor_.listen(boost::asio::socket_base::max_listen_connections, ec)) fail("listen on");
 }
@@ -43,6 +51,7 @@ inline void tcp_listener::close() {
   error_code ignored;
   acceptor_.close(ignored);
   retry_timer_.cancel();
+  rejections_->flush();
 }
 
 inline void tcp_listener::accept_next() {
@@ -52,9 +61,7 @@ inline void tcp_listener::accept_next() {
     if (self->closed_) return;
     if (ec) {
       // Out of descriptors and the like: log, pause briefly, keep serving.
-      std::string line = "dsgd transport: accept failed: " + ec.message();
-      if (self->options_.log) self->options_.log(line);
-      else std::fprintf(stderr, "%s\n", line.c_str());
+      self->options_.log("dsgd transport: accept failed: " + ec.message());
       self->retry_timer_.expires_after(std::chrono::milliseconds(100));
       self->retry_timer_.async_wait([self](error_code e) {
         if (!e) self->accept_next();

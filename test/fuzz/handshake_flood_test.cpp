@@ -231,6 +231,7 @@ BOOST_AUTO_TEST_CASE(ten_thousand_bad_handshakes_are_rejected_and_a_good_peer_st
   for (const auto& line : server_log) {
     std::smatch m;
     if (std::regex_search(line, m, summary)) {
+      BOOST_TEST_MESSAGE(line);
       counted += std::stoul(m[1]);
       const std::string parts = m[2];
       for (std::sregex_iterator it(parts.begin(), parts.end(), part), end; it != end; ++it)

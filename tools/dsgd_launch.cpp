@@ -166,6 +166,8 @@ struct task {
   std::string partial; // bytes after the last newline
   bool running = false;
   int status = 0;      // waitpid status once !running
+  int restarts = 0;    // times restarted after a failure (--max-restarts)
+  std::optional<std::chrono::steady_clock::time_point> restart_at;  // a restart is due then
 
   bool is_ps() const { return id.job == "ps"; }
 };
@@ -419,24 +421,66 @@ class launcher {
     }
   }
 
-  void on_exit(const task& t) {
+  void on_exit(task& t) {
     const bool ok = WIFEXITED(t.status) && WEXITSTATUS(t.status) == 0;
     if (reason_ != stop_reason::none) {
       say(t.id.to_string() + " " + describe(t.status));
       return;
     }
+    if (!ok && t.restarts < opts_.max_restarts) {
+      // In place: same role, address and environment, so it rejoins through the recovery path
+      // (a ps restores from the chief's checkpoint, a worker re-registers and resumes exactly
+      // once). The backoff keeps a task that fails at once from spinning.
+      ++t.restarts;
+      const double delay = std::min(30.0, static_cast<double>(1LL << std::min(t.restarts - 1, 5)));
+      t.restart_at = clock_type::now() + seconds(delay);
+      say(t.id.to_string() + " " + describe(t.status) + "; restarting it in " + format_seconds(delay) + " s (restart " +
+          std::to_string(t.restarts) + " of " + std::to_string(opts_.max_restarts) + ")");
+      return;
+    }
     if (!ok) {
-      say(t.id.to_string() + " " + describe(t.status) + "; stopping the cluster");
+      say(t.id.to_string() + " " + describe(t.status) + (opts_.max_restarts > 0 ? " after " +
+          std::to_string(t.restarts) + " restart(s), the most --max-restarts allows" : std::string()) +
+          "; stopping the cluster");
       const int code = WIFSIGNALED(t.status) ? 128 + WTERMSIG(t.status) : WEXITSTATUS(t.status);
       stop(stop_reason::task_failed, code);
       return;
     }
     say(t.id.to_string() + " exited with status 0");
     if (!ps_deadline_ && !t.is_ps() && !any_running([](const task& x) { return !x.is_ps(); }) &&
+        !any_restarting([](const task& x) { return !x.is_ps(); }) &&
         any_running([](const task& x) { return x.is_ps(); })) {
       // Every worker and the chief are done: the ps tasks should follow once the chief shut
       // the cluster down.
       ps_deadline_ = clock_type::now() + seconds(opts_.ps_grace_s);
+    }
+  }
+
+  template <class Pred>
+  bool any_restarting(Pred pred) const {
+    for (const auto& t : tasks_) {
+      if (t.restart_at && pred(t)) return true;
+    }
+    return false;
+  }
+
+  // Restarts the tasks whose backoff is over; none once the cluster is stopping.
+  void restart_due(clock_type::time_point now) {
+    for (auto& t : tasks_) {
+      if (!t.restart_at) continue;
+      if (reason_ != stop_reason::none) {
+        t.restart_at.reset();
+        continue;
+      }
+      if (now < *t.restart_at) continue;
+      t.restart_at.reset();
+      if (t.out_fd >= 0) close_output(t);
+      try {
+        start(t);
+      } catch (const dsgd::error& e) {
+        say("cannot restart " + t.id.to_string() + ": " + e.what() + "; stopping the cluster");
+        stop(stop_reason::task_failed, exit_internal);
+      }
     }
   }
 
@@ -466,6 +510,7 @@ class launcher {
 
   void on_deadlines() {
     const auto now = clock_type::now();
+    restart_due(now);
     if (kill_deadline_ && now >= *kill_deadline_) {
       for (const auto& t : tasks_) {
         if (t.running) {
@@ -499,6 +544,7 @@ class launcher {
     consider(kill_deadline_, kill_deadline_ != clock_type::time_point::max());
     consider(run_deadline_, reason_ == stop_reason::none);
     consider(ps_deadline_, reason_ == stop_reason::none);
+    for (const auto& t : tasks_) consider(t.restart_at, reason_ == stop_reason::none);
     if (!next) return -1;
     const auto left = std::chrono::ceil<std::chrono::milliseconds>(*next - clock_type::now()).count();
     return static_cast<int>(std::clamp<long long>(left, 0, 60'000));
@@ -506,7 +552,8 @@ class launcher {
 
   int supervise() {
     if (opts_.timeout_s > 0) run_deadline_ = clock_type::now() + seconds(opts_.timeout_s);
-    while (any_running([](const task&) { return true; })) {
+    while (any_running([](const task&) { return true; }) ||
+           (reason_ == stop_reason::none && any_restarting([](const task&) { return true; }))) {
       std::vector<pollfd> fds{{signal_fd_, POLLIN, 0}};
       std::vector<task*> owners{nullptr};
       for (auto& t : tasks_) {

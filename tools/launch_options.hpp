@@ -31,6 +31,7 @@ struct options {
   double ps_grace_s = 30;
   double kill_grace_s = 5;
   bool token_env = false;
+  int max_restarts = 0;            // restarts per task of a task that failed, with backoff
   int nnodes = 1;                  // hosts the job spans; one dsgd-launch runs on each
   int node_rank = 0;               // which of them this launcher is
   std::vector<std::string> hosts;  // every host's name, in node-rank order (nnodes > 1)
@@ -59,6 +60,9 @@ inline po::options_description described(options& o) {
        "after SIGTERM, wait S seconds before SIGKILL")
       ("token-env", po::bool_switch(&o.token_env),
        "give every task a random DSGD_CLUSTER_TOKEN (unless already set; single-host jobs only)")
+      ("max-restarts", po::value(&o.max_restarts)->value_name("N")->default_value(o.max_restarts),
+       "restart a task that fails (non-zero status or a signal) up to N times, in place: same role and "
+       "address, after 1, 2, 4 ... (at most 30) seconds; past N its failure stops the cluster")
       ("nnodes", po::value(&o.nnodes)->value_name("N")->default_value(o.nnodes),
        "hosts the job spans; run one dsgd-launch per host with the same options but its --node-rank")
       ("node-rank", po::value(&o.node_rank)->value_name("R")->default_value(o.node_rank),
@@ -134,6 +138,7 @@ inline options parse_options(int argc, char** argv) {
   require_seconds("timeout", o.timeout_s);
   require_seconds("ps-grace", o.ps_grace_s);
   require_seconds("kill-grace", o.kill_grace_s);
+  require_range("max-restarts", o.max_restarts, 0, 1000000);
   require_range("nnodes", o.nnodes, 1, 1000);
   require_range("node-rank", o.node_rank, 0, o.nnodes - 1);
   if (vm.count("hosts")) {

@@ -14,6 +14,7 @@
 //   say:TEXT        print TEXT
 //   token           print "token VALUE" (or "token (unset)") for DSGD_CLUSTER_TOKEN
 //   env:NAME        print "env NAME=VALUE" (or "env NAME (unset)")
+//   fail-first:N:F  print "run K" (K counted per task in file F.<role>) and exit 3 while K <= N
 //   lines:N         print N numbered lines, alternately on stdout and stderr, each written in
 //                   several pieces so that a launcher that mixed lines would be caught
 //   partial:TEXT    write TEXT with no newline
@@ -37,6 +38,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <fstream>
 #include <map>
 #include <sched.h>
 #include <string>
@@ -115,6 +117,15 @@ int run_step(const std::string& step, const dsgd::cluster::tf_config& config) {
   } else if (name == "env") {
     const char* value = std::getenv(arg.c_str());
     print("env " + arg + (value != nullptr ? "=" + std::string(value) : std::string(" (unset)")));
+  } else if (name == "fail-first") {
+    const auto second = arg.find(':');
+    const int n = std::stoi(arg.substr(0, second));
+    const std::string file = arg.substr(second + 1) + "." + role;
+    int runs = 0;
+    if (std::ifstream in(file); in) in >> runs;
+    std::ofstream(file) << runs + 1;
+    print("run " + std::to_string(runs + 1));
+    if (runs < n) return 3;
   } else if (name == "lines") {
     print_lines(role, std::stoi(arg));
   } else if (name == "partial") {

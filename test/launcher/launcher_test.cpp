@@ -20,6 +20,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <optional>
@@ -406,6 +407,44 @@ BOOST_AUTO_TEST_CASE(tasks_sharing_the_cores_get_one_compute_thread_each_unless_
   }
 }
 
+BOOST_AUTO_TEST_CASE(max_restarts_restarts_a_failed_task_in_place_with_backoff)
+{
+  const auto dir = std::filesystem::temp_directory_path() / ("dsgd-restarts-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string counter = (dir / "runs").string();
+  {
+    // worker:1 fails twice, then succeeds: two restarts, after 1 s and 2 s, same address.
+    launcher_process l({"--ps", "1", "--workers", "2", "--max-restarts", "3", "--port-base", "24700"},
+                       {"*=config", "worker:1=fail-first:2:" + counter + ",config"});
+    const int status = l.wait(60);
+    BOOST_TEST_INFO("output:\n" << l.output());
+    BOOST_TEST(exit_code(status) == 0);
+    BOOST_TEST(contains(l.output(), "[launcher] worker:1 exited with status 3; restarting it in 1 s (restart 1 of 3)"));
+    BOOST_TEST(contains(l.output(), "[launcher] worker:1 exited with status 3; restarting it in 2 s (restart 2 of 3)"));
+    BOOST_TEST(contains(l.output(), "[worker:1] run 3"));
+    const auto lines = lines_of(l.output(), "worker:1");
+    BOOST_TEST(std::count(lines.begin(), lines.end(), "role worker:1") == 1);  // config ran on the good run only
+    BOOST_TEST(std::count_if(lines.begin(), lines.end(), [](const std::string& x) {
+                 return x.find("\"127.0.0.1:24702\"") != std::string::npos;
+               }) == 1);  // the same address as before (task 2 of the job: port base + 2)
+    BOOST_TEST(contains(l.output(), "[launcher] every task exited with status 0"));
+    BOOST_TEST(l.elapsed() >= 3.0);  // the backoff was waited
+  }
+  {
+    // A task that keeps failing stops the cluster once its restarts are spent, with its status.
+    launcher_process l({"--ps", "1", "--workers", "1", "--max-restarts", "1"},
+                       {"ps:0=hang", "worker:0=exit:4"});
+    const int status = l.wait(60);
+    BOOST_TEST_INFO("output:\n" << l.output());
+    BOOST_TEST(exit_code(status) == 4);
+    BOOST_TEST(contains(l.output(), "worker:0 exited with status 4; restarting it in 1 s (restart 1 of 1)"));
+    BOOST_TEST(contains(l.output(), "worker:0 exited with status 4 after 1 restart(s), the most --max-restarts allows; "
+                                    "stopping the cluster"));
+    BOOST_TEST(survivors(pids_of(started_tasks(l.output())), 5).empty());
+  }
+  std::filesystem::remove_all(dir);
+}
+
 BOOST_AUTO_TEST_CASE(port_base_gives_consecutive_ports_in_start_order)
 {
   launcher_process l({"--chief", "--ps", "1", "--workers", "2", "--port-base", "23456"}, {"*=config"});
@@ -623,6 +662,7 @@ BOOST_AUTO_TEST_CASE(bad_options_give_a_usage_error_naming_the_option)
       {{"--nnodes", "2", "--node-rank", "2", "--hosts", "a,b", "--port-base", "3000"}, true, "--node-rank"},
       {{"--hosts", "a,b"}, true, "without --nnodes"},
       {{"--nnodes", "0"}, true, "--nnodes"},
+      {{"--max-restarts", "-1"}, true, "--max-restarts"},
       {{"--ps"}, false, "--ps"},
       {{}, false, "no program"},
   };

@@ -11,7 +11,7 @@ packages=(
   libboost-dev libboost-serialization-dev libboost-test-dev libboost-program-options-dev
   libopenblas-dev zlib1g-dev libssl-dev nlohmann-json3-dev libbenchmark-dev
   dataset-fashion-mnist
-  python3 iproute2
+  python3 python3-yaml iproute2
   slurm-client slurmctld slurmd munge openmpi-bin libopenmpi-dev
   clang libclang-rt-dev libomp-dev
 )

@@ -7,7 +7,6 @@
 
 #include <dsgd/config.hpp>
 #include <dsgd/device/concepts.hpp>
-#include <dsgd/error.hpp>
 #include <dsgd/optim/concepts.hpp>
 
 #include <thrust/memory.h>
@@ -16,7 +15,6 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <string>
 
 namespace dsgd::optim {
 
@@ -75,11 +73,7 @@ struct adagrad {
   template <Device D>
   void apply(const D& device, state<D>& s, float* w, const float* g, std::size_t n,
              float grad_scale = 1.f) const {
-    if (s.accumulator.size() != n) {
-      throw error(errc::shape_mismatch, "optim::adagrad::apply: the state holds " +
-                                            std::to_string(s.accumulator.size()) +
-                                            " accumulators but n = " + std::to_string(n));
-    }
+    if (s.accumulator.size() != n) detail::throw_state_size("optim::adagrad", s.accumulator.size(), "accumulators", n);
     detail::map_in_place(*this, device, s, w, g, n, grad_scale);
   }
 

@@ -7,7 +7,6 @@
 
 #include <dsgd/config.hpp>
 #include <dsgd/device/concepts.hpp>
-#include <dsgd/error.hpp>
 #include <dsgd/optim/concepts.hpp>
 
 #include <thrust/memory.h>
@@ -16,7 +15,6 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <string>
 
 namespace dsgd::optim {
 
@@ -91,11 +89,7 @@ struct adam {
   template <Device D>
   void apply(const D& device, state<D>& s, float* w, const float* g, std::size_t n,
              float grad_scale = 1.f) const {
-    if (s.m.size() != n || s.v.size() != n) {
-      throw error(errc::shape_mismatch, "optim::adam::apply: the state holds " +
-                                            std::to_string(s.m.size()) + " moments but n = " +
-                                            std::to_string(n));
-    }
+    if (s.m.size() != n || s.v.size() != n) detail::throw_state_size("optim::adam", s.m.size(), "moments", n);
     detail::map_in_place(*this, device, s, w, g, n, grad_scale);
   }
 

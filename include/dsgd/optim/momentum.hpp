@@ -7,14 +7,12 @@
 
 #include <dsgd/config.hpp>
 #include <dsgd/device/concepts.hpp>
-#include <dsgd/error.hpp>
 #include <dsgd/optim/concepts.hpp>
 
 #include <thrust/memory.h>
 
 #include <array>
 #include <cstddef>
-#include <string>
 
 namespace dsgd::optim {
 
@@ -72,11 +70,7 @@ struct momentum {
   template <Device D>
   void apply(const D& device, state<D>& s, float* w, const float* g, std::size_t n,
              float grad_scale = 1.f) const {
-    if (s.velocity.size() != n) {
-      throw error(errc::shape_mismatch, "optim::momentum::apply: the state holds " +
-                                            std::to_string(s.velocity.size()) +
-                                            " velocities but n = " + std::to_string(n));
-    }
+    if (s.velocity.size() != n) detail::throw_state_size("optim::momentum", s.velocity.size(), "velocities", n);
     detail::map_in_place(*this, device, s, w, g, n, grad_scale);
   }
 

@@ -34,8 +34,8 @@ struct async {
     /// The rule's name, in messages.
     static constexpr const char* name = "async";
 
-    shard(D device, std::span<const float> initial, O optimizer, std::size_t workers)
-        : detail::arrival_shard<shard, D, O>(std::move(device), initial, std::move(optimizer), workers) {}
+    /// Makes the shard from @p initial values for @p workers workers (detail::arrival_shard).
+    using detail::arrival_shard<shard, D, O>::arrival_shard;
 
    private:
     void on_arrival_locked(std::size_t) {}

@@ -90,11 +90,7 @@ struct sync_average {
 
 
     void finish(std::size_t worker) {
-      std::lock_guard lock(this->mutex_);
-      this->check_worker(worker, "sync_average::finish");
-      this->finished_[worker] = true;
-      maybe_apply();
-      this->cv_.notify_all();
+      mark_and_settle(worker, "sync_average::finish", this->finished_);
     }
 
     /// @p worker is gone without finishing (its ps connection was lost); rejoin() when it
@@ -103,11 +99,7 @@ struct sync_average {
     /// dead worker no longer stalls the steps once another has finished its data. Beyond
     /// that, or without backups, nothing changes: the step waits, and its deadline names them.
     void depart(std::size_t worker) {
-      std::lock_guard lock(this->mutex_);
-      this->check_worker(worker, "sync_average::depart");
-      departed_[worker] = true;
-      maybe_apply();
-      this->cv_.notify_all();
+      mark_and_settle(worker, "sync_average::depart", departed_);
     }
 
     /// @p worker is back (it registered again): it counts as live.
@@ -118,6 +110,15 @@ struct sync_average {
     }
 
    private:
+    // finish() and depart(): once @p worker no longer holds the step back, it may be complete.
+    void mark_and_settle(std::size_t worker, const char* who, std::vector<bool>& flags) {
+      std::lock_guard lock(this->mutex_);
+      this->check_worker(worker, who);
+      flags[worker] = true;
+      maybe_apply();
+      this->cv_.notify_all();
+    }
+
     // Caller holds the lock. false (and counted as dropped) for a stale or second push.
     bool admit(std::size_t worker, std::uint64_t step, const char* what) {
       this->check_worker(worker, what);

@@ -11,12 +11,14 @@
 #pragma once
 
 #include <dsgd/config.hpp>
+#include <dsgd/error.hpp>
 
 #include <thrust/for_each.h>
 #include <thrust/iterator/counting_iterator.h>
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <utility>
 
 namespace dsgd::optim::detail {
@@ -103,6 +105,13 @@ element_kernel<Rule, Rule::slot_count, Index, InPlace> make_kernel(const Rule& r
 template <class O, class S>
 void advance(const O& o, const S& in, S& out) {
   if constexpr (requires { o.advance(in, out); }) o.advance(in, out);
+}
+
+/// Throws dsgd::error (errc::shape_mismatch) saying that @p who's state holds @p held @p what
+/// but the variable has @p n elements: the one size check every stateful apply() makes.
+[[noreturn]] inline void throw_state_size(const char* who, std::size_t held, const char* what, std::size_t n) {
+  throw error(errc::shape_mismatch, std::string(who) + "::apply: the state holds " + std::to_string(held) + " " +
+                                        what + " but n = " + std::to_string(n));
 }
 
 /// The in-place map: the rule on all @p n elements at @p w, then the counters advance.

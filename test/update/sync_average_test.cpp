@@ -1,7 +1,8 @@
 // SPDX-FileCopyrightText: Copyright (c) 2026 The dsgd authors
 // SPDX-License-Identifier: Apache-2.0
 //
-// Tests for <dsgd/update/*.hpp>: the semantics of each rule, on threads of this process.
+// Tests for <dsgd/update/sync_average.hpp>, on threads of this process, and the non-blocking pull
+// and pin that every rule's shard offers. async and bounded_staleness have their own files.
 #include <dsgd/device/cpu.hpp>
 #include <dsgd/optim/momentum.hpp>
 #include <dsgd/optim/sgd.hpp>
@@ -158,74 +159,6 @@ BOOST_AUTO_TEST_CASE(bad_arguments_are_named) {
   BOOST_CHECK_EXCEPTION(shard.push(0, 3, g.data(), soon()), dsgd::error, [](const dsgd::error& e) {
     return std::string(e.what()).find("step 3") != std::string::npos;
   });
-}
-
-BOOST_AUTO_TEST_SUITE_END()
-
-BOOST_AUTO_TEST_SUITE(async_rule)
-
-BOOST_AUTO_TEST_CASE(every_gradient_is_applied_and_no_pull_sees_a_torn_shard) {
-  constexpr std::size_t d = 4096, workers = 4, pushes = 200;
-  std::vector<float> w0(d, 0.f);
-  dsgd::update::async::shard<cpu, dsgd::optim::sgd> shard(cpu{}, w0, {1.f}, workers);
-  std::atomic<bool> torn{false};
-  std::vector<std::thread> threads;
-  for (std::size_t k = 0; k < workers; ++k)
-    threads.emplace_back([&, k] {
-      std::vector<float> g(d, -1.f), w(d);  // every push adds exactly 1 to every element
-      for (std::size_t i = 0; i < pushes; ++i) {
-        shard.push(k, 0, g.data(), soon());
-        shard.pull(k, 0, w.data(), soon());
-        if (std::adjacent_find(w.begin(), w.end(), std::not_equal_to<>()) != w.end()) torn = true;
-      }
-    });
-  for (auto& t : threads) t.join();
-  std::vector<float> w(d);
-  BOOST_TEST(shard.pull(0, 0, w.data(), soon()) == workers * pushes);
-  BOOST_TEST(!torn);
-  BOOST_TEST(w[0] == static_cast<float>(workers * pushes));
-  BOOST_TEST(w[d - 1] == static_cast<float>(workers * pushes));
-}
-
-BOOST_AUTO_TEST_SUITE_END()
-
-BOOST_AUTO_TEST_SUITE(bounded_staleness_rule)
-
-BOOST_AUTO_TEST_CASE(staleness_zero_is_lockstep) {
-  std::vector<float> w0{0.f}, g{1.f}, w(1);
-  dsgd::update::bounded_staleness<0>::shard<cpu, dsgd::optim::sgd> shard(cpu{}, w0, {1.f}, 2);
-  shard.push(0, 0, g.data(), soon());
-  BOOST_CHECK_EXCEPTION(shard.pull(0, 1, w.data(), steady::now() + 100ms), dsgd::error,
-                        [](const dsgd::error& e) {
-                          return e.code() == dsgd::errc::timed_out &&
-                                 std::string(e.what()).find("worker:1 (clock 0)") != std::string::npos;
-                        });
-  shard.push(1, 0, g.data(), soon());
-  BOOST_TEST(shard.pull(0, 1, w.data(), soon()) == 2u);
-}
-
-BOOST_AUTO_TEST_CASE(a_worker_may_run_s_clocks_ahead_and_no_further) {
-  std::vector<float> w0{0.f}, g{1.f}, w(1);
-  dsgd::update::bounded_staleness<2>::shard<cpu, dsgd::optim::sgd> shard(cpu{}, w0, {1.f}, 2);
-  for (std::uint64_t c = 0; c < 2; ++c) {
-    BOOST_TEST(shard.pull(0, c, w.data(), soon()) == c);  // up to 2 ahead: no wait
-    shard.push(0, c, g.data(), soon());
-  }
-  BOOST_TEST(shard.pull(0, 2, w.data(), soon()) == 2u);  // clock 2, slowest 0: 2 - 2 = 0 ok
-  shard.push(0, 2, g.data(), soon());
-  BOOST_CHECK_THROW(shard.pull(0, 3, w.data(), steady::now() + 100ms), dsgd::error);  // 3 ahead
-  std::thread slow([&] { shard.push(1, 0, g.data(), soon()); });
-  BOOST_TEST(shard.pull(0, 3, w.data(), soon()) == 4u);  // released by worker 1's push
-  slow.join();
-  BOOST_TEST(shard.clock_of(1) == 1u);
-}
-
-BOOST_AUTO_TEST_CASE(a_finished_worker_does_not_hold_the_others_back) {
-  std::vector<float> w0{0.f}, g{1.f}, w(1);
-  dsgd::update::bounded_staleness<0>::shard<cpu, dsgd::optim::sgd> shard(cpu{}, w0, {1.f}, 2);
-  shard.push(0, 0, g.data(), soon());
-  shard.finish(1);
-  BOOST_TEST(shard.pull(0, 1, w.data(), soon()) == 1u);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

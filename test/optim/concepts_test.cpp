@@ -1,10 +1,10 @@
 // SPDX-FileCopyrightText: Copyright (c) 2026 The dsgd authors
 // SPDX-License-Identifier: Apache-2.0
 //
-// Tests for <dsgd/optim/sgd.hpp>, <dsgd/optim/momentum.hpp>, <dsgd/optim/adagrad.hpp> and
-// <dsgd/optim/adam.hpp>: each fused kernel against the scalar references in
-// support/reference_optim.hpp, plus hand-computed first steps; and the three maps of each
-// optimizer's element rule (optim/detail/elementwise.hpp) against one another, bit for bit.
+// Tests for <dsgd/optim/concepts.hpp> over every shipped optimizer: each fused kernel against
+// the scalar references in support/reference_optim.hpp, the three maps of each element rule
+// (optim/detail/elementwise.hpp) against one another, bit for bit, and the state size check.
+// Each optimizer's hand-computed steps are in its own <name>_test.cpp.
 #include <dsgd/device/cpu.hpp>
 #include <dsgd/optim/adagrad.hpp>
 #include <dsgd/optim/adam.hpp>
@@ -236,89 +236,6 @@ static_assert(dsgd::optim::elementwise<dsgd::optim::sgd> && dsgd::optim::element
 static_assert(!dsgd::optim::counts_updates_v<dsgd::optim::momentum> && dsgd::optim::counts_updates_v<dsgd::optim::adam>);
 static_assert(!dsgd::optim::elementwise<dsgd::optim::exponential_decay<dsgd::optim::sgd>>);
 
-BOOST_AUTO_TEST_CASE(sgd_steps_against_the_scaled_gradient) {
-  cpu_vector w(3, 1.f);
-  const cpu_vector g = std::vector<float>{2.f, -4.f, 0.f};
-  dsgd::optim::sgd::state<cpu> s(cpu{}, 3);
-  dsgd::optim::sgd{0.5f}.apply(cpu{}, s, w.data(), g.data(), 3, 0.5f);
-  BOOST_TEST(to_std(w) == (std::vector<float>{0.5f, 2.f, 1.f}), tt::per_element());
-}
-
-BOOST_AUTO_TEST_CASE(momentum_accumulates_velocity_as_tensorflow_does) {
-  // lr 0.1, m 0.9, g = 1 twice: v = 1 then 1.9; w = 1 - 0.1 = 0.9, then 0.9 - 0.19 = 0.71.
-  cpu_vector w(1, 1.f);
-  const cpu_vector g(1, 1.f);
-  const dsgd::optim::momentum opt{0.1f, 0.9f, false};
-  dsgd::optim::momentum::state<cpu> s(cpu{}, 1);
-  opt.apply(cpu{}, s, w.data(), g.data(), 1);
-  BOOST_TEST(w[0] == 0.9f, tt::tolerance(1e-6f));
-  opt.apply(cpu{}, s, w.data(), g.data(), 1);
-  BOOST_TEST(s.velocity[0] == 1.9f, tt::tolerance(1e-6f));
-  BOOST_TEST(w[0] == 0.71f, tt::tolerance(1e-6f));
-}
-
-BOOST_AUTO_TEST_CASE(nesterov_looks_ahead_with_the_updated_velocity) {
-  // v = 1: w = 1 - 0.1 (1 + 0.9) = 0.81; v = 1.9: w = 0.81 - 0.1 (1 + 1.71) = 0.539.
-  cpu_vector w(1, 1.f);
-  const cpu_vector g(1, 1.f);
-  const dsgd::optim::momentum opt{0.1f, 0.9f, true};
-  dsgd::optim::momentum::state<cpu> s(cpu{}, 1);
-  opt.apply(cpu{}, s, w.data(), g.data(), 1);
-  BOOST_TEST(w[0] == 0.81f, tt::tolerance(1e-6f));
-  opt.apply(cpu{}, s, w.data(), g.data(), 1);
-  BOOST_TEST(w[0] == 0.539f, tt::tolerance(1e-6f));
-}
-
-BOOST_AUTO_TEST_CASE(adagrad_starts_from_the_initial_accumulator) {
-  // a = 0.5 + 2^2 = 4.5, w = 1 - 0.1 * 2 / (sqrt(4.5) + 1e-7); then a = 8.5.
-  cpu_vector w(1, 1.f);
-  const cpu_vector g(1, 2.f);
-  const dsgd::optim::adagrad opt{0.1f, 0.5f, 1e-7f};
-  dsgd::optim::adagrad::state<cpu> s(cpu{}, 1);
-  opt.apply(cpu{}, s, w.data(), g.data(), 1);
-  const double w1 = 1.0 - 0.2 / (std::sqrt(4.5) + 1e-7);
-  BOOST_TEST(s.steps == 1u);
-  BOOST_TEST(s.accumulator[0] == 4.5f, tt::tolerance(1e-6f));
-  BOOST_TEST(double{w[0]} == w1, tt::tolerance(1e-6));
-  opt.apply(cpu{}, s, w.data(), g.data(), 1);
-  BOOST_TEST(s.accumulator[0] == 8.5f, tt::tolerance(1e-6f));
-  BOOST_TEST(double{w[0]} == w1 - 0.2 / (std::sqrt(8.5) + 1e-7), tt::tolerance(1e-6));
-}
-
-BOOST_AUTO_TEST_CASE(adam_bias_correction_makes_early_steps_the_full_learning_rate) {
-  // With a constant gradient, m_hat = g and v_hat = g^2 at every step once corrected, so each
-  // step moves w by lr * g / (|g| + eps), about lr; without the correction the first step would
-  // be lr * (1 - beta1) / sqrt(1 - beta2) = 3.16 lr.
-  constexpr float lr = 0.01f;
-  const float grads[] = {3.f, -0.5f, 1e-3f};
-  cpu_vector w(3, 0.f);
-  const cpu_vector g(std::begin(grads), std::end(grads));
-  const dsgd::optim::adam opt{lr, 0.9f, 0.999f, 1e-8f};
-  dsgd::optim::adam::state<cpu> s(cpu{}, 3);
-  for (int t = 1; t <= 5; ++t) {
-    opt.apply(cpu{}, s, w.data(), g.data(), 3);
-    BOOST_TEST(s.t == std::uint64_t(t));
-    for (std::size_t i = 0; i < 3; ++i) {
-      BOOST_TEST_CONTEXT("t " << t << ", element " << i) {
-        const double step = double{lr} * grads[i] / (std::abs(grads[i]) + 1e-8);
-        BOOST_TEST(double{w[i]} == -t * step, tt::tolerance(1e-4));
-      }
-    }
-  }
-}
-
-BOOST_AUTO_TEST_CASE(adam_adds_epsilon_to_the_corrected_root) {
-  // One step with g = 1e-4 and eps = 1e-4: m_hat = 1e-4 and v_hat = 1e-8, so the step is
-  // lr * 1e-4 / (1e-4 + 1e-4) = lr / 2. TensorFlow 1.x's form, eps added to the uncorrected
-  // sqrt(v) = sqrt(1e-11), would step lr * sqrt(1e-3) / 0.1 * 1e-5 / (3.2e-6 + 1e-4) = 0.03 lr.
-  cpu_vector w(1, 0.f);
-  const cpu_vector g(1, 1e-4f);
-  const dsgd::optim::adam opt{0.1f, 0.9f, 0.999f, 1e-4f};
-  dsgd::optim::adam::state<cpu> s(cpu{}, 1);
-  opt.apply(cpu{}, s, w.data(), g.data(), 1);
-  BOOST_TEST(w[0] == -0.05f, tt::tolerance(1e-4f));
-}
-
 BOOST_AUTO_TEST_CASE(a_state_of_the_wrong_size_is_rejected) {
   cpu_vector w(8, 0.f), g(8, 1.f);
   auto is_shape_mismatch = [](const dsgd::error& e) {
@@ -336,33 +253,6 @@ BOOST_AUTO_TEST_CASE(a_state_of_the_wrong_size_is_rejected) {
                         dsgd::error, is_shape_mismatch);
   BOOST_TEST(ads.t == 0u);
   BOOST_TEST(to_std(w) == std::vector<float>(8, 0.f), tt::per_element());
-}
-
-BOOST_AUTO_TEST_SUITE_END()
-
-#include <dsgd/optim/exponential_decay.hpp>
-
-BOOST_AUTO_TEST_SUITE(learning_rate_schedule)
-
-static_assert(dsgd::Optimizer<dsgd::optim::exponential_decay<dsgd::optim::sgd>, dsgd::device::cpu>);
-
-BOOST_AUTO_TEST_CASE(staircase_decay_multiplies_the_rate_every_decay_steps_updates) {
-  dsgd::optim::exponential_decay<dsgd::optim::sgd> opt{{1.f}, 0.5f, 2, true};
-  dsgd::optim::exponential_decay<dsgd::optim::sgd>::state<dsgd::device::cpu> s(dsgd::device::cpu{}, 1);
-  std::vector<float> w{0.f}, g{-1.f};
-  std::vector<float> after;
-  for (int i = 0; i < 5; ++i) {
-    opt.apply(dsgd::device::cpu{}, s, w.data(), g.data(), 1);
-    after.push_back(w[0]);
-  }
-  // rates 1, 1, 0.5, 0.5, 0.25
-  BOOST_TEST(after == (std::vector<float>{1.f, 2.f, 2.5f, 3.f, 3.25f}), boost::test_tools::per_element());
-  BOOST_TEST(opt.learning_rate_at(4) == 0.25f);
-}
-
-BOOST_AUTO_TEST_CASE(continuous_decay_interpolates) {
-  dsgd::optim::exponential_decay<dsgd::optim::momentum> opt{{0.1f, 0.9f, false}, 0.25f, 4, false};
-  BOOST_TEST(opt.learning_rate_at(2) == 0.05f, boost::test_tools::tolerance(1e-6f));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -15,6 +15,7 @@
 #include <dsgd/error.hpp>
 #include <dsgd/transport/concepts.hpp>
 #include <dsgd/transport/detail/completion.hpp>
+#include <dsgd/transport/detail/outgoing.hpp>
 #include <dsgd/transport/detail/rejection_log.hpp>
 #include <dsgd/transport/detail/shared_ring.hpp>
 #include <dsgd/transport/detail/socket_io.hpp>
@@ -190,18 +191,9 @@ class tcp_connection : public std::enable_shared_from_this<tcp_connection> {
   using done_type = std::unique_ptr<detail::erased_completion<error_code>>;
   using receive_done_type = std::unique_ptr<detail::erased_completion<error_code, frame_header>>;
 
-  struct erased_sink {
-    virtual ~erased_sink() = default;
-    virtual boost::asio::mutable_buffer destination(const frame_header& h, error_code& ec) = 0;
-  };
+  using erased_sink = detail::erased_sink;
   template <class Sink>
-  struct sink_for final : erased_sink {
-    explicit sink_for(Sink s) : sink(std::move(s)) {}
-    boost::asio::mutable_buffer destination(const frame_header& h, error_code& ec) override {
-      return sink(h, ec);
-    }
-    Sink sink;
-  };
+  using sink_for = detail::sink_for<Sink>;
 
   struct send_entry {
     frame_header header;

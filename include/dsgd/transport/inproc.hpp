@@ -146,7 +146,7 @@ class inproc_connection : public std::enable_shared_from_this<inproc_connection>
     return boost::asio::async_initiate<Token, void(error_code, frame_header)>(
         [self = shared_from_this()](auto handler, Sink s) {
           detail::inproc_receive op{
-              std::make_unique<detail::inproc_sink<Sink>>(std::move(s)),
+              std::make_unique<detail::sink_for<Sink>>(std::move(s)),
               detail::make_completion<error_code, frame_header>(std::move(handler), self->get_executor()), self};
           self->link_->receive(self->side_, std::move(op));
         },

@@ -13,6 +13,7 @@
 #include <dsgd/error.hpp>
 #include <dsgd/transport/tcp_options.hpp>
 #include <dsgd/transport/detail/completion.hpp>
+#include <dsgd/transport/detail/outgoing.hpp>
 #include <dsgd/transport/frame.hpp>
 
 #include <boost/asio/any_io_executor.hpp>
@@ -39,16 +40,6 @@ namespace dsgd::transport::detail {
 using send_done = std::unique_ptr<erased_completion<error_code>>;
 using receive_done = std::unique_ptr<erased_completion<error_code, frame_header>>;
 
-struct inproc_sink_base {
-  virtual ~inproc_sink_base() = default;
-  virtual boost::asio::mutable_buffer destination(const frame_header& h, error_code& ec) = 0;
-};
-template <class Sink>
-struct inproc_sink final : inproc_sink_base {
-  explicit inproc_sink(Sink s) : sink(std::move(s)) {}
-  boost::asio::mutable_buffer destination(const frame_header& h, error_code& ec) override { return sink(h, ec); }
-  Sink sink;
-};
 
 // A message queued by one end: views of the sender's buffers, read by the receiving end.
 struct inproc_send {
@@ -60,7 +51,7 @@ struct inproc_send {
 };
 
 struct inproc_receive {
-  std::unique_ptr<inproc_sink_base> sink;
+  std::unique_ptr<erased_sink> sink;
   receive_done done;
   std::shared_ptr<void> keep;  // the receiving connection, alive while its receive is pending
 };
@@ -131,22 +122,11 @@ class inproc_link : public std::enable_shared_from_this<inproc_link> {
       auto& me = sides_[s];
       if (me.closed) {
         ec = me.close_ec;
-      } else if (!me.outbound.empty() && (me.outbound.size() >= me.options.max_queued_sends ||
-                                          me.queued_bytes + total > me.options.max_queued_bytes)) {
+      } else if (send_queue_full(me.outbound.size(), me.queued_bytes, total, me.options)) {
         ec = boost::asio::error::no_buffer_space;
       } else {
-        header.version = protocol_version;
-        header.total_length = total;
-        header.chunk_offset = 0;
-        header.payload_length = (header.flags & frame_flags::control) != 0
-                                    ? total
-                                    : std::min<std::uint64_t>(total, me.options.chunk_bytes);
         // Bytes that never leave this process gain nothing from a CRC; no ring either.
-        header.flags &= ~(frame_flags::payload_crc | frame_flags::shared_memory);
-        if (me.options.chunk_bytes == 0)
-          ec = make_error_code(errc::invalid_argument), why = "chunk_bytes is 0";
-        else if (check_frame_header(header, me.options.caps, why))
-          ec = make_error_code(errc::invalid_argument);
+        ec = prepare_first_frame(header, total, me.options, why);
       }
       if (!ec) {
         me.queued_bytes += total;

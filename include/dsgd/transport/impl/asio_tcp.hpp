@@ -151,24 +151,12 @@ inline void tcp_connection::enqueue(frame_header header,
   if (closed_ || !authenticated_) {
     ec = closed_ ? io_error(boost::asio::error::not_connected)
                  : make_error_code(errc::handshake_failed);
-  } else if (!queue_.empty() && (queue_.size() >= options_.max_queued_sends ||
-                                 queued_bytes_ + total > options_.max_queued_bytes)) {
+  } else if (detail::send_queue_full(queue_.size(), queued_bytes_, total, options_)) {
     ec = boost::asio::error::no_buffer_space;  // backpressure: the caller retries or waits
   } else {
-    header.version = protocol_version;
-    header.total_length = total;
-    header.chunk_offset = 0;
-    header.payload_length = (header.flags & frame_flags::control) != 0
-                                ? total
-                                : std::min<std::uint64_t>(total, options_.chunk_bytes);
-    header.flags &= ~(frame_flags::payload_crc | frame_flags::shared_memory);
-    if (checksums_payloads()) header.flags |= frame_flags::payload_crc;
     // A message the peer would reject is refused here, with the same reason.
-    if (options_.chunk_bytes == 0)
-      ec = make_error_code(errc::invalid_argument), why = "chunk_bytes is 0";
-    else
-      ec = check_frame_header(header, options_.caps, why);
-    if (ec) ec = make_error_code(errc::invalid_argument);
+    ec = detail::prepare_first_frame(header, total, options_, why);
+    if (!ec && checksums_payloads()) header.flags |= frame_flags::payload_crc;
   }
   if (ec) {
     if (!why.empty()) log("send refused: " + why);

@@ -179,9 +179,12 @@ class parameter_server {
   void send(peer_id p, outgoing_reply r, Handler&& done) {
     auto it = peers_.find(p);
     if (it == peers_.end() || !it->second->is_open()) return;
+    ++sending_;
     it->second->async_send(r.header, boost::asio::buffer(r.payload.data(), r.payload.size()),
-                           [keep = std::move(r.keep_alive), done = std::forward<Handler>(done)](error_code ec) mutable {
+                           [this, keep = std::move(r.keep_alive), done = std::forward<Handler>(done)](error_code ec) mutable {
+                             --sending_;
                              done(ec);
+                             if (draining_ && sending_ == 0) close_all("cluster shut down");
                            });
   }
 
@@ -190,8 +193,12 @@ class parameter_server {
   void shutdown_now(peer_id p, outgoing_reply ok) {
     shutting_down_ = true;
     listener_->close();
-    // Close once the reply is written, so the chief sees it before the socket goes.
-    send(p, std::move(ok), [this](error_code) { close_all("cluster shut down"); });
+    // Close once every reply queued so far is written (the chief's last), so that each peer
+    // sees its answer before the connection goes: a transport whose send completes only when
+    // the peer has read the message (inproc) would otherwise lose a finish's reply. A peer not
+    // reading for drain_grace does not hold the shutdown up (the sweep closes then).
+    drain_deadline_ = update::clock_type::now() + drain_grace;
+    send(p, std::move(ok), [this](error_code) { draining_ = true; });
   }
 
   // Closes @p id's connection. With @p departs, the table counts a replica without another
@@ -230,6 +237,7 @@ class parameter_server {
     sweep_.async_wait([this](error_code ec) {
       if (ec || closed_) return;
       auto now = update::clock_type::now();
+      if (shutting_down_ && now >= drain_deadline_) return close_all("cluster shut down");
       replies out{*this};
       if (table_.sweep(now, out)) return;
       if (chief_gone_too_long(now)) return;
@@ -267,6 +275,11 @@ class parameter_server {
   peer_id next_peer_ = 0;
   std::optional<update::clock_type::time_point> chief_gone_since_;
   std::optional<dsgd::error> failure_;  // why join() fails
+  // How long a shutdown waits for replies still being written.
+  static constexpr std::chrono::seconds drain_grace{5};
+  update::clock_type::time_point drain_deadline_{};
+  std::size_t sending_ = 0;  // replies being written
+  bool draining_ = false;    // the chief's shutdown reply is written: close once sending_ is 0
   bool shutting_down_ = false;
   bool closed_ = false;
 };

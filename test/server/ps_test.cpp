@@ -58,6 +58,7 @@ ds::client_options client(std::string token = "secret") {
   o.connection.token = std::move(token);
   o.requests.startup_timeout = 10s;
   o.requests.request_timeout = 30s;
+  o.requests.initial_backoff = 5ms;  // retries (a ps not up yet, a rejected token) come quickly
   return o;
 }
 
@@ -210,7 +211,7 @@ BOOST_AUTO_TEST_CASE(the_startup_deadline_names_every_missing_ps) {
   net<inproc> n;
   auto spec = n.spec(2, 1);
   auto o = client();
-  o.requests.startup_timeout = 600ms;
+  o.requests.startup_timeout = 250ms;
   ds::basic_ps_client<inproc> c(spec, {"worker", 0}, o, n.transport());
   auto start = std::chrono::steady_clock::now();
   BOOST_CHECK_EXCEPTION(c.connect(), dsgd::error, [&](const dsgd::error& e) {
@@ -256,7 +257,7 @@ BOOST_AUTO_TEST_CASE(a_placement_mismatch_is_detected_at_connect_time_naming_bot
 BOOST_AUTO_TEST_CASE(a_dead_worker_in_sync_is_a_named_error_within_the_step_deadline) {
   net<inproc> n;
   auto spec = n.spec(1, 2);
-  running_ps<inproc> ps(spec, 0, n.transport(), 500ms);
+  running_ps<inproc> ps(spec, 0, n.transport(), 200ms);
   auto plan = dsgd::placement::round_robin{}.place({{"w", {2}}}, 1);
   ds::basic_ps_client<inproc> a(spec, {"worker", 0}, client(), n.transport()),
       b(spec, {"worker", 1}, client(), n.transport());
@@ -416,7 +417,7 @@ BOOST_AUTO_TEST_CASE(a_chief_that_never_initialises_is_a_named_error_at_the_read
   net<inproc> n;
   auto spec = n.spec(1, 2);
   auto o = quiet_options<sync_ps_over<inproc>>();
-  o.serving.ready_timeout = 500ms;
+  o.serving.ready_timeout = 200ms;
   sync_ps_over<inproc> ps(spec, 0, o, {}, n.transport());
   std::thread serving([&] { ps.join(); });
   {
@@ -500,7 +501,7 @@ BOOST_AUTO_TEST_CASE(the_chiefs_shutdown_makes_join_return) {
   c.register_worker(dsgd::placement::round_robin{}.place({{"w", {1}}}, 1), 0, true);
   c.finish();
   c.shutdown_cluster();
-  for (int i = 0; i < 100 && !returned; ++i) std::this_thread::sleep_for(50ms);
+  for (int i = 0; i < 5000 && !returned; ++i) std::this_thread::sleep_for(1ms);
   BOOST_TEST(returned.load());
   serving.join();
 }

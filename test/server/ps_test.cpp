@@ -51,6 +51,15 @@ using async_ps = async_ps_over<tcp>;
 template <class T>
 using net = dsgd::test::test_net<T>;
 
+// ps_client is the TCP client; local_endpoint() is TCP's only, local_address() every transport's.
+static_assert(std::is_same_v<ds::ps_client, ds::basic_ps_client<tcp>>);
+template <class Ps>
+concept has_local_endpoint = requires(const Ps& ps) { ps.local_endpoint(); };
+static_assert(has_local_endpoint<sync_ps> && !has_local_endpoint<sync_ps_over<inproc>>);
+static_assert(requires(const sync_ps_over<inproc>& ps) {
+  { ps.local_address() } -> std::same_as<dsgd::cluster::task_address>;
+});
+
 namespace {
 
 ds::client_options client(std::string token = "secret") {

@@ -385,7 +385,7 @@ BOOST_AUTO_TEST_CASE(a_worker_registering_again_learns_which_pushes_arrived_and_
   auto o = quiet_options<async_ps_over<inproc>>();
   o.optimizer = {1.f};
   async_ps_over<inproc> ps0(spec, 0, o, {}, n.transport()), ps1(spec, 1, o, {}, n.transport());
-  std::thread serving0([&] { ps0.join(); }), serving1([&] { ps1.join(); });
+  dsgd::test::serving serving0(ps0), serving1(ps1);
   auto plan = dsgd::placement::round_robin{}.place({{"a", {2}}, {"b", {2}}}, 2);  // a on ps:0, b on ps:1
   std::vector<float> a(2, 0.f), b(2, 0.f), g(2, -1.f);
   {
@@ -418,8 +418,10 @@ BOOST_AUTO_TEST_CASE(a_worker_registering_again_learns_which_pushes_arrived_and_
     second.finish();
     second.shutdown_cluster();
   }
-  serving0.join();
+  serving0.join();  // the shutdown ends join()
   serving1.join();
+  BOOST_CHECK_NO_THROW(serving0.rethrow_failure());
+  BOOST_CHECK_NO_THROW(serving1.rethrow_failure());
 }
 
 BOOST_AUTO_TEST_CASE(a_chief_that_never_initialises_is_a_named_error_at_the_ready_deadline) {
@@ -428,7 +430,7 @@ BOOST_AUTO_TEST_CASE(a_chief_that_never_initialises_is_a_named_error_at_the_read
   auto o = quiet_options<sync_ps_over<inproc>>();
   o.serving.ready_timeout = 200ms;
   sync_ps_over<inproc> ps(spec, 0, o, {}, n.transport());
-  std::thread serving([&] { ps.join(); });
+  dsgd::test::serving serving(ps);
   {
     ds::basic_ps_client<inproc> c(spec, {"worker", 1}, client(), n.transport());
     c.connect();
@@ -441,8 +443,8 @@ BOOST_AUTO_TEST_CASE(a_chief_that_never_initialises_is_a_named_error_at_the_read
     });
     BOOST_TEST((std::chrono::steady_clock::now() - start < 10s));
   }
-  ps.stop();
-  serving.join();
+  serving.stop_and_join();
+  BOOST_CHECK_NO_THROW(serving.rethrow_failure());
 }
 
 // TCP: a raw socket that passes the handshake by hand, and the transport's frame deadline.

@@ -40,11 +40,14 @@ BOOST_AUTO_TEST_CASE(a_ps_task_serves_two_workers_until_the_chief_shuts_the_clus
   BOOST_TEST(ps.server() == nullptr);  // nothing bound before serve()
   BOOST_TEST(ps.serve().local_endpoint().port() == spec.address("ps", 0).port);
   std::vector<std::vector<float>> final(2);
+  // Boost.Test is not thread-safe: the workers record, the test thread checks.
+  std::vector<char> is_ps(2, 1);  // not vector<bool>: each thread writes its own element
+  std::vector<std::uint64_t> steps(2, 0);
   std::vector<std::function<void()>> tasks{[&] { ps.join(); }};
   for (int k = 0; k < 2; ++k)
     tasks.push_back([&, k] {
       trainer t(spec, {"worker", k}, o);  // the trainer holds a worker
-      BOOST_TEST(!t.is_ps());
+      is_ps[k] = t.is_ps();
       std::vector<dsgd::tensor<cpu>> vars{dsgd::tensor<cpu>(cpu{}, {2, 2}), dsgd::tensor<cpu>(cpu{}, {3})};
       for (auto& v : vars) std::fill_n(v.data(), v.size(), 1.f);
       t.create_variables(vars, {"w", "b"});
@@ -54,11 +57,15 @@ BOOST_AUTO_TEST_CASE(a_ps_task_serves_two_workers_until_the_chief_shuts_the_clus
         t.push(grads);
         t.pull(vars);
       }
-      BOOST_TEST(t.step() == 3u);
+      steps[k] = t.step();
       final[k] = vars[1].to_host();
       t.finish();
     });
   dsgd::test::run_tasks(tasks);
+  for (int k = 0; k < 2; ++k) {
+    BOOST_TEST(!is_ps[k]);
+    BOOST_TEST(steps[k] == 3u);
+  }
   // Each step the mean gradient is 1.5 and the learning rate 0.25.
   for (const auto& f : final) BOOST_TEST(f == std::vector<float>(3, 1.f - 3 * 0.25f * 1.5f), boost::test_tools::per_element());
   BOOST_TEST_REQUIRE(ps.server() != nullptr);

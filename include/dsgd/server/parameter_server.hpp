@@ -99,6 +99,10 @@ class parameter_server {
     arm_sweep();
     log(self_.to_string() + " serving on " + local_address().to_string());
     ioc_.run();
+    // A transport may still hold work on this context from another thread (inproc completes
+    // this task's sends from the peer's thread): let it end, so that the context outlives it.
+    ioc_.restart();
+    ioc_.run_for(std::chrono::seconds(1));
     if (failure_) throw *failure_;
   }
 

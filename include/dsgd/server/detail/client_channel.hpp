@@ -79,6 +79,11 @@ class client_channel {
   ~client_channel() {
     close_all();
     work_.reset();
+    // A transport may still hold work on this context from another thread (inproc completes
+    // this channel's operations from the ps's thread): let it end, so that the context
+    // outlives it.
+    ioc_.restart();
+    ioc_.run_for(std::chrono::seconds(1));
   }
 
   client_channel(const client_channel&) = delete;

@@ -3,17 +3,20 @@
 //
 // Tests for trainer::overlap and trainer::push_pull (<dsgd/trainer.hpp>) and the in-parts pull
 // and push of <dsgd/server/ps_client.hpp> behind them: clusters of 2 ps tasks and 2 workers as threads of this
-// process over real TCP sockets on 127.0.0.1, training a small dense network.
+// process, training a small dense network. The trainer's two roles, train::ps_task and
+// train::worker, run over transport::inproc (no sockets); dsgd::trainer itself is TCP only.
 #include <dsgd/model/feed_forward.hpp>
 #include <dsgd/optim/momentum.hpp>
 #include <dsgd/placement/round_robin.hpp>
+#include <dsgd/train/ps_task.hpp>
+#include <dsgd/train/worker.hpp>
 #include <dsgd/trainer.hpp>
 #include <dsgd/update/async.hpp>
 #include <dsgd/update/bounded_staleness.hpp>
 #include <dsgd/update/sync_average.hpp>
 
 #include <support/error_checks.hpp>
-#include <support/loopback_cluster.hpp>
+#include <support/inproc_cluster.hpp>
 
 #include <boost/mpl/list.hpp>
 #include <boost/test/unit_test.hpp>
@@ -39,6 +42,12 @@ const std::vector<std::size_t> widths{20, 16, 12, 5};
 
 template <class Rule>
 using trainer_for = dsgd::trainer<cpu, dsgd::placement::round_robin, Rule, dsgd::optim::momentum>;
+using inproc = dsgd::transport::inproc;
+// The roles a trainer_for<Rule> holds, over inproc.
+template <class Rule>
+using ps_for = dsgd::train::ps_task<Rule, dsgd::optim::momentum, inproc>;
+template <class Rule>
+using worker_for = dsgd::train::worker<cpu, dsgd::placement::round_robin, Rule, inproc>;
 
 // What one worker ended with.
 struct outcome {
@@ -68,7 +77,8 @@ enum class exchange { push_then_pull, push_pull, overlapped };
 template <class Rule>
 std::vector<outcome> train(exchange how, std::size_t steps) {
   using trainer = trainer_for<Rule>;
-  auto spec = dsgd::test::loopback_cluster(2, 2);
+  dsgd::test::test_net<inproc> network;
+  auto spec = network.spec(2, 2);
   typename trainer::options o;
   o.connection.token = "secret";
   o.optimizer = {0.05f, 0.9f, false};
@@ -83,7 +93,7 @@ std::vector<outcome> train(exchange how, std::size_t steps) {
   for (int i = 0; i < 2; ++i)
     tasks.emplace_back([&, i] {
       try {
-        trainer(spec, {"ps", i}, o).join();
+        ps_for<Rule>(spec, {"ps", i}, o, network.transport()).join();
       } catch (...) {
         failed[2 + i] = std::current_exception();
       }
@@ -92,7 +102,7 @@ std::vector<outcome> train(exchange how, std::size_t steps) {
     tasks.emplace_back([&, k] {
       bool arrived = false;
       try {
-        trainer t(spec, {"worker", k}, o);
+        worker_for<Rule> t(spec, {"worker", k}, o, cpu{}, network.transport());
         dsgd::model::feed_forward<cpu> net({}, widths, 7);
         t.create_variables(net.parameters(), net.names());
         const data d(steps, 100 + std::uint64_t(k));
@@ -193,7 +203,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(overlapped_and_pipelined_async_and_ssp_apply_every
 
 BOOST_AUTO_TEST_CASE(gradients_that_do_not_match_the_variables_are_refused) {
   using trainer = trainer_for<dsgd::update::sync_average>;
-  auto spec = dsgd::test::loopback_cluster(1, 1);
+  auto spec = dsgd::test::inproc_cluster(1, 1);  // names only: the trainer binds nothing here
   typename trainer::options o;
   o.connection.token = "secret";
   o.connection.log = [](std::string_view) {};

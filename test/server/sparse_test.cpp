@@ -3,7 +3,8 @@
 //
 // Tests for the sparse rows of <dsgd/server/parameter_server.hpp> and
 // <dsgd/server/ps_client.hpp> (pull_rows, push_rows: embedding tables): ps tasks and workers as
-// threads of this process over real TCP sockets on 127.0.0.1.
+// threads of this process over transport::inproc (no sockets). Only the case through
+// dsgd::trainer, which always runs over TCP, uses loopback TCP.
 #include <dsgd/optim/adagrad.hpp>
 #include <dsgd/optim/momentum.hpp>
 #include <dsgd/optim/sgd.hpp>
@@ -16,6 +17,7 @@
 #include <dsgd/trainer.hpp>
 #include <dsgd/update/sync_average.hpp>
 
+#include <support/inproc_cluster.hpp>
 #include <support/loopback_cluster.hpp>
 
 #include <boost/test/unit_test.hpp>
@@ -29,6 +31,8 @@
 using namespace std::chrono_literals;
 namespace ds = dsgd::server;
 namespace dp = dsgd::placement;
+using inproc = dsgd::transport::inproc;
+using client_type = ds::basic_ps_client<inproc>;
 
 static_assert(dsgd::update::sparse_apply<dsgd::optim::sgd>::available);
 static_assert(dsgd::update::sparse_apply<dsgd::optim::momentum>::available);
@@ -45,20 +49,26 @@ ds::client_options client() {
   return o;
 }
 
-// Runs ps task i of spec on its own thread; stops it on destruction.
+// Every case's network: one inproc hub.
+struct inproc_net {
+  dsgd::test::test_net<inproc> net;
+};
+
+// Runs ps task i of spec over @p net on its own thread; stops it on destruction.
 template <class U, class O>
 struct running_ps {
-  using ps_type = ds::parameter_server<U, O>;
+  using ps_type = ds::parameter_server<U, O, dsgd::device::cpu, inproc>;
   std::unique_ptr<ps_type> ps;
   std::thread thread;
-  running_ps(const dsgd::cluster::cluster_spec& spec, int i, O optimizer, std::size_t max_rows = 1 << 22) {
+  running_ps(const dsgd::cluster::cluster_spec& spec, int i, const dsgd::test::test_net<inproc>& net, O optimizer,
+             std::size_t max_rows = 1 << 22) {
     typename ps_type::options o;
     o.connection.token = "secret";
     o.optimizer = optimizer;
     o.serving.step_timeout = 20s;
     o.serving.max_rows_per_request = max_rows;
     o.connection.log = [](std::string_view) {};
-    ps = std::make_unique<ps_type>(spec, i, o);
+    ps = std::make_unique<ps_type>(spec, i, o, dsgd::device::cpu{}, net.transport());
     thread = std::thread([this] { ps->join(); });
   }
   ~running_ps() {
@@ -68,9 +78,10 @@ struct running_ps {
 };
 
 // A worker connected, registered and (as chief) having initialised the variables.
-std::unique_ptr<ds::ps_client> join_cluster(const dsgd::cluster::cluster_spec& spec, const dp::plan& plan,
-                                            std::size_t k, const std::vector<std::vector<float>>& init) {
-  auto c = std::make_unique<ds::ps_client>(spec, dsgd::cluster::task_id{"worker", int(k)}, client());
+std::unique_ptr<client_type> join_cluster(const dsgd::test::test_net<inproc>& net, const dsgd::cluster::cluster_spec& spec,
+                                          const dp::plan& plan, std::size_t k,
+                                          const std::vector<std::vector<float>>& init) {
+  auto c = std::make_unique<client_type>(spec, dsgd::cluster::task_id{"worker", int(k)}, client(), net.transport());
   c->connect();
   c->register_worker(plan, k, k == 0);
   if (k == 0) {
@@ -98,7 +109,7 @@ std::vector<float> scatter(std::size_t rows, std::size_t dim, const std::vector<
   return dense;
 }
 
-std::vector<float> pull_all(ds::ps_client& c, const dp::plan& plan, std::size_t v, std::uint64_t step = 0) {
+std::vector<float> pull_all(client_type& c, const dp::plan& plan, std::size_t v, std::uint64_t step = 0) {
   std::vector<std::vector<float>> all;
   for (const auto& info : plan.variables()) all.emplace_back(info.shape.elements());
   std::vector<std::span<float>> dst(all.begin(), all.end());
@@ -124,16 +135,16 @@ bool mentions(const dsgd::error& e, dsgd::errc code, std::initializer_list<const
 
 }  // namespace
 
-BOOST_AUTO_TEST_SUITE(sparse_rows)
+BOOST_FIXTURE_TEST_SUITE(sparse_rows, inproc_net)
 
 BOOST_AUTO_TEST_CASE(an_async_sparse_push_changes_only_its_rows_exactly_as_the_equivalent_dense_push) {
-  auto spec = dsgd::test::loopback_cluster(1, 1);
-  running_ps<dsgd::update::async, dsgd::optim::sgd> ps(spec, 0, {0.1f});
+  auto spec = net.spec(1, 1);
+  running_ps<dsgd::update::async, dsgd::optim::sgd> ps(spec, 0, net, {0.1f});
   constexpr std::size_t rows = 50, dim = 4;
   // "emb" gets the sparse push, "ref" the dense gradient it stands for.
   auto plan = dp::round_robin{}.place({{"emb", {rows, dim}}, {"ref", {rows, dim}}}, 1);
   auto init = random_values(rows * dim, 1);
-  auto c = join_cluster(spec, plan, 0, {init, init});
+  auto c = join_cluster(net, spec, plan, 0, {init, init});
 
   std::vector<std::uint64_t> keys{3, 7, 3, 49, 0};
   auto grads = random_values(keys.size() * dim, 2);
@@ -160,12 +171,12 @@ BOOST_AUTO_TEST_CASE(an_async_sparse_push_changes_only_its_rows_exactly_as_the_e
 }
 
 BOOST_AUTO_TEST_CASE(async_sparse_momentum_moves_only_the_pushed_rows_and_their_velocities) {
-  auto spec = dsgd::test::loopback_cluster(1, 1);
+  auto spec = net.spec(1, 1);
   const float lr = 0.1f, m = 0.9f;
-  running_ps<dsgd::update::async, dsgd::optim::momentum> ps(spec, 0, {lr, m});
+  running_ps<dsgd::update::async, dsgd::optim::momentum> ps(spec, 0, net, {lr, m});
   auto plan = dp::round_robin{}.place({{"emb", {6, 2}}}, 1);
   std::vector<float> init{0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5};
-  auto c = join_cluster(spec, plan, 0, {init});
+  auto c = join_cluster(net, spec, plan, 0, {init});
   std::vector<float> ones(2, 1.f);
   std::vector<std::uint64_t> row1{1}, row2{2};
   c->push_rows(plan, 0, row1, ones, 0);  // v1 = 1,   w1 = 1 - 0.1
@@ -182,9 +193,9 @@ BOOST_AUTO_TEST_CASE(async_sparse_momentum_moves_only_the_pushed_rows_and_their_
 }
 
 BOOST_AUTO_TEST_CASE(a_partitioned_embedding_serves_keys_spanning_both_shards_with_duplicates) {
-  auto spec = dsgd::test::loopback_cluster(2, 1);
+  auto spec = net.spec(2, 1);
   using ps_t = running_ps<dsgd::update::async, dsgd::optim::sgd>;
-  ps_t ps0(spec, 0, {0.5f}), ps1(spec, 1, {0.5f});
+  ps_t ps0(spec, 0, net, {0.5f}), ps1(spec, 1, net, {0.5f});
   constexpr std::size_t rows = 1000, dim = 16;
   auto plan = dp::partitioned::fixed_size(2).place({{"emb", {rows, dim}}}, 2);
   BOOST_REQUIRE_EQUAL(plan.shards().size(), 2u);
@@ -193,7 +204,7 @@ BOOST_AUTO_TEST_CASE(a_partitioned_embedding_serves_keys_spanning_both_shards_wi
   std::vector<float> init(rows * dim);
   for (std::size_t r = 0; r < rows; ++r)
     for (std::size_t k = 0; k < dim; ++k) init[r * dim + k] = float(r) + float(k) / 100.f;
-  auto c = join_cluster(spec, plan, 0, {init});
+  auto c = join_cluster(net, spec, plan, 0, {init});
 
   // Interleaved shards (staged and scattered) and one run per shard (straight into out).
   for (std::vector<std::uint64_t> keys : {std::vector<std::uint64_t>{999, 0, 500, 499, 0, 750},
@@ -226,10 +237,10 @@ BOOST_AUTO_TEST_CASE(a_partitioned_embedding_serves_keys_spanning_both_shards_wi
 }
 
 BOOST_AUTO_TEST_CASE(sync_sparse_pushes_of_two_workers_are_averaged_and_applied_once_per_step) {
-  auto spec = dsgd::test::loopback_cluster(2, 2);
+  auto spec = net.spec(2, 2);
   using ps_t = running_ps<dsgd::update::sync_average, dsgd::optim::sgd>;
   const float lr = 0.5f;
-  ps_t ps0(spec, 0, {lr}), ps1(spec, 1, {lr});
+  ps_t ps0(spec, 0, net, {lr}), ps1(spec, 1, net, {lr});
   constexpr std::size_t rows = 20, dim = 3;
   auto plan = dp::partitioned::fixed_size(2).place({{"emb", {rows, dim}}}, 2);
   auto init = random_values(rows * dim, 3);
@@ -254,7 +265,7 @@ BOOST_AUTO_TEST_CASE(sync_sparse_pushes_of_two_workers_are_averaged_and_applied_
   std::vector<std::thread> workers;
   for (std::size_t k = 0; k < 2; ++k)
     workers.emplace_back([&, k] { try {
-      auto c = join_cluster(spec, plan, k, {init});
+      auto c = join_cluster(net, spec, plan, k, {init});
       for (std::uint64_t s = 0; s < 3; ++s) {
         const auto& keys = k == 0 ? keys0[s] : keys1[s];
         std::vector<float> rows_out(keys.size() * dim);
@@ -281,12 +292,12 @@ BOOST_AUTO_TEST_CASE(sync_sparse_pushes_of_two_workers_are_averaged_and_applied_
 }
 
 BOOST_AUTO_TEST_CASE(bad_sparse_requests_are_named_errors_and_the_connection_keeps_serving) {
-  auto spec = dsgd::test::loopback_cluster(2, 1);
+  auto spec = net.spec(2, 1);
   using ps_t = running_ps<dsgd::update::async, dsgd::optim::sgd>;
-  ps_t ps0(spec, 0, {0.1f}, 4), ps1(spec, 1, {0.1f}, 4);  // at most 4 keys per request
+  ps_t ps0(spec, 0, net, {0.1f}, 4), ps1(spec, 1, net, {0.1f}, 4);  // at most 4 keys per request
   auto plan = dp::partitioned::fixed_size(2).place({{"emb", {1000, 16}}, {"b", {3}}}, 2);
   std::vector<float> emb(1000 * 16, 1.f), b(3, 2.f);
-  auto c = join_cluster(spec, plan, 0, {emb, b});
+  auto c = join_cluster(net, spec, plan, 0, {emb, b});
   std::vector<float> out(2 * 16);
 
   std::vector<std::uint64_t> far{600, 1200};
@@ -329,22 +340,22 @@ BOOST_AUTO_TEST_CASE(bad_sparse_requests_are_named_errors_and_the_connection_kee
 }
 
 BOOST_AUTO_TEST_CASE(an_optimizer_without_a_sparse_apply_is_refused_under_async_and_kept_under_sync) {
-  auto spec = dsgd::test::loopback_cluster(1, 1);
+  auto spec = net.spec(1, 1);
   auto plan = dp::round_robin{}.place({{"emb", {4, 2}}}, 1);
   std::vector<float> init(8, 1.f);
   std::vector<std::uint64_t> keys{2};
   std::vector<float> g{1.f, 1.f};
   {
-    running_ps<dsgd::update::async, dsgd::optim::adagrad> ps(spec, 0, {});
-    auto c = join_cluster(spec, plan, 0, {init});
+    running_ps<dsgd::update::async, dsgd::optim::adagrad> ps(spec, 0, net, {});
+    auto c = join_cluster(net, spec, plan, 0, {init});
     BOOST_CHECK_EXCEPTION(c->push_rows(plan, 0, keys, g, 0), dsgd::error, [](const dsgd::error& e) {
       return mentions(e, dsgd::errc::invalid_argument, {"no sparse apply", "sync_average"});
     });
     BOOST_TEST(pull_all(*c, plan, 0) == init, boost::test_tools::per_element());
   }
   {
-    running_ps<dsgd::update::sync_average, dsgd::optim::adagrad> ps(spec, 0, {});
-    auto c = join_cluster(spec, plan, 0, {init});
+    running_ps<dsgd::update::sync_average, dsgd::optim::adagrad> ps(spec, 0, net, {});
+    auto c = join_cluster(net, spec, plan, 0, {init});
     BOOST_TEST(c->push_rows(plan, 0, keys, g, 0) == 0u);
     auto w = pull_all(*c, plan, 0, 1);
     BOOST_TEST(w[4] < 1.f);  // row 2 moved down the gradient
@@ -353,10 +364,10 @@ BOOST_AUTO_TEST_CASE(an_optimizer_without_a_sparse_apply_is_refused_under_async_
 }
 
 BOOST_AUTO_TEST_CASE(bounded_staleness_counts_a_sparse_push_on_the_workers_clock) {
-  auto spec = dsgd::test::loopback_cluster(1, 1);
-  running_ps<dsgd::update::bounded_staleness<0>, dsgd::optim::sgd> ps(spec, 0, {1.f});
+  auto spec = net.spec(1, 1);
+  running_ps<dsgd::update::bounded_staleness<0>, dsgd::optim::sgd> ps(spec, 0, net, {1.f});
   auto plan = dp::round_robin{}.place({{"emb", {3, 1}}}, 1);
-  auto c = join_cluster(spec, plan, 0, {{0.f, 0.f, 0.f}});
+  auto c = join_cluster(net, spec, plan, 0, {{0.f, 0.f, 0.f}});
   std::vector<std::uint64_t> keys{2, 2};
   std::vector<float> g{1.f, 2.f};
   c->push_rows(plan, 0, keys, g, 0);
@@ -369,7 +380,7 @@ BOOST_AUTO_TEST_CASE(bounded_staleness_counts_a_sparse_push_on_the_workers_clock
 BOOST_AUTO_TEST_CASE(a_trainer_reads_and_updates_an_embedding_by_rows_next_to_dense_variables) {
   using cpu = dsgd::device::cpu;
   using trainer = dsgd::trainer<cpu, dp::round_robin, dsgd::update::sync_average, dsgd::optim::sgd>;
-  auto spec = dsgd::test::loopback_cluster(1, 2);
+  auto spec = dsgd::test::loopback_cluster(1, 2);  // TCP: dsgd::trainer runs over asio_tcp
   trainer::options o;
   o.connection.token = "secret";
   o.optimizer = {0.5f};
@@ -438,25 +449,24 @@ BOOST_AUTO_TEST_CASE(a_trainer_reads_and_updates_an_embedding_by_rows_next_to_de
   }
 }
 
-// A peer that speaks the protocol by hand, to send what ps_client never would.
+// A peer that speaks the protocol by hand (on an inproc connection), to send what ps_client
+// never would.
 struct raw_peer {
   boost::asio::io_context ioc;
-  std::shared_ptr<dsgd::transport::tcp_connection> conn;
+  std::shared_ptr<dsgd::transport::inproc_connection> conn;
 
-  explicit raw_peer(const dsgd::cluster::cluster_spec& spec) {
+  raw_peer(const dsgd::cluster::cluster_spec& spec, const dsgd::test::test_net<inproc>& net) {
     dsgd::transport::tcp_options t;
     t.identity = "worker:0";
     t.token = "secret";
     t.log = [](std::string_view) {};
-    const auto& a = spec.address("ps", 0);
-    boost::asio::ip::tcp::endpoint ep(boost::asio::ip::make_address(a.host), a.port);
     for (int attempt = 0; attempt < 100 && !conn; ++attempt) {
       bool done = false;
-      dsgd::transport::async_connect(ioc.get_executor(), ep, t,
-                                     [&](dsgd::error_code ec, std::shared_ptr<dsgd::transport::tcp_connection> c) {
-                                       if (!ec) conn = c;
-                                       done = true;
-                                     });
+      net.transport().async_connect(ioc.get_executor(), spec.address("ps", 0), t,
+                                    [&](dsgd::error_code ec, std::shared_ptr<dsgd::transport::inproc_connection> c) {
+                                      if (!ec) conn = c;
+                                      done = true;
+                                    });
       while (!done && ioc.run_one_for(10s)) {
       }
       ioc.restart();
@@ -508,9 +518,9 @@ std::string error_of(const std::pair<dsgd::transport::frame_header, std::string>
 }
 
 BOOST_AUTO_TEST_CASE(the_ps_checks_every_sparse_request_itself_and_answers_with_the_reason) {
-  auto spec = dsgd::test::loopback_cluster(1, 1);
-  running_ps<dsgd::update::async, dsgd::optim::sgd> ps(spec, 0, {1.f}, 8);
-  raw_peer peer(spec);
+  auto spec = net.spec(1, 1);
+  running_ps<dsgd::update::async, dsgd::optim::sgd> ps(spec, 0, net, {1.f}, 8);
+  raw_peer peer(spec, net);
   ds::shard_layout layout{0, 0, "emb", {10, 4}, 0, 10};
   auto reg = ds::encode_control(ds::register_request{"worker:0", 0, true, 1, "emb[10, 4]@0+0:40", 1, {layout}});
   auto h = request(ds::message::register_worker);

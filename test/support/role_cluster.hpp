@@ -1,8 +1,9 @@
 // SPDX-FileCopyrightText: Copyright (c) 2026 The dsgd authors
 // SPDX-License-Identifier: Apache-2.0
 //
-// Test support: a cluster of train::ps_task and train::worker threads over loopback TCP that
-// trains two small variables for a few steps, each step exchanging the way a test asks.
+// Test support: a cluster of train::ps_task and train::worker threads over transport::inproc
+// (no sockets) that trains two small variables for a few steps, each step exchanging the way a
+// test asks.
 #pragma once
 
 #include <dsgd/optim/sgd.hpp>
@@ -11,7 +12,7 @@
 #include <dsgd/train/worker.hpp>
 #include <dsgd/update/sync_average.hpp>
 
-#include <support/loopback_cluster.hpp>
+#include <support/inproc_cluster.hpp>
 #include <support/run_tasks.hpp>
 
 #include <chrono>
@@ -65,15 +66,16 @@ void gradients_of(const std::vector<tensor<D>>& vars, std::vector<tensor<D>>& gr
 // says (mixed: push then pull, push_pull and overlapped in turn).
 template <class D, class Rule = update::sync_average>
 std::vector<worker_outcome> train_roles(exchange how, std::size_t steps) {
-  using worker = train::worker<D, placement::round_robin, Rule>;
-  const auto spec = loopback_cluster(1, 2);
+  using worker = train::worker<D, placement::round_robin, Rule, transport::inproc>;
+  const test_net<transport::inproc> net;
+  const auto spec = net.spec(1, 2);
   const auto o = quiet_options<Rule>();
   std::vector<worker_outcome> out(2);
   std::vector<std::function<void()>> tasks;
-  tasks.push_back([&] { train::ps_task<Rule, optim::sgd>(spec, {"ps", 0}, o).join(); });
+  tasks.push_back([&] { train::ps_task<Rule, optim::sgd, transport::inproc>(spec, {"ps", 0}, o, net.transport()).join(); });
   for (std::size_t k = 0; k < 2; ++k)
     tasks.push_back([&, k] {
-      worker w(spec, {"worker", int(k)}, o);
+      worker w(spec, {"worker", int(k)}, o, D{}, net.transport());
       std::vector<tensor<D>> vars, grads;
       for (auto s : {shape{3, 4}, shape{5}}) {
         vars.emplace_back(D{}, s, [](std::span<float> x) {

@@ -9,7 +9,7 @@
 #include <dsgd/train/worker.hpp>
 
 #include <support/error_checks.hpp>
-#include <support/loopback_cluster.hpp>
+#include <support/inproc_cluster.hpp>
 #include <support/off_host_device.hpp>
 #include <support/role_cluster.hpp>
 
@@ -41,7 +41,7 @@ BOOST_AUTO_TEST_CASE(the_overlap_on_and_off_the_host_ends_on_the_bits_of_push_th
 }
 
 BOOST_AUTO_TEST_CASE(gradients_that_do_not_match_the_variables_are_refused) {
-  const auto spec = dsgd::test::loopback_cluster(1, 1);
+  const auto spec = dsgd::test::inproc_cluster(1, 1);
   dsgd::train::worker<off_host> w(spec, {"worker", 0}, dsgd::test::quiet_options());
   std::vector<dsgd::tensor<off_host>> vars(3), grads(2);
   const auto msg = dsgd::test::error_of([&] { w.overlapped(vars, grads); }, dsgd::errc::shape_mismatch);

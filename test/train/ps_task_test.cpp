@@ -2,13 +2,16 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // Tests for <dsgd/train/ps_task.hpp>, and for the role holder dsgd::trainer (<dsgd/trainer.hpp>)
-// over it: a ps task serves two workers over loopback TCP until the chief shuts it down; it
-// refuses a worker task; a trainer refuses worker calls on a ps task and join() on a worker,
-// naming the call and the task.
+// over it: a ps task serves two workers until the chief shuts it down (over loopback TCP, through
+// dsgd::trainer, which runs over TCP only, and over transport::inproc with train::worker); stop()
+// ends join() (inproc); it refuses a worker task; a trainer refuses worker calls on a ps task and
+// join() on a worker, naming the call and the task (specs of inproc names: nothing is bound).
 #include <dsgd/train/ps_task.hpp>
+#include <dsgd/train/worker.hpp>
 #include <dsgd/trainer.hpp>
 
 #include <support/error_checks.hpp>
+#include <support/inproc_cluster.hpp>
 #include <support/loopback_cluster.hpp>
 #include <support/role_cluster.hpp>
 #include <support/run_tasks.hpp>
@@ -23,10 +26,13 @@
 using namespace std::chrono_literals;
 using cpu = dsgd::device::cpu;
 using ps_task = dsgd::train::ps_task<dsgd::update::sync_average, dsgd::optim::sgd>;
+using inproc = dsgd::transport::inproc;
+using inproc_ps_task = dsgd::train::ps_task<dsgd::update::sync_average, dsgd::optim::sgd, inproc>;
 using trainer = dsgd::trainer<cpu, dsgd::placement::round_robin, dsgd::update::sync_average, dsgd::optim::sgd>;
 
 BOOST_AUTO_TEST_SUITE(train_ps_task)
 
+// TCP: through dsgd::trainer (TCP only) and the TCP-only local_endpoint().
 BOOST_AUTO_TEST_CASE(a_ps_task_serves_two_workers_until_the_chief_shuts_the_cluster_down) {
   const auto spec = dsgd::test::loopback_cluster(1, 2);
   const auto o = dsgd::test::quiet_options();
@@ -34,11 +40,14 @@ BOOST_AUTO_TEST_CASE(a_ps_task_serves_two_workers_until_the_chief_shuts_the_clus
   BOOST_TEST(ps.server() == nullptr);  // nothing bound before serve()
   BOOST_TEST(ps.serve().local_endpoint().port() == spec.address("ps", 0).port);
   std::vector<std::vector<float>> final(2);
+  // Boost.Test is not thread-safe: the workers record, the test thread checks.
+  std::vector<char> is_ps(2, 1);  // not vector<bool>: each thread writes its own element
+  std::vector<std::uint64_t> steps(2, 0);
   std::vector<std::function<void()>> tasks{[&] { ps.join(); }};
   for (int k = 0; k < 2; ++k)
     tasks.push_back([&, k] {
       trainer t(spec, {"worker", k}, o);  // the trainer holds a worker
-      BOOST_TEST(!t.is_ps());
+      is_ps[k] = t.is_ps();
       std::vector<dsgd::tensor<cpu>> vars{dsgd::tensor<cpu>(cpu{}, {2, 2}), dsgd::tensor<cpu>(cpu{}, {3})};
       for (auto& v : vars) std::fill_n(v.data(), v.size(), 1.f);
       t.create_variables(vars, {"w", "b"});
@@ -48,20 +57,58 @@ BOOST_AUTO_TEST_CASE(a_ps_task_serves_two_workers_until_the_chief_shuts_the_clus
         t.push(grads);
         t.pull(vars);
       }
-      BOOST_TEST(t.step() == 3u);
+      steps[k] = t.step();
       final[k] = vars[1].to_host();
       t.finish();
     });
   dsgd::test::run_tasks(tasks);
+  for (int k = 0; k < 2; ++k) {
+    BOOST_TEST(!is_ps[k]);
+    BOOST_TEST(steps[k] == 3u);
+  }
   // Each step the mean gradient is 1.5 and the learning rate 0.25.
   for (const auto& f : final) BOOST_TEST(f == std::vector<float>(3, 1.f - 3 * 0.25f * 1.5f), boost::test_tools::per_element());
   BOOST_TEST_REQUIRE(ps.server() != nullptr);
   BOOST_TEST(ps.server()->find(0, 0) != nullptr);  // its shards stay readable after join()
 }
 
+// The same over inproc, with train::worker in place of the trainer.
+BOOST_AUTO_TEST_CASE(a_ps_task_over_inproc_serves_two_workers_until_the_chief_shuts_the_cluster_down) {
+  const dsgd::test::test_net<inproc> net;
+  const auto spec = net.spec(1, 2);
+  const auto o = dsgd::test::quiet_options();
+  inproc_ps_task ps(spec, {"ps", 0}, o, net.transport());
+  BOOST_TEST(ps.server() == nullptr);  // nothing bound before serve()
+  BOOST_TEST(ps.serve().local_address().to_string() == spec.address("ps", 0).to_string());
+  BOOST_TEST(net.hub->listeners() == 1u);
+  std::vector<std::vector<float>> final(2);
+  std::vector<std::function<void()>> tasks{[&] { ps.join(); }};
+  for (int k = 0; k < 2; ++k)
+    tasks.push_back([&, k] {
+      dsgd::train::worker<cpu, dsgd::placement::round_robin, dsgd::update::sync_average, inproc> t(
+          spec, {"worker", k}, o, cpu{}, net.transport());
+      std::vector<dsgd::tensor<cpu>> vars{dsgd::tensor<cpu>(cpu{}, {2, 2}), dsgd::tensor<cpu>(cpu{}, {3})};
+      for (auto& v : vars) std::fill_n(v.data(), v.size(), 1.f);
+      t.create_variables(vars, {"w", "b"});
+      for (int s = 0; s < 3; ++s) {
+        std::vector<dsgd::tensor<cpu>> grads{dsgd::tensor<cpu>(cpu{}, {2, 2}), dsgd::tensor<cpu>(cpu{}, {3})};
+        for (auto& g : grads) std::fill_n(g.data(), g.size(), float(k + 1));
+        t.push(grads);
+        t.pull(vars);
+      }
+      final[k] = vars[1].to_host();
+      t.finish();
+    });
+  dsgd::test::run_tasks(tasks);
+  for (const auto& f : final) BOOST_TEST(f == std::vector<float>(3, 1.f - 3 * 0.25f * 1.5f), boost::test_tools::per_element());
+  BOOST_TEST_REQUIRE(ps.server() != nullptr);
+  BOOST_TEST(ps.server()->find(0, 0) != nullptr);
+}
+
 BOOST_AUTO_TEST_CASE(stop_ends_join) {
-  const auto spec = dsgd::test::loopback_cluster(1, 1);
-  ps_task ps(spec, {"ps", 0}, dsgd::test::quiet_options());
+  const dsgd::test::test_net<inproc> net;
+  const auto spec = net.spec(1, 1);
+  inproc_ps_task ps(spec, {"ps", 0}, dsgd::test::quiet_options(), net.transport());
   ps.stop();  // nothing to stop before serve()
   ps.serve();
   std::thread serving([&] { ps.join(); });
@@ -71,7 +118,7 @@ BOOST_AUTO_TEST_CASE(stop_ends_join) {
 }
 
 BOOST_AUTO_TEST_CASE(a_ps_task_refuses_a_worker_task_a_task_the_spec_lacks_and_a_bad_option) {
-  const auto spec = dsgd::test::loopback_cluster(1, 1);
+  const auto spec = dsgd::test::inproc_cluster(1, 1);
   auto o = dsgd::test::quiet_options();
   auto msg = dsgd::test::error_of([&] { ps_task(spec, {"worker", 0}, o); }, dsgd::errc::invalid_argument);
   BOOST_TEST(dsgd::test::contains(msg, "worker:0 is not a ps task"));
@@ -88,7 +135,7 @@ BOOST_AUTO_TEST_CASE(a_ps_task_refuses_a_worker_task_a_task_the_spec_lacks_and_a
 }
 
 BOOST_AUTO_TEST_CASE(a_trainer_refuses_worker_calls_on_a_ps_task_and_join_on_a_worker_naming_both) {
-  const auto spec = dsgd::test::loopback_cluster(1, 1);
+  const auto spec = dsgd::test::inproc_cluster(1, 1);
   const auto o = dsgd::test::quiet_options();
   trainer ps(spec, {"ps", 0}, o);
   BOOST_TEST(ps.is_ps());

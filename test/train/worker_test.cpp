@@ -1,7 +1,7 @@
 // SPDX-FileCopyrightText: Copyright (c) 2026 The dsgd authors
 // SPDX-License-Identifier: Apache-2.0
 //
-// Tests for <dsgd/train/worker.hpp>: workers of a ps task over loopback TCP train a few steps,
+// Tests for <dsgd/train/worker.hpp>: workers of a ps task over transport::inproc train a few steps,
 // on the host (tensors exchanged in place) and off it (one staging buffer, allocated once), to
 // the same bits; a worker refuses a ps task and names a bad option.
 #include <dsgd/device/cpu.hpp>
@@ -9,7 +9,7 @@
 #include <dsgd/update/async.hpp>
 
 #include <support/error_checks.hpp>
-#include <support/loopback_cluster.hpp>
+#include <support/inproc_cluster.hpp>
 #include <support/off_host_device.hpp>
 #include <support/role_cluster.hpp>
 
@@ -66,7 +66,7 @@ BOOST_AUTO_TEST_CASE(async_workers_off_the_host_apply_every_push) {
 
 BOOST_AUTO_TEST_CASE(a_worker_refuses_a_ps_task_a_task_the_spec_lacks_and_a_bad_option) {
   using worker = dsgd::train::worker<cpu>;
-  const auto spec = dsgd::test::loopback_cluster(1, 1);
+  const auto spec = dsgd::test::inproc_cluster(1, 1);
   const auto o = dsgd::test::quiet_options();
   auto msg = dsgd::test::error_of([&] { worker(spec, {"ps", 0}, o); }, dsgd::errc::invalid_argument);
   BOOST_TEST(dsgd::test::contains(msg, "ps:0 is a ps task, not a worker"));
@@ -82,7 +82,7 @@ BOOST_AUTO_TEST_CASE(a_worker_refuses_a_ps_task_a_task_the_spec_lacks_and_a_bad_
 }
 
 BOOST_AUTO_TEST_CASE(a_worker_knows_its_replica_and_derives_its_request_deadline_from_the_ps_deadlines) {
-  const auto spec = dsgd::test::loopback_cluster(1, 2);
+  const auto spec = dsgd::test::inproc_cluster(1, 2);
   auto o = dsgd::test::quiet_options();
   dsgd::train::worker<cpu> w0(spec, {"worker", 0}, o), w1(spec, {"worker", 1}, o);
   BOOST_TEST(w0.is_chief());

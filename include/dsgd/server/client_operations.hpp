@@ -9,6 +9,7 @@
 
 #include <dsgd/placement/plan.hpp>
 #include <dsgd/server/detail/request_table.hpp>
+#include <dsgd/transport/concepts.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -17,7 +18,8 @@
 
 namespace dsgd::server {
 
-class ps_client;
+template <Transport T>
+class basic_ps_client;
 
 /// A pull in flight: returned by ps_client::start_pull(), which sends every request; waited for
 /// by ps_client::wait(op, v) (one variable's values) and ps_client::wait(op) (all). Every answer
@@ -36,7 +38,8 @@ class pull_operation {
   bool pending() const noexcept { return parts_.pending(); }
 
  private:
-  friend class ps_client;
+  template <Transport T>
+  friend class basic_ps_client;
   detail::request_parts parts_;
   std::uint64_t step_ = 0;  // the step asked
 };
@@ -59,7 +62,8 @@ class push_operation {
   bool sent(std::size_t v) const noexcept { return v < sent_.size() && sent_[v]; }
 
  private:
-  friend class ps_client;
+  template <Transport T>
+  friend class basic_ps_client;
   detail::request_parts parts_;
   const placement::plan* plan_ = nullptr;
   std::uint64_t step_ = 0;                     // the step the gradients were computed at

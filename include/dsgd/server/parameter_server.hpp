@@ -2,7 +2,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 /// @file
-/// server::parameter_server: a ps task over TCP, the counterpart of
+/// server::parameter_server: a ps task over a Transport (TCP by default), the counterpart of
 /// `tf.train.Server(cluster, job_name="ps", task_index=i).join()`. What it holds and how it
 /// answers is server::shard_table; this file has the listener, the connections, the receive
 /// loop, the sweep timer, the chief's liveness and shutdown: every call on the transport.
@@ -15,7 +15,8 @@
 #include <dsgd/server/protocol.hpp>
 #include <dsgd/server/ps_options.hpp>
 #include <dsgd/server/shard_table.hpp>
-#include <dsgd/transport/asio_tcp.hpp>
+#include <dsgd/transport/asio_tcp_policy.hpp>
+#include <dsgd/transport/concepts.hpp>
 #include <dsgd/update/concepts.hpp>
 
 #include <boost/asio/io_context.hpp>
@@ -24,6 +25,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include <chrono>
+#include <concepts>
 #include <map>
 #include <memory>
 #include <optional>
@@ -47,44 +49,60 @@ namespace dsgd::server {
 /// a payload that is not whole rows, too many keys) with reply_error naming it, keeping the
 /// connection. See docs/design.md, "Sparse rows".
 ///
-/// @tparam U an UpdateRule; @tparam O an Optimizer; @tparam D where the shards live (host).
-template <UpdateRule U, class O, Device D = device::cpu>
+/// @tparam U an UpdateRule; @tparam O an Optimizer; @tparam D where the shards live (host);
+/// @tparam T the Transport it listens on: transport::asio_tcp (sockets), or transport::inproc
+///         (tasks as threads of one process, passed in with its hub)
+template <UpdateRule U, class O, Device D = device::cpu, Transport T = transport::asio_tcp>
 class parameter_server {
   static_assert(D::is_host, "parameter_server keeps its shards in host memory: use device::cpu");
 
  public:
   using options = ps_options<U, O>;
   using shard_type = typename U::template shard<D, O>;
+  using transport_type = T;
   using endpoint_type = boost::asio::ip::tcp::endpoint;
 
-  /// Binds the address of ps task @p task_index in @p spec (port 0 there picks a free port).
+  /// Binds the address of ps task @p task_index in @p spec (port 0 there picks a free port) on
+  /// @p transport.
   /// @throws dsgd::error for an unknown task or an address that cannot be bound
-  parameter_server(cluster::cluster_spec spec, int task_index, options opts, D device = {})
+  parameter_server(cluster::cluster_spec spec, int task_index, options opts, D device = {}, T transport = T{})
       : spec_(std::move(spec)),
         self_{"ps", task_index},
         opts_(with_log(std::move(opts))),
         table_(self_, spec_.num_tasks("ps"), cluster::replicas::count(spec_), opts_, std::move(device)),
+        transport_(std::move(transport)),
         sweep_(ioc_) {
     validate(opts_);
     if (cluster::replicas::count(spec_) == 0)
       throw error(errc::bad_cluster_spec, "parameter_server: the cluster has no worker or chief task");
     const auto& addr = spec_.address("ps", task_index);
-    listener_ = transport::tcp_listener::create(ioc_.get_executor(), cluster::endpoint_of(addr, self_.to_string()), tcp());
+    listener_ = transport_.listen(ioc_.get_executor(), addr, connection_options());
   }
 
   parameter_server(const parameter_server&) = delete;
   parameter_server& operator=(const parameter_server&) = delete;
 
   /// @returns the bound address (with the real port when the spec said port 0).
-  endpoint_type local_endpoint() const { return listener_->local_endpoint(); }
+  cluster::task_address local_address() const { return T::local_address(*listener_); }
+
+  /// @returns the bound TCP endpoint (with the real port when the spec said port 0).
+  endpoint_type local_endpoint() const
+    requires std::same_as<T, transport::asio_tcp>
+  {
+    return listener_->local_endpoint();
+  }
 
   /// Serves until the chief shuts the cluster down (or stop() is called), then returns.
   /// @throws dsgd::error(errc::peer_lost) when the chief was gone for options::chief_timeout
   void join() {
-    listener_->start([this](std::shared_ptr<transport::tcp_connection> c) { on_connection(std::move(c)); });
+    listener_->start([this](connection c) { on_connection(std::move(c)); });
     arm_sweep();
-    log(self_.to_string() + " serving on " + transport::detail::to_string(local_endpoint()));
+    log(self_.to_string() + " serving on " + local_address().to_string());
     ioc_.run();
+    // A transport may still hold work on this context from another thread (inproc completes
+    // this task's sends from the peer's thread): let it end, so that the context outlives it.
+    ioc_.restart();
+    ioc_.run_for(std::chrono::seconds(1));
     if (failure_) throw *failure_;
   }
 
@@ -97,7 +115,7 @@ class parameter_server {
   const shard_type* find(std::uint32_t variable, std::uint32_t shard) const { return table_.find(variable, shard); }
 
  private:
-  using connection = std::shared_ptr<transport::tcp_connection>;
+  using connection = std::shared_ptr<typename T::connection_type>;
 
   // The table's replies go to the connections (a reply_sink).
   struct replies {
@@ -117,8 +135,8 @@ class parameter_server {
   }
 
   // The connection settings as given, with this task's identity and the peers it accepts.
-  transport::tcp_options tcp() const {
-    transport::tcp_options t = opts_.connection;
+  typename T::options_type connection_options() const {
+    typename T::options_type t = opts_.connection;
     t.identity = self_.to_string();
     auto spec = spec_;
     t.accept_peer = [spec](std::string_view who) {
@@ -165,9 +183,12 @@ class parameter_server {
   void send(peer_id p, outgoing_reply r, Handler&& done) {
     auto it = peers_.find(p);
     if (it == peers_.end() || !it->second->is_open()) return;
+    ++sending_;
     it->second->async_send(r.header, boost::asio::buffer(r.payload.data(), r.payload.size()),
-                           [keep = std::move(r.keep_alive), done = std::forward<Handler>(done)](error_code ec) mutable {
+                           [this, keep = std::move(r.keep_alive), done = std::forward<Handler>(done)](error_code ec) mutable {
+                             --sending_;
                              done(ec);
+                             if (draining_ && sending_ == 0) close_all("cluster shut down");
                            });
   }
 
@@ -176,8 +197,12 @@ class parameter_server {
   void shutdown_now(peer_id p, outgoing_reply ok) {
     shutting_down_ = true;
     listener_->close();
-    // Close once the reply is written, so the chief sees it before the socket goes.
-    send(p, std::move(ok), [this](error_code) { close_all("cluster shut down"); });
+    // Close once every reply queued so far is written (the chief's last), so that each peer
+    // sees its answer before the connection goes: a transport whose send completes only when
+    // the peer has read the message (inproc) would otherwise lose a finish's reply. A peer not
+    // reading for drain_grace does not hold the shutdown up (the sweep closes then).
+    drain_deadline_ = update::clock_type::now() + drain_grace;
+    send(p, std::move(ok), [this](error_code) { draining_ = true; });
   }
 
   // Closes @p id's connection. With @p departs, the table counts a replica without another
@@ -216,6 +241,7 @@ class parameter_server {
     sweep_.async_wait([this](error_code ec) {
       if (ec || closed_) return;
       auto now = update::clock_type::now();
+      if (shutting_down_ && now >= drain_deadline_) return close_all("cluster shut down");
       replies out{*this};
       if (table_.sweep(now, out)) return;
       if (chief_gone_too_long(now)) return;
@@ -246,12 +272,18 @@ class parameter_server {
   options opts_;
   shard_table<U, O, D> table_;
   boost::asio::io_context ioc_;
-  std::shared_ptr<transport::tcp_listener> listener_;
+  T transport_;
+  std::shared_ptr<typename T::listener_type> listener_;
   boost::asio::steady_timer sweep_;
   std::map<peer_id, connection> peers_;
   peer_id next_peer_ = 0;
   std::optional<update::clock_type::time_point> chief_gone_since_;
   std::optional<dsgd::error> failure_;  // why join() fails
+  // How long a shutdown waits for replies still being written.
+  static constexpr std::chrono::seconds drain_grace{5};
+  update::clock_type::time_point drain_deadline_{};
+  std::size_t sending_ = 0;  // replies being written
+  bool draining_ = false;    // the chief's shutdown reply is written: close once sending_ is 0
   bool shutting_down_ = false;
   bool closed_ = false;
 };

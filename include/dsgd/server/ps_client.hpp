@@ -2,8 +2,9 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 /// @file
-/// server::ps_client: a worker's connections to every ps task, and the blocking
-/// register / initialise / pull / push calls a training loop makes.
+/// server::basic_ps_client: a worker's connections to every ps task over a Transport, and the
+/// blocking register / initialise / pull / push calls a training loop makes; server::ps_client
+/// is the one over TCP.
 #pragma once
 
 #include <dsgd/detail/log.hpp>
@@ -14,7 +15,8 @@
 #include <dsgd/server/detail/client_routing.hpp>
 #include <dsgd/server/detail/request_table.hpp>
 #include <dsgd/server/protocol.hpp>
-#include <dsgd/transport/asio_tcp.hpp>
+#include <dsgd/transport/asio_tcp_policy.hpp>
+#include <dsgd/transport/concepts.hpp>
 
 #include <boost/asio/buffer.hpp>
 
@@ -36,11 +38,21 @@ namespace dsgd::server {
 /// between threads costs about as much as a small round trip). Between calls nothing is read;
 /// what was sent is in the socket or the shared ring already. One thread at a time may use a
 /// ps_client.
-class ps_client {
+///
+/// @tparam T the Transport it connects over (Asio's basic_socket idiom: server::ps_client is
+///         basic_ps_client<transport::asio_tcp>; transport::inproc runs tasks as threads)
+template <Transport T>
+class basic_ps_client {
  public:
+  using transport_type = T;  ///< what it connects over
+
   /// @param me this task ("worker:1", "chief:0"); it must be a task of @p spec.
-  ps_client(cluster::cluster_spec spec, cluster::task_id me, client_options opts)
-      : spec_(std::move(spec)), me_(std::move(me)), opts_(std::move(opts)), channel_(spec_, me_.to_string(), opts_) {
+  /// @param transport what it connects over (inproc: a value holding the cluster's hub)
+  basic_ps_client(cluster::cluster_spec spec, cluster::task_id me, client_options opts, T transport = T{})
+      : spec_(std::move(spec)),
+        me_(std::move(me)),
+        opts_(std::move(opts)),
+        channel_(spec_, me_.to_string(), opts_, std::move(transport)) {
     opts_.connection.log = dsgd::detail::or_stderr(std::move(opts_.connection.log));
     validate(opts_);
     if (!spec_.contains(me_))
@@ -49,8 +61,8 @@ class ps_client {
       throw error(errc::bad_cluster_spec, "the cluster spec has no ps task");
   }
 
-  ps_client(const ps_client&) = delete;
-  ps_client& operator=(const ps_client&) = delete;
+  basic_ps_client(const basic_ps_client&) = delete;
+  basic_ps_client& operator=(const basic_ps_client&) = delete;
 
   /// @returns the number of ps tasks.
   std::size_t ps_tasks() const noexcept { return channel_.size(); }
@@ -383,8 +395,11 @@ class ps_client {
   cluster::cluster_spec spec_;
   cluster::task_id me_;
   client_options opts_;
-  detail::client_channel channel_;  // after spec_ and opts_, which it refers to
+  detail::client_channel<T> channel_;  // after spec_ and opts_, which it refers to
   std::vector<std::uint64_t> received_;  // per plan shard: this replica's pushes it has received
 };
+
+/// The worker's client over TCP (transport::asio_tcp).
+using ps_client = basic_ps_client<transport::asio_tcp>;
 
 }  // namespace dsgd::server

@@ -14,6 +14,8 @@
 #include <dsgd/optim/sgd.hpp>
 #include <dsgd/server/parameter_server.hpp>
 #include <dsgd/server/ps_options.hpp>
+#include <dsgd/transport/asio_tcp_policy.hpp>
+#include <dsgd/transport/concepts.hpp>
 #include <dsgd/train/trainer_options.hpp>
 #include <dsgd/update/concepts.hpp>
 #include <dsgd/update/sync_average.hpp>
@@ -36,27 +38,29 @@ namespace dsgd::train {
 ///
 /// @tparam U an UpdateRule: how the ps combines gradients
 /// @tparam O an Optimizer: how a combined gradient changes a variable
-template <UpdateRule U = update::sync_average, class O = optim::sgd>
+/// @tparam T the Transport it serves on (TCP; transport::inproc for tasks as threads)
+template <UpdateRule U = update::sync_average, class O = optim::sgd, Transport T = transport::asio_tcp>
   requires Optimizer<O, device::cpu>
 class ps_task {
  public:
   using update_rule_type = U;
   using optimizer_type = O;
+  using transport_type = T;
   using options = server::ps_options<U, O>;
-  using server_type = server::parameter_server<U, O>;
+  using server_type = server::parameter_server<U, O, device::cpu, T>;
 
-  /// Ps task @p task of @p spec, serving with @p opts.
+  /// Ps task @p task of @p spec, serving with @p opts on @p transport.
   /// @throws dsgd::error errc::invalid_argument naming a bad option ("ps_options.serving...") or a
   ///         task that is not of the ps job, errc::bad_cluster_spec for a task the spec lacks
-  ps_task(cluster::cluster_spec spec, cluster::task_id task, options opts)
-      : ps_task(std::move(spec), std::move(task), std::move(opts), "ps_options") {}
+  ps_task(cluster::cluster_spec spec, cluster::task_id task, options opts, T transport = T{})
+      : ps_task(std::move(spec), std::move(task), std::move(opts), "ps_options", std::move(transport)) {}
 
   /// Ps task @p task of a cluster set up with @p o: its connection, serving, optimizer and rule
   /// settings (see ps_options_of()); a bad option is named by its path in @p o
   /// ("trainer_options.serving.step_timeout").
   template <class P>
-  ps_task(cluster::cluster_spec spec, cluster::task_id task, const trainer_options<P, U, O>& o)
-      : ps_task(std::move(spec), std::move(task), (validate(o), ps_options_of(o)), nullptr) {}
+  ps_task(cluster::cluster_spec spec, cluster::task_id task, const trainer_options<P, U, O>& o, T transport = T{})
+      : ps_task(std::move(spec), std::move(task), (validate(o), ps_options_of(o)), nullptr, std::move(transport)) {}
 
   ps_task(ps_task&&) = default;
   ps_task& operator=(ps_task&&) = default;
@@ -71,7 +75,7 @@ class ps_task {
   /// @throws dsgd::error for an address that cannot be bound
   server_type& serve() {
     if (!server_ || joined_) {
-      server_ = std::make_unique<server_type>(spec_, task_.index, opts_);
+      server_ = std::make_unique<server_type>(spec_, task_.index, opts_, device::cpu{}, transport_);
       joined_ = false;
     }
     return *server_;
@@ -95,8 +99,8 @@ class ps_task {
   const server_type* server() const noexcept { return server_.get(); }
 
  private:
-  ps_task(cluster::cluster_spec spec, cluster::task_id task, options opts, const char* path)
-      : spec_(std::move(spec)), task_(std::move(task)), opts_(std::move(opts)) {
+  ps_task(cluster::cluster_spec spec, cluster::task_id task, options opts, const char* path, T transport)
+      : spec_(std::move(spec)), task_(std::move(task)), opts_(std::move(opts)), transport_(std::move(transport)) {
     opts_.connection.log = dsgd::detail::or_stderr(std::move(opts_.connection.log));
     if (path) validate(opts_, path);
     if (!spec_.contains(task_))
@@ -108,6 +112,7 @@ class ps_task {
   cluster::cluster_spec spec_;
   cluster::task_id task_;
   options opts_;
+  T transport_;
   std::unique_ptr<server_type> server_;
   bool joined_ = false;
 };

@@ -16,6 +16,8 @@
 #include <dsgd/placement/round_robin.hpp>
 #include <dsgd/server/client_options.hpp>
 #include <dsgd/server/ps_client.hpp>
+#include <dsgd/transport/asio_tcp_policy.hpp>
+#include <dsgd/transport/concepts.hpp>
 #include <dsgd/tensor/tensor.hpp>
 #include <dsgd/train/overlap.hpp>
 #include <dsgd/train/staging.hpp>
@@ -55,29 +57,34 @@ namespace dsgd::train {
 /// @tparam D the device the model computes on (host devices exchange the tensors in place)
 /// @tparam P a Placement: which ps task holds which variable
 /// @tparam U the UpdateRule the ps tasks run (which step a pull asks for; exactly-once pushes)
-template <Device D = device::cpu, Placement P = placement::round_robin, UpdateRule U = update::sync_average>
+/// @tparam T the Transport it connects over (TCP; transport::inproc for tasks as threads)
+template <Device D = device::cpu, Placement P = placement::round_robin, UpdateRule U = update::sync_average,
+          Transport T = transport::asio_tcp>
 class worker {
  public:
   using device_type = D;
   using placement_type = P;
   using update_rule_type = U;
+  using transport_type = T;
+  using client_type = server::basic_ps_client<T>;  ///< its connections to the ps tasks
   using overlap_type = train::overlap<worker>;
 
-  /// Worker task @p task of @p spec, connecting with @p client and placing by @p placement
-  /// (nothing is connected before create_variables()).
+  /// Worker task @p task of @p spec, connecting with @p client over @p transport and placing by
+  /// @p placement (nothing is connected before create_variables()).
   /// @throws dsgd::error errc::invalid_argument naming a bad option ("client_options...") or a
   ///         ps task, errc::bad_cluster_spec for a task the spec lacks or a spec without ps
   worker(cluster::cluster_spec spec, cluster::task_id task, server::client_options client, P placement = {},
-         D device = {})
+         D device = {}, T transport = T{})
       : worker(std::move(spec), std::move(task), std::move(client), std::move(placement), std::move(device),
-               "client_options") {}
+               "client_options", std::move(transport)) {}
 
   /// Worker task @p task of a cluster set up with @p o: its connection, request and placement
   /// settings (see client_options_of()); a bad option is named by its path in @p o.
   template <class O>
-  worker(cluster::cluster_spec spec, cluster::task_id task, const trainer_options<P, U, O>& o, D device = {})
+  worker(cluster::cluster_spec spec, cluster::task_id task, const trainer_options<P, U, O>& o, D device = {},
+         T transport = T{})
       : worker(std::move(spec), std::move(task), (validate(o), client_options_of(o)), o.placement, std::move(device),
-               nullptr) {}
+               nullptr, std::move(transport)) {}
 
   worker(worker&&) = default;
 
@@ -253,7 +260,7 @@ class worker {
   friend class train::overlap;
 
   worker(cluster::cluster_spec spec, cluster::task_id task, server::client_options client, P placement, D device,
-         const char* path)
+         const char* path, T transport)
       : spec_(std::move(spec)), task_(std::move(task)), placement_(std::move(placement)), device_(std::move(device)) {
     client.connection.log = dsgd::detail::or_stderr(std::move(client.connection.log));
     if (path) validate(client, path);
@@ -264,7 +271,7 @@ class worker {
     replica_ = cluster::replicas::index_of(spec_, task_);
     chief_ = cluster::replicas::is_chief(spec_, task_);
     log_ = client.connection.log;
-    client_ = std::make_unique<server::ps_client>(spec_, task_, std::move(client));
+    client_ = std::make_unique<client_type>(spec_, task_, std::move(client), std::move(transport));
   }
 
   // The variables pull() and push() skip: those read and written by rows.
@@ -334,7 +341,7 @@ class worker {
   std::function<void(std::string_view)> log_;
   std::size_t replica_ = 0;
   bool chief_ = false;
-  std::unique_ptr<server::ps_client> client_;
+  std::unique_ptr<client_type> client_;
   placement::plan plan_;
   std::uint64_t step_ = 0;
   std::uint64_t pushed_at_ = 0;

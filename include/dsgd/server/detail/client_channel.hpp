@@ -5,7 +5,7 @@
 /// server::detail::client_channel: a worker's connections to the ps tasks and its requests on
 /// them: sending a request into its completion slot, running the I/O on the calling thread
 /// until an answer is in or its deadline passes, and the receive loop that completes the slots.
-/// Every call on a tcp_connection, and async_connect, is here.
+/// Every call on a connection of the Transport, and its async_connect, is here.
 #pragma once
 
 #include <dsgd/cluster/endpoint.hpp>
@@ -13,7 +13,8 @@
 #include <dsgd/server/client_options.hpp>
 #include <dsgd/server/detail/request_table.hpp>
 #include <dsgd/server/protocol.hpp>
-#include <dsgd/transport/asio_tcp.hpp>
+#include <dsgd/transport/asio_tcp_policy.hpp>
+#include <dsgd/transport/concepts.hpp>
 
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/executor_work_guard.hpp>
@@ -21,6 +22,7 @@
 
 #include <array>
 #include <chrono>
+#include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -61,14 +63,15 @@ struct request {
   boost::asio::const_buffer payload_rows;  ///< a sparse push's rows, after its keys
 };
 
-/// A worker's connections to every ps task of @p spec, and its requests on them. The I/O runs
-/// on the thread that calls it. Not thread-safe.
+/// A worker's connections to every ps task of @p spec over the Transport @p T, and its
+/// requests on them. The I/O runs on the thread that calls it. Not thread-safe.
+template <Transport T = transport::asio_tcp>
 class client_channel {
  public:
   /// Channels to the @p spec's ps tasks for task @p me, with @p opts (validated by the caller;
-  /// its log set), none connected yet.
-  client_channel(const cluster::cluster_spec& spec, std::string me, const client_options& opts)
-      : spec_(&spec), me_(std::move(me)), opts_(&opts), work_(ioc_.get_executor()) {
+  /// its log set), connecting over @p transport; none connected yet.
+  client_channel(const cluster::cluster_spec& spec, std::string me, const client_options& opts, T transport = T{})
+      : spec_(&spec), me_(std::move(me)), opts_(&opts), transport_(std::move(transport)), work_(ioc_.get_executor()) {
     conns_.resize(spec.has_job("ps") ? spec.num_tasks("ps") : 0);
     table_ = request_table(conns_.size());
   }
@@ -76,6 +79,11 @@ class client_channel {
   ~client_channel() {
     close_all();
     work_.reset();
+    // A transport may still hold work on this context from another thread (inproc completes
+    // this channel's operations from the ps's thread): let it end, so that the context
+    // outlives it.
+    ioc_.restart();
+    ioc_.run_for(std::chrono::seconds(1));
   }
 
   client_channel(const client_channel&) = delete;
@@ -167,7 +175,7 @@ class client_channel {
   /// Starts writing every request queued so far without waiting for anything.
   void flush() { ioc_.poll(); }
 
-  // ---- The transport: every call on a tcp_connection, and async_connect, is below. ----
+  // ---- The transport: every call on a connection, and async_connect, is below. ----
 
   /// One attempt to connect to ps task @p ps (bounded by the handshake timeout); on success
   /// the connection replaces the old one and its receive loop starts. @returns the failure.
@@ -175,13 +183,17 @@ class client_channel {
     struct attempt {
       bool done = false;
       error_code ec;
-      std::shared_ptr<transport::tcp_connection> conn;
+      connection conn;
     } a;
-    const auto ep = cluster::endpoint_of(spec_->address("ps", int(ps)), "ps:" + std::to_string(ps));
-    transport::async_connect(ioc_.get_executor(), ep, tcp(),
-                             [&a](error_code ec, std::shared_ptr<transport::tcp_connection> c) {
-                               a = {true, ec, std::move(c)};
-                             });
+    auto on_done = [&a](error_code ec, connection c) { a = {true, ec, std::move(c)}; };
+    const auto& address = spec_->address("ps", int(ps));
+    if constexpr (std::same_as<T, transport::asio_tcp>) {
+      // Resolved here, so that an unresolvable address is named "ps:i" as before.
+      transport::async_connect(ioc_.get_executor(), cluster::endpoint_of(address, "ps:" + std::to_string(ps)),
+                               connection_options(), on_done);
+    } else {
+      transport_.async_connect(ioc_.get_executor(), address, connection_options(), on_done);
+    }
     run_until([&a] { return a.done; }, std::chrono::steady_clock::time_point::max());
     if (!a.ec) {
       conns_[ps] = std::move(a.conn);
@@ -211,8 +223,10 @@ class client_channel {
  private:
   // The connection settings as given, with this task's identity; only ps tasks are accepted
   // as peers, and a reply's payload may take as long as its request (requests.request_timeout).
-  transport::tcp_options tcp() const {
-    transport::tcp_options t = opts_->connection;
+  using connection = std::shared_ptr<typename T::connection_type>;
+
+  typename T::options_type connection_options() const {
+    typename T::options_type t = opts_->connection;
     t.identity = me_;
     t.accept_peer = [](std::string_view who) { return who.starts_with("ps:"); };
     t.frame_timeout = opts_->requests.request_timeout;
@@ -283,9 +297,10 @@ class client_channel {
   const cluster::cluster_spec* spec_;
   std::string me_;
   const client_options* opts_;
+  T transport_;
   boost::asio::io_context ioc_;
   boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_;
-  std::vector<std::shared_ptr<transport::tcp_connection>> conns_;
+  std::vector<connection> conns_;
   request_table table_;
   std::uint64_t next_id_ = 0;
 };

@@ -27,7 +27,10 @@
 //          steps/s, loss, test accuracy, the evaluation's own time; bench/straggler/run.sh
 //          plots these),
 //          --num-ps N, --base-port P (under mpirun or srun, whose ranks carry no roles: ranks
-//          0..N-1 are the ps tasks, rank r listens on P + r; docs/launching.md).
+//          0..N-1 are the ps tasks, rank r listens on P + r; docs/launching.md),
+//          --listen ADDR (ps: "*" any address, an IP, "if:NAME"; default the spec's address),
+//          --startup-timeout S (workers: retry an unreachable or not yet resolvable ps this
+//          long; default 120).
 //
 // Every worker trains until the global step reaches --epochs epochs of the schedule (about
 // one pass over the training set each), so a straggler stops with the others; the chief
@@ -76,6 +79,8 @@ struct settings {
   double slowdown_factor = 1;
   std::string csv;              // the chief writes one line per evaluation here
   dsgd::cluster::rank_layout layout;  // under mpirun or srun: which ranks are ps tasks, ports
+  std::string listen;                 // ps: where to listen ("" the spec's address, "*" any)
+  double startup_timeout_s = 120;     // workers: how long to retry an unreachable ps
 };
 
 // --slowdown TASK=F, e.g. worker:2=3 (F >= 1).
@@ -199,6 +204,8 @@ int train(const settings& s) {
   const std::size_t steps_per_epoch = (batches_per_epoch * replicas + aggregated - 1) / aggregated;
   typename trainer::options o;
   o.connection.token = token();
+  o.serving.listen = s.listen;
+  o.requests.startup_timeout = std::chrono::milliseconds(static_cast<long long>(s.startup_timeout_s * 1000));
   o.optimizer = {{s.lr, s.momentum, false}, s.decay, steps_per_epoch, true};
   if constexpr (sync) o.rule.replicas_to_aggregate = s.backup > 0 ? aggregated : 0;
   trainer t(role.cluster, role.task, o);
@@ -313,6 +320,8 @@ int main(int argc, char** argv) {
       else if (a == "--slowdown") parse_slowdown(s, value());
       else if (a == "--csv") s.csv = value();
       else if (a == "--num-ps") s.layout.num_ps = std::stoi(value());
+      else if (a == "--listen") s.listen = value();
+      else if (a == "--startup-timeout") s.startup_timeout_s = std::stod(value());
       else if (a == "--base-port") s.layout.base_port = static_cast<std::uint16_t>(std::stoul(value()));
       else throw dsgd::error(dsgd::errc::invalid_argument, "unknown option " + a);
     } catch (const std::logic_error&) {

@@ -36,7 +36,8 @@
 namespace dsgd::server {
 
 /// A parameter-server task: holds the shards the placement gives it, applies the update rule
-/// to the gradients workers push, and answers pulls. It listens on exactly the address the
+/// to the gradients workers push, and answers pulls. It listens (unless serving.listen says
+/// otherwise: any address, an interface) on exactly the address the
 /// cluster spec gives ps task @p task_index, authenticates every peer with the cluster token,
 /// and serves until the chief sends shutdown; join() then returns.
 ///
@@ -76,7 +77,18 @@ class parameter_server {
     if (cluster::replicas::count(spec_) == 0)
       throw error(errc::bad_cluster_spec, "parameter_server: the cluster has no worker or chief task");
     const auto& addr = spec_.address("ps", task_index);
-    listener_ = transport_.listen(ioc_.get_executor(), addr, connection_options());
+    if constexpr (std::same_as<T, transport::asio_tcp>) {
+      // serving.listen: the spec's address, any address, or an interface (a pod dialled by a
+      // Service's name listens on any); peers still dial the spec's address.
+      listener_ = transport::tcp_listener::create(
+          ioc_.get_executor(), cluster::listen_endpoint(addr, opts_.serving.listen, self_.to_string()),
+          connection_options());
+    } else {
+      if (!opts_.serving.listen.empty())
+        throw error(errc::invalid_argument, self_.to_string() + ": serving.listen \"" + opts_.serving.listen +
+                                                "\" is for TCP; this transport listens on the task's name");
+      listener_ = transport_.listen(ioc_.get_executor(), addr, connection_options());
+    }
   }
 
   parameter_server(const parameter_server&) = delete;

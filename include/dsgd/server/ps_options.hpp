@@ -9,6 +9,8 @@
 #include <dsgd/detail/validate.hpp>
 #include <dsgd/transport/asio_tcp.hpp>
 
+#include <boost/asio/ip/address.hpp>
+
 #include <chrono>
 #include <cstddef>
 #include <string>
@@ -35,6 +37,10 @@ struct serving_options {
   /// Most keys one sparse_pull or sparse_push may carry; checked from the frame header before
   /// anything is allocated (a larger request is answered with an error naming the cap).
   std::size_t max_rows_per_request = std::size_t{1} << 22;
+  /// Where the ps listens (cluster::listen_endpoint): "" its cluster-spec address; "*" any
+  /// address, IPv6 and IPv4, as a pod whose dialled name is a Service's needs; an IP address;
+  /// or "if:NAME", the address of a network interface. The port is always the spec's.
+  std::string listen;
 };
 
 /// Checks @p o, naming a bad field by its path (@p path: "serving_options", "trainer_options.ps").
@@ -45,6 +51,12 @@ inline void validate(const serving_options& o, std::string_view path = "serving_
   if (o.chief_timeout.count() < 0)
     dsgd::detail::bad_option(path, "chief_timeout", "must not be negative (0: wait for the chief forever)");
   dsgd::detail::require_positive(o.max_rows_per_request, path, "max_rows_per_request");
+  if (!o.listen.empty() && o.listen != "*" && !o.listen.starts_with("if:")) {
+    error_code ec;
+    boost::asio::ip::make_address(o.listen, ec);
+    if (ec)
+      dsgd::detail::bad_option(path, "listen", "\"" + o.listen + "\": expected \"\", \"*\", an IP address or \"if:NAME\"");
+  }
 }
 
 /// Settings of a ps task.

@@ -188,13 +188,26 @@ class client_channel {
     auto on_done = [&a](error_code ec, connection c) { a = {true, ec, std::move(c)}; };
     const auto& address = spec_->address("ps", int(ps));
     if constexpr (std::same_as<T, transport::asio_tcp>) {
-      // Resolved here, so that an unresolvable address is named "ps:i" as before.
-      transport::async_connect(ioc_.get_executor(), cluster::endpoint_of(address, "ps:" + std::to_string(ps)),
-                               connection_options(), on_done);
+      // Every resolver result in turn, until one connects. A name that does not resolve yet (a
+      // pod's, before the pod exists) is a failure to retry like a refused connection, until
+      // the startup deadline; the resolver's answer is then the error the caller names.
+      const auto found = cluster::resolve_all(address);
+      if (found.endpoints.empty()) {
+        if (!found.may_resolve_later)
+          throw error(errc::bad_cluster_spec, "cannot resolve the address of ps:" + std::to_string(ps) + ", " +
+                                                  address.to_string() + ": " + found.failure);
+        return boost::asio::error::host_not_found;
+      }
+      for (const auto& endpoint : found.endpoints) {
+        a = {};
+        transport::async_connect(ioc_.get_executor(), endpoint, connection_options(), on_done);
+        run_until([&a] { return a.done; }, std::chrono::steady_clock::time_point::max());
+        if (!a.ec) break;
+      }
     } else {
       transport_.async_connect(ioc_.get_executor(), address, connection_options(), on_done);
+      run_until([&a] { return a.done; }, std::chrono::steady_clock::time_point::max());
     }
-    run_until([&a] { return a.done; }, std::chrono::steady_clock::time_point::max());
     if (!a.ec) {
       conns_[ps] = std::move(a.conn);
       receive(ps);

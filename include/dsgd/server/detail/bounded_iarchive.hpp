@@ -71,15 +71,28 @@ class bounded_iarchive
   }
 
   // A collection's element count, checked before the collection is reserved or resized.
+  // Every element of a control message's collections encodes to at least 8 bytes (a u64
+  // extent; a shard_layout's fields), so a count is bounded by an eighth of the bytes left:
+  // reserving it then costs at most sizeof(element) / 8 bytes per payload byte.
   void load_override(boost::serialization::collection_size_type& count) {
     base::load_override(count);
-    check(static_cast<std::size_t>(count));
+    const auto left = bytes_left();
+    if (static_cast<std::size_t>(count) > left / min_element_bytes)
+      throw error(errc::bad_frame, "a count of " + std::to_string(static_cast<std::size_t>(count)) +
+                                       " elements exceeds what the " + std::to_string(left) + " bytes left can hold (" +
+                                       std::to_string(min_element_bytes) + " bytes at least each)");
   }
 
  private:
-  void check(std::size_t claimed) {
+  static constexpr std::size_t min_element_bytes = 8;
+
+  std::size_t bytes_left() {
     const auto at = static_cast<std::streamoff>(in_.tellg());
-    const std::size_t left = at < 0 || at > end_ ? 0 : static_cast<std::size_t>(end_ - at);
+    return at < 0 || at > end_ ? 0 : static_cast<std::size_t>(end_ - at);
+  }
+
+  void check(std::size_t claimed) {
+    const std::size_t left = bytes_left();
     if (claimed > left)
       throw error(errc::bad_frame, "a length of " + std::to_string(claimed) + " exceeds the " + std::to_string(left) +
                                        " bytes left");

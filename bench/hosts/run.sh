@@ -27,6 +27,10 @@ example=$build/examples/03_cluster launch=$build/tools/dsgd-launch harness=$root
 out=$(mktemp -d)
 trap 'rm -rf "$out"; "$harness" down bh >/dev/null 2>&1 || true' EXIT
 args=(--rule sync --epochs "$epochs" --target 0)
+# The namespace "hosts" share this machine's cores: every setting runs one compute thread per
+# task, as the one-host launcher picks for 4 tasks on 2 cores (a launcher per namespace would
+# otherwise give its single task every core, and the four would oversubscribe them).
+export OMP_NUM_THREADS=1
 
 # examples/s of a chief's log: global steps x 2 workers x batch 64 / seconds.
 rate_of() { sed -n 's/.* \([0-9]*\) global steps in \([0-9.]*\) s.*/\1 \2/p' "$1" | awk '{printf "%.0f\n", $1 * 128 / $2}'; }
@@ -50,7 +54,7 @@ hosts() {  # rate ("" for none), log
 }
 
 settings=("one host" "4 hosts")
-for r in $rates; do settings+=("4 hosts, $r"); done
+for r in $rates; do settings+=("4 hosts at $r"); done
 for ((rep = 0; rep <= reps; ++rep)); do
   if ((rep == 0)); then echo "setting,rep,examples_per_s"; continue; fi
   for s in "${settings[@]}"; do
@@ -58,7 +62,7 @@ for ((rep = 0; rep <= reps; ++rep)); do
     case $s in
       "one host") one_host "$log" ;;
       "4 hosts") hosts "" "$log" ;;
-      *) hosts "${s##*, }" "$log" ;;
+      *) hosts "${s##* at }" "$log" ;;
     esac
     echo "$s,$rep,$(rate_of "$log")"
   done

@@ -32,7 +32,8 @@ trap cleanup EXIT
 tasks=("ps 0" "ps 1" "worker 0" "worker 1")  # task k on host k+1: the launchers' k mod 4 rule
 token=$(od -An -tx1 -N16 /dev/urandom | tr -d ' \n')
 for k in 1 2 3 4; do
-  "$harness" exec "$name" "$k" env -u TF_CONFIG DSGD_CLUSTER_TOKEN="$token" "$launch" --nnodes 4 --node-rank $((k - 1)) \
+  # OMP_NUM_THREADS=1: the namespace hosts share this machine's cores.
+  "$harness" exec "$name" "$k" env -u TF_CONFIG OMP_NUM_THREADS=1 DSGD_CLUSTER_TOKEN="$token" "$launch" --nnodes 4 --node-rank $((k - 1)) \
     --hosts h1,h2,h3,h4 --port-base 2222 --ps 2 --workers 2 --timeout 1000 -- "$example" "$@" >"$logs/h$k" 2>&1 &
   pids+=($!)
 done

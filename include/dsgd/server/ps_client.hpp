@@ -3,8 +3,7 @@
 //
 /// @file
 /// server::basic_ps_client: a worker's connections to every ps task over a Transport, and the
-/// blocking register / initialise / pull / push calls a training loop makes; server::ps_client
-/// is the one over TCP.
+/// register / initialise / pull / push calls a training loop makes (server::ps_client: TCP).
 #pragma once
 
 #include <dsgd/detail/log.hpp>
@@ -36,8 +35,7 @@ namespace dsgd::server {
 /// the thread that calls it, inside the calls below, which block it, each with a deadline: a
 /// reply wakes the waiting caller itself, with no thread in between (on two cores a hand-off
 /// between threads costs about as much as a small round trip). Between calls nothing is read;
-/// what was sent is in the socket or the shared ring already. One thread at a time may use a
-/// ps_client.
+/// what was sent is in the socket or the shared ring already. One thread at a time may use it.
 ///
 /// @tparam T the Transport it connects over (Asio's basic_socket idiom: server::ps_client is
 ///         basic_ps_client<transport::asio_tcp>; transport::inproc runs tasks as threads)
@@ -49,9 +47,7 @@ class basic_ps_client {
   /// @param me this task ("worker:1", "chief:0"); it must be a task of @p spec.
   /// @param transport what it connects over (inproc: a value holding the cluster's hub)
   basic_ps_client(cluster::cluster_spec spec, cluster::task_id me, client_options opts, T transport = T{})
-      : spec_(std::move(spec)),
-        me_(std::move(me)),
-        opts_(std::move(opts)),
+      : spec_(std::move(spec)), me_(std::move(me)), opts_(std::move(opts)),
         channel_(spec_, me_.to_string(), opts_, std::move(transport)) {
     opts_.connection.log = dsgd::detail::or_stderr(std::move(opts_.connection.log));
     validate(opts_);
@@ -64,8 +60,7 @@ class basic_ps_client {
   basic_ps_client(const basic_ps_client&) = delete;
   basic_ps_client& operator=(const basic_ps_client&) = delete;
 
-  /// @returns the number of ps tasks.
-  std::size_t ps_tasks() const noexcept { return channel_.size(); }
+  std::size_t ps_tasks() const noexcept { return channel_.size(); }  ///< the number of ps tasks
 
   /// Connects to every ps task not connected now (all of them at first; after a failure, those
   /// whose connection broke), retrying with exponential backoff.
@@ -85,8 +80,7 @@ class basic_ps_client {
         // A ps that rejects our token closes the handshake; so does one dying or just
         // restarting while we connect. Three in a row is a rejection; fewer is retried.
         if (ec == errc::handshake_failed && ++handshake_failures[i] >= 3)
-          throw error(ec, me_.to_string() + ": ps:" + std::to_string(i) + " at " +
-                              spec_.address("ps", int(i)).to_string() + " rejected the handshake " +
+          throw error(ec, me_.to_string() + ": " + named(i) + " rejected the handshake " +
                               std::to_string(handshake_failures[i]) + " times: " + ec.message());
         last_error = ec.message();
         still.push_back(i);
@@ -95,9 +89,7 @@ class basic_ps_client {
       if (missing.empty()) return;
       if (std::chrono::steady_clock::now() + backoff > deadline) {
         std::string names;
-        for (auto i : missing)
-          names += (names.empty() ? "" : ", ") + ("ps:" + std::to_string(i)) + " (" +
-                   spec_.address("ps", int(i)).to_string() + ")";
+        for (auto i : missing) names += (names.empty() ? "" : ", ") + named(i);
         throw error(errc::peer_unreachable, me_.to_string() + ": could not reach " + names + " within " +
                                                 std::to_string(opts_.requests.startup_timeout.count()) +
                                                 " ms (last error: " + last_error + ")");
@@ -351,6 +343,11 @@ class basic_ps_client {
   void shutdown_cluster() { broadcast(message::shutdown); }
 
  private:
+  // "ps:1 (10.0.0.2:2222)": how errors name a ps task.
+  std::string named(std::size_t i) const {
+    return "ps:" + std::to_string(i) + " (" + spec_.address("ps", int(i)).to_string() + ")";
+  }
+
   void broadcast(message type, std::uint64_t step = 0, const std::filesystem::path& dir = {}) {
     const std::string body = dir.empty() ? std::string() : encode_control(checkpoint_request{dir.string()});
     std::vector<detail::request> batch;
@@ -363,10 +360,9 @@ class basic_ps_client {
   }
 
   // Exactly-once counting. Sends a push (one request per shard, shards[k] the plan index of
-  // batch[k]'s) and counts it on each shard once answered; @returns how many dropped it. With
-  // @p skip_received, only to the shards that lack it: one whose count of received pushes is
-  // ahead of the others' already has it (it arrived before the previous process of this
-  // replica died).
+  // batch[k]'s), counts it on each shard once answered; @returns how many dropped it. With
+  // @p skip_received, only to the shards that lack it: one whose count is ahead of the others'
+  // already has it (it arrived before the previous process of this replica died).
   std::size_t send_push(std::vector<detail::request>& batch, const std::vector<std::size_t>& shards,
                         bool skip_received) {
     const std::uint64_t lowest = lowest_received(shards);
@@ -375,9 +371,8 @@ class basic_ps_client {
       if (!skip_received || received_[shards[k]] == lowest) missing.push_back(batch[k]);
     auto replies = channel_.run(missing);
     count_received(shards, skip_received, lowest);
-    return static_cast<std::size_t>(std::count_if(replies.begin(), replies.end(), [](const reply& r) {
-      return r.type == message::push_dropped;
-    }));
+    const auto dropped = [](const reply& r) { return r.type == message::push_dropped; };
+    return static_cast<std::size_t>(std::count_if(replies.begin(), replies.end(), dropped));
   }
   std::uint64_t lowest_received(const std::vector<std::size_t>& shards) const {
     std::uint64_t lowest = ~std::uint64_t{0};

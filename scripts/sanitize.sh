@@ -8,8 +8,10 @@
 # Extra arguments go to ctest (e.g. `-R 'ps_test|asio_tcp_test'` or `-L network`).
 #
 # What runs: every test except those labelled `slow` (training to an accuracy target: too slow
-# under a sanitizer; pass `--no-exclude-slow` first to include them) and `consumer` (they build
-# a separate, uninstrumented project). CUDA is off, so there are no `gpu` tests: sanitizers
+# under a sanitizer; pass `--no-exclude-slow` first to include them), `consumer` (they build
+# a separate, uninstrumented project) and `compile` (a compiler's verdict on a near-miss type,
+# the same with or without instrumentation; scripts/test.sh runs them in its optimised build).
+# CUDA is off, so there are no `gpu` tests: sanitizers
 # do not instrument device code.
 #
 # Build: clang at -O0 with line tables and assertions on (no NDEBUG), so DSGD_ASSERT and
@@ -31,7 +33,8 @@
 # Thrust; each entry says why); dsgd code is never suppressed.
 #
 # Environment: DSGD_SANITIZE_BUILD_DIR (default build-asan / build-tsan), DSGD_SANITIZE_TARGETS
-# (build only these targets instead of everything, e.g. "ps_test asio_tcp_test"),
+# (build only these targets instead of everything, e.g. "dsgd_server_tests dsgd_transport_tests":
+# a test folder's executable, test/CMakeLists.txt),
 # DSGD_SANITIZE_JOBS (default: nproc), CXX (compiler; default clang++).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -43,9 +46,9 @@ usage() {
 (($# >= 1)) || usage
 kind=$1
 shift
-exclude='slow|consumer|gpu'
+exclude='slow|consumer|gpu|compile'
 if (($# >= 1)) && [[ $1 == --no-exclude-slow ]]; then
-  exclude='consumer|gpu'
+  exclude='consumer|gpu|compile'
   shift
 fi
 

@@ -6,7 +6,8 @@
 #   - optimised (Release, as users build it): the examples, tools, benchmarks and CUDA code
 #     (compiled with nvcc for sm_90 when present; the `gpu` tests report "skipped" without a
 #     GPU), and the tests that train to an accuracy (`slow`), build a consumer project
-#     (`consumer`), or smoke-test a benchmark (`bench`);
+#     (`consumer`), smoke-test a benchmark (`bench`), or check that a near-miss type does not
+#     compile (`compile`);
 #   - every other test twice, under AddressSanitizer + UndefinedBehaviorSanitizer and under
 #     ThreadSanitizer (scripts/sanitize.sh);
 #   - the libFuzzer targets, bounded (scripts/fuzz.sh).
@@ -44,7 +45,7 @@ if (($# > 0)); then
 fi
 
 cmake --build "$build" -j "$jobs" --target dsgd_optimised all_verify_interface_header_sets
-ctest --test-dir "$build" -j "$jobs" --output-on-failure --timeout 1200 -L 'slow|gpu|consumer|bench'
+ctest --test-dir "$build" -j "$jobs" --output-on-failure --timeout 1200 -L 'slow|gpu|consumer|bench|compile'
 # The libFuzzer targets, bounded (about 1.3 million executions under ASan and UBSan, clang):
 # docs/reliability.md, "Fuzzing". A fixed seed keeps the command repeatable; scripts/fuzz.sh
 # alone explores with fresh seeds.

@@ -7,6 +7,8 @@
 
 #include <boost/test/unit_test.hpp>
 
+BOOST_AUTO_TEST_SUITE(config_test)
+
 static_assert(DSGD_HAS_CUDA == 0, "a host compiler has no dsgd CUDA device");
 
 namespace {
@@ -30,5 +32,7 @@ BOOST_AUTO_TEST_CASE(an_assert_evaluates_its_condition_only_in_debug_builds) {
   BOOST_TEST(evaluated == 1);
 #endif
 }
+
+BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()

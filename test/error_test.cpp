@@ -10,6 +10,8 @@
 #include <set>
 #include <string>
 
+BOOST_AUTO_TEST_SUITE(error_test)
+
 BOOST_AUTO_TEST_SUITE(error)
 
 BOOST_AUTO_TEST_CASE(an_errc_is_an_error_code_of_the_dsgd_category) {
@@ -53,5 +55,7 @@ BOOST_AUTO_TEST_CASE(an_error_can_carry_another_category) {
   BOOST_TEST((e.code() == boost::system::errc::connection_refused));
   BOOST_TEST(&e.code().category() != &dsgd::category());
 }
+
+BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -22,6 +22,8 @@
 
 #include <unistd.h>
 
+BOOST_AUTO_TEST_SUITE(saver_test)
+
 namespace fs = std::filesystem;
 namespace pl = dsgd::placement;
 using dsgd::checkpoint::checkpoint_reader;
@@ -425,5 +427,7 @@ BOOST_AUTO_TEST_CASE(bad_arguments_to_the_writer_are_refused) {
            dsgd::errc::invalid_argument);
   BOOST_TEST(listing(dir.path).empty());
 }
+
+BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+BOOST_AUTO_TEST_SUITE(cluster_spec_test)
+
 using dsgd::cluster::cluster_spec;
 using dsgd::cluster::task_address;
 using dsgd::cluster::task_id;
@@ -207,5 +209,7 @@ BOOST_AUTO_TEST_CASE(task_address_parse_reports_a_caret) {
   const auto msg = error_of([] { (void)task_address::parse("h:1:2"); }, dsgd::errc::bad_cluster_spec);
   BOOST_TEST(contains(msg, "bad address \"h:1:2\" at column 0"));
 }
+
+BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()

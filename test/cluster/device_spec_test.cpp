@@ -12,6 +12,8 @@
 #include <string>
 #include <string_view>
 
+BOOST_AUTO_TEST_SUITE(device_spec_test)
+
 using dsgd::cluster::device_spec;
 using kind = dsgd::device::spec::kind;
 
@@ -124,5 +126,7 @@ BOOST_AUTO_TEST_CASE(device_errors_point_into_the_whole_string) {
   check_rejected("/job:ps/task:0/cuda:x", 20, "expected a device index");
   check_rejected("/job:ps/device:TPU:0", 15, "unknown device kind \"TPU\"");
 }
+
+BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -12,6 +12,8 @@
 
 #include <string>
 
+BOOST_AUTO_TEST_SUITE(cluster_endpoint_test)
+
 using dsgd::cluster::listen_endpoint;
 using dsgd::cluster::resolve_all;
 using dsgd::cluster::task_address;
@@ -55,5 +57,7 @@ BOOST_AUTO_TEST_CASE(a_bad_listen_setting_is_refused_naming_the_task_and_the_set
   BOOST_TEST(contains(bad("if:"), "not an interface name"));
   BOOST_TEST(contains(bad("eth0"), "expected \"\", \"*\", an IP address or \"if:NAME\""));
 }
+
+BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -11,6 +11,8 @@
 
 #include <string>
 
+BOOST_AUTO_TEST_SUITE(environment_test)
+
 using dsgd::cluster::env_from_map;
 using dsgd::cluster::rank_layout;
 using dsgd::cluster::resolve_from_environment;
@@ -148,5 +150,7 @@ BOOST_AUTO_TEST_CASE(the_process_environment_lookup_reads_real_variables) {
   BOOST_TEST(dsgd::cluster::process_environment()("PATH").has_value());
   BOOST_TEST(!dsgd::cluster::process_environment()("DSGD_SURELY_UNSET_VARIABLE_42").has_value());
 }
+
+BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -11,6 +11,8 @@
 
 #include <string>
 
+BOOST_AUTO_TEST_SUITE(cluster_replicas_test)
+
 using dsgd::cluster::cluster_spec;
 using dsgd::cluster::replicas;
 using dsgd::cluster::task_id;
@@ -60,5 +62,7 @@ BOOST_AUTO_TEST_CASE(a_ps_task_is_not_a_replica_and_the_error_names_it) {
   BOOST_TEST(contains(msg, "ps:0"));
   BOOST_TEST(contains(msg, "not a training replica"));
 }
+
+BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()

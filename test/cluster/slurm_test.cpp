@@ -22,6 +22,8 @@
 #include <string>
 #include <vector>
 
+BOOST_AUTO_TEST_SUITE(slurm_test)
+
 namespace bdata = boost::unit_test::data;
 using dsgd::cluster::expand_hostlist;
 using dsgd::test::contains;
@@ -185,5 +187,7 @@ BOOST_AUTO_TEST_CASE(random_host_lists_match_a_live_scontrol)
   }
   std::filesystem::remove_all(dir);
 }
+
+BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -10,6 +10,8 @@
 
 #include <string>
 
+BOOST_AUTO_TEST_SUITE(tf_config_test)
+
 using dsgd::cluster::tf_config;
 
 namespace {
@@ -147,5 +149,7 @@ BOOST_AUTO_TEST_CASE(cluster_errors_name_the_cluster_field) {
   const auto msg = error_of(R"({"cluster": {"worker": ["a:1", "a:1"]}, "task": {"type": "worker"}})");
   BOOST_TEST(contains(msg, "TF_CONFIG: field \"cluster\": duplicate address a:1: used by both worker:0 and worker:1"));
 }
+
+BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -17,6 +17,8 @@
 #include <span>
 #include <string>
 
+BOOST_AUTO_TEST_SUITE(conformance_device_test)
+
 namespace {
 
 // A user's device, written from the concept's documentation alone: host memory, sequential kernels.
@@ -65,5 +67,7 @@ BOOST_AUTO_TEST_CASE(a_user_device_holds_tensors_and_runs_an_optimizer)
   BOOST_TEST(host[0] == -0.5f);
   BOOST_TEST(host[3] == 2.5f);
 }
+
+BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -18,6 +18,8 @@
 #include <cstddef>
 #include <vector>
 
+BOOST_AUTO_TEST_SUITE(conformance_optimizer_test)
+
 namespace {
 
 // A user's optimizer from the concept alone: sign SGD, w -= lr * sign(g), with no slots.
@@ -69,5 +71,7 @@ BOOST_AUTO_TEST_CASE(a_user_optimizer_applies_through_the_calls_a_ps_makes)
   o.apply(cpu{}, s, w.data(), g.data(), w.size(), 1.f);
   BOOST_TEST(w == (std::vector<float>{0.5f, 1.5f, 1.f}), boost::test_tools::per_element());
 }
+
+BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()

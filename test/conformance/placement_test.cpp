@@ -14,6 +14,8 @@
 #include <cstddef>
 #include <vector>
 
+BOOST_AUTO_TEST_SUITE(conformance_placement_test)
+
 namespace {
 
 // A user's placement from the concept alone: everything on the last ps task.
@@ -57,5 +59,7 @@ BOOST_AUTO_TEST_CASE(a_user_placement_makes_a_plan_with_a_stable_fingerprint)
   BOOST_TEST(a.fingerprint() == b.fingerprint());
   BOOST_TEST(a.fingerprint() != dsgd::placement::round_robin{}.place(vars, 2).fingerprint());
 }
+
+BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -20,6 +20,8 @@
 #include <string>
 #include <vector>
 
+BOOST_AUTO_TEST_SUITE(fashion_mnist_test)
+
 namespace fm = dsgd::data::fashion_mnist;
 namespace fs = std::filesystem;
 
@@ -259,5 +261,7 @@ BOOST_AUTO_TEST_CASE(a_wrong_digest_reports_expected_and_actual) {
   auto actual = [](const std::string& s) { return s.substr(s.find("actual ")); };
   BOOST_TEST(actual(gz_what) == actual(plain_what));
 }
+
+BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()

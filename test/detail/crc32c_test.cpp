@@ -13,6 +13,8 @@
 #include <string_view>
 #include <vector>
 
+BOOST_AUTO_TEST_SUITE(crc32c_test)
+
 namespace {
 
 std::span<const std::byte> bytes_of(std::string_view s) {
@@ -66,5 +68,7 @@ BOOST_AUTO_TEST_CASE(a_single_flipped_bit_changes_the_crc) {
   buf[517] ^= std::byte{0x04};
   BOOST_TEST(dsgd::detail::crc32c(buf) != before);
 }
+
+BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -14,6 +14,8 @@
 #include <cstddef>
 #include <type_traits>
 
+BOOST_AUTO_TEST_SUITE(device_cpu_test)
+
 using dsgd::device::cpu;
 
 static_assert(dsgd::Device<cpu>);
@@ -40,5 +42,7 @@ BOOST_AUTO_TEST_CASE(every_cpu_is_the_same_device) {
   BOOST_TEST((cpu{} == cpu{}));
   BOOST_TEST(!(cpu{} != cpu{}));
 }
+
+BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()

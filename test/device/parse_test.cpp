@@ -12,6 +12,8 @@
 #include <string>
 #include <string_view>
 
+BOOST_AUTO_TEST_SUITE(device_parse_test)
+
 using dsgd::device::parse;
 using dsgd::device::spec;
 using kind = spec::kind;
@@ -102,5 +104,7 @@ BOOST_AUTO_TEST_CASE(control_characters_are_escaped_and_the_caret_still_lines_up
   check_rejected(std::string_view("cu\tda", 5), 0, "unknown device kind");
   check_rejected(std::string_view("cpu:\n", 5), 4, "got '\\x0a'");
 }
+
+BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -24,6 +24,8 @@
 #include <thread>
 #include <vector>
 
+BOOST_AUTO_TEST_SUITE(checkpoint_kill_test)
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -98,3 +100,5 @@ BOOST_AUTO_TEST_CASE(the_latest_checkpoint_always_restores_after_kills_during_wr
   BOOST_TEST_MESSAGE("120 kills, latest checkpoint step " << last);
   fs::remove_all(dir);
 }
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -29,6 +29,8 @@
 #include <string>
 #include <vector>
 
+BOOST_AUTO_TEST_SUITE(handshake_flood_test)
+
 namespace asio = boost::asio;
 namespace t = dsgd::transport;
 using dsgd::error_code;
@@ -248,5 +250,7 @@ BOOST_AUTO_TEST_CASE(ten_thousand_bad_handshakes_are_rejected_and_a_good_peer_st
   BOOST_TEST(reasons["not a dsgd peer"] > 0u);
   BOOST_TEST(reasons["closed before its hello"] > 0u);
 }
+
+BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -23,6 +23,8 @@
 #include <thread>
 #include <vector>
 
+BOOST_AUTO_TEST_SUITE(model_feed_forward_test)
+
 using cpu = dsgd::device::cpu;
 using dsgd::model::feed_forward;
 
@@ -370,5 +372,7 @@ BOOST_AUTO_TEST_CASE(shards_partition_the_examples) {
   BOOST_CHECK_THROW(dsgd::model::shuffled_batches(x.data(), y.data(), n, 1, {.shard = 3, .shards = 3}), dsgd::error);
   BOOST_CHECK_THROW(dsgd::model::shuffled_batches(x.data(), y.data(), n, 1, {.batch = 0}), dsgd::error);
 }
+
+BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()

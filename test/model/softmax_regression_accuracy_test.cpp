@@ -14,6 +14,8 @@
 #include <algorithm>
 #include <cstdio>
 
+BOOST_AUTO_TEST_SUITE(model_softmax_regression_accuracy_test)
+
 namespace fm = dsgd::data::fashion_mnist;
 
 BOOST_AUTO_TEST_SUITE(model_softmax_regression_accuracy)
@@ -28,5 +30,7 @@ BOOST_AUTO_TEST_CASE(softmax_regression_reaches_0_83_test_accuracy_in_5_epochs) 
   std::printf("0.83 first reached after epoch %td\n", first - accuracy.begin() + 1);
   BOOST_TEST(accuracy.back() >= 0.83);
 }
+
+BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -9,6 +9,8 @@
 
 #include <cmath>
 
+BOOST_AUTO_TEST_SUITE(optim_adagrad_test)
+
 namespace {
 
 namespace tt = boost::test_tools;
@@ -36,5 +38,7 @@ BOOST_AUTO_TEST_CASE(adagrad_starts_from_the_initial_accumulator) {
   BOOST_TEST(s.accumulator[0] == 8.5f, tt::tolerance(1e-6f));
   BOOST_TEST(double{w[0]} == w1 - 0.2 / (std::sqrt(8.5) + 1e-7), tt::tolerance(1e-6));
 }
+
+BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()

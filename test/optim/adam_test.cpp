@@ -12,6 +12,8 @@
 #include <cstdint>
 #include <iterator>
 
+BOOST_AUTO_TEST_SUITE(optim_adam_test)
+
 namespace {
 
 namespace tt = boost::test_tools;
@@ -57,5 +59,7 @@ BOOST_AUTO_TEST_CASE(adam_adds_epsilon_to_the_corrected_root) {
   opt.apply(cpu{}, s, w.data(), g.data(), 1);
   BOOST_TEST(w[0] == -0.05f, tt::tolerance(1e-4f));
 }
+
+BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()

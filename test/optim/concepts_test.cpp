@@ -30,6 +30,8 @@
 #include <utility>
 #include <vector>
 
+BOOST_AUTO_TEST_SUITE(optim_concepts_test)
+
 static_assert(dsgd::Optimizer<dsgd::optim::sgd, dsgd::device::cpu>);
 static_assert(dsgd::Optimizer<dsgd::optim::momentum, dsgd::device::cpu>);
 static_assert(dsgd::Optimizer<dsgd::optim::adagrad, dsgd::device::cpu>);
@@ -254,5 +256,7 @@ BOOST_AUTO_TEST_CASE(a_state_of_the_wrong_size_is_rejected) {
   BOOST_TEST(ads.t == 0u);
   BOOST_TEST(to_std(w) == std::vector<float>(8, 0.f), tt::per_element());
 }
+
+BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -11,6 +11,8 @@
 
 #include <vector>
 
+BOOST_AUTO_TEST_SUITE(optim_exponential_decay_test)
+
 BOOST_AUTO_TEST_SUITE(learning_rate_schedule)
 
 static_assert(dsgd::Optimizer<dsgd::optim::exponential_decay<dsgd::optim::sgd>, dsgd::device::cpu>);
@@ -33,5 +35,7 @@ BOOST_AUTO_TEST_CASE(continuous_decay_interpolates) {
   dsgd::optim::exponential_decay<dsgd::optim::momentum> opt{{0.1f, 0.9f, false}, 0.25f, 4, false};
   BOOST_TEST(opt.learning_rate_at(2) == 0.05f, boost::test_tools::tolerance(1e-6f));
 }
+
+BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+BOOST_AUTO_TEST_SUITE(optim_mean_test)
+
 namespace {
 
 namespace tt = boost::test_tools;
@@ -88,5 +90,7 @@ BOOST_AUTO_TEST_CASE(accumulate_adds_in_place_and_scaled_sums_give_the_mean) {
   for (float& x : acc) x /= float(k);
   BOOST_TEST(acc == dsgd::test::reference_mean(inputs), tt::per_element());
 }
+
+BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()

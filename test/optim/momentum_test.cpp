@@ -7,6 +7,8 @@
 
 #include <boost/test/unit_test.hpp>
 
+BOOST_AUTO_TEST_SUITE(optim_momentum_test)
+
 namespace {
 
 namespace tt = boost::test_tools;
@@ -43,5 +45,7 @@ BOOST_AUTO_TEST_CASE(nesterov_looks_ahead_with_the_updated_velocity) {
   opt.apply(cpu{}, s, w.data(), g.data(), 1);
   BOOST_TEST(w[0] == 0.539f, tt::tolerance(1e-6f));
 }
+
+BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -9,6 +9,8 @@
 
 #include <vector>
 
+BOOST_AUTO_TEST_SUITE(optim_sgd_test)
+
 namespace {
 
 namespace tt = boost::test_tools;
@@ -30,5 +32,7 @@ BOOST_AUTO_TEST_CASE(sgd_steps_against_the_scaled_gradient) {
   dsgd::optim::sgd{0.5f}.apply(cpu{}, s, w.data(), g.data(), 3, 0.5f);
   BOOST_TEST(to_std(w) == (std::vector<float>{0.5f, 2.f, 1.f}), tt::per_element());
 }
+
+BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()

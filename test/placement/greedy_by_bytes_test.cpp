@@ -8,6 +8,8 @@
 
 #include "fixtures.hpp"
 
+BOOST_AUTO_TEST_SUITE(placement_greedy_by_bytes_test)
+
 static_assert(dsgd::Placement<dsgd::placement::greedy_by_bytes>);
 
 namespace pl = dsgd::placement;
@@ -33,5 +35,7 @@ BOOST_AUTO_TEST_CASE(greedy_by_bytes_balances_equal_variables_evenly) {
   auto load = pl::greedy_by_bytes{}.place(v, 3).load();
   for (const auto& l : load) BOOST_TEST(l.bytes == 1200u);
 }
+
+BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()

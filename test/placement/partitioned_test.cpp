@@ -8,6 +8,8 @@
 
 #include "fixtures.hpp"
 
+BOOST_AUTO_TEST_SUITE(placement_partitioned_test)
+
 static_assert(dsgd::Placement<dsgd::placement::partitioned>);
 
 namespace pl = dsgd::placement;
@@ -41,5 +43,7 @@ BOOST_AUTO_TEST_CASE(min_max_partitioning_keeps_slices_above_the_minimum) {
   check_covers_every_element(p);
   for (const auto& s : p.shards_of(0)) BOOST_TEST(s.elements * 4 >= 256u * 1024);
 }
+
+BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()

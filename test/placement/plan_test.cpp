@@ -16,6 +16,8 @@
 #include <tuple>
 #include <vector>
 
+BOOST_AUTO_TEST_SUITE(placement_plan_test)
+
 static_assert(dsgd::Placement<dsgd::placement::round_robin>);
 static_assert(dsgd::Placement<dsgd::placement::greedy_by_bytes>);
 static_assert(dsgd::Placement<dsgd::placement::partitioned>);
@@ -71,5 +73,7 @@ BOOST_AUTO_TEST_CASE(the_load_report_lists_every_ps_task) {
   BOOST_TEST(p.load_report() == "ps:0 3 variables " + std::to_string((784 * 256 + 256 * 128 + 128 * 10) * 4) +
                                     " bytes\nps:1 3 variables " + std::to_string((256 + 128 + 10) * 4) + " bytes\n");
 }
+
+BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -8,6 +8,8 @@
 
 #include "fixtures.hpp"
 
+BOOST_AUTO_TEST_SUITE(placement_round_robin_test)
+
 static_assert(dsgd::Placement<dsgd::placement::round_robin>);
 
 namespace pl = dsgd::placement;
@@ -23,5 +25,7 @@ BOOST_AUTO_TEST_CASE(round_robin_deals_variables_in_creation_order) {
   BOOST_TEST(owners == (std::vector<std::size_t>{0, 1, 0, 1, 0, 1}), boost::test_tools::per_element());
   BOOST_TEST(pl::round_robin::owner(4, 3) == 1u);
 }
+
+BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()

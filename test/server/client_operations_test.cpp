@@ -14,6 +14,8 @@
 #include <type_traits>
 #include <vector>
 
+BOOST_AUTO_TEST_SUITE(client_operations_test)
+
 namespace server = dsgd::server;
 
 static_assert(!std::is_copy_constructible_v<server::pull_operation>);
@@ -80,5 +82,7 @@ BOOST_AUTO_TEST_CASE(keys_are_routed_by_shard_sent_in_place_when_one_run_and_sta
   BOOST_CHECK_EXCEPTION(server::detail::route(plan, 1, keys, rows.size(), "pull_rows"), dsgd::error,
                         [](const dsgd::error& e) { return e.code() == dsgd::errc::invalid_argument; });
 }
+
+BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()

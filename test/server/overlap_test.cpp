@@ -32,6 +32,8 @@
 #include <thread>
 #include <vector>
 
+BOOST_AUTO_TEST_SUITE(overlap_test)
+
 using namespace std::chrono_literals;
 using cpu = dsgd::device::cpu;
 
@@ -213,5 +215,7 @@ BOOST_AUTO_TEST_CASE(gradients_that_do_not_match_the_variables_are_refused) {
   const auto msg = dsgd::test::error_of([&] { t.overlapped(net.parameters(), too_few); }, dsgd::errc::shape_mismatch);
   BOOST_TEST(dsgd::test::contains(msg, "2 gradients for 6 variables"));
 }
+
+BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()

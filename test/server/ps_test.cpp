@@ -38,6 +38,8 @@
 #include <string>
 #include <thread>
 
+BOOST_AUTO_TEST_SUITE(ps_test)
+
 using namespace std::chrono_literals;
 namespace ds = dsgd::server;
 using inproc = dsgd::transport::inproc;
@@ -516,5 +518,7 @@ BOOST_AUTO_TEST_CASE(the_chiefs_shutdown_makes_join_return) {
   BOOST_TEST(returned.load());
   serving.join();
 }
+
+BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()

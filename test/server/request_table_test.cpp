@@ -12,6 +12,8 @@
 #include <cstdint>
 #include <string>
 
+BOOST_AUTO_TEST_SUITE(request_table_test)
+
 namespace server = dsgd::server;
 using server::detail::request_table;
 using server::detail::slot_state;
@@ -173,5 +175,7 @@ BOOST_AUTO_TEST_CASE(parts_count_dropped_pushes_and_keep_the_first_error) {
   BOOST_REQUIRE(parts.first_error.has_value());
   BOOST_TEST((parts.first_error->code() == dsgd::errc::aborted));
 }
+
+BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()

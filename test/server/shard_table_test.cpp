@@ -26,6 +26,8 @@
 #include <utility>
 #include <vector>
 
+BOOST_AUTO_TEST_SUITE(shard_table_test)
+
 using namespace std::chrono_literals;
 namespace ds = dsgd::server;
 using ds::message;
@@ -432,5 +434,7 @@ BOOST_AUTO_TEST_CASE(a_peer_gone_takes_its_parked_requests_with_it) {
   BOOST_TEST(!t.chief_connected());
   BOOST_TEST(t.chief_registered());
 }
+
+BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -28,6 +28,8 @@
 #include <stdexcept>
 #include <thread>
 
+BOOST_AUTO_TEST_SUITE(sparse_test)
+
 using namespace std::chrono_literals;
 namespace ds = dsgd::server;
 namespace dp = dsgd::placement;
@@ -559,5 +561,7 @@ BOOST_AUTO_TEST_CASE(the_ps_checks_every_sparse_request_itself_and_answers_with_
   std::memcpy(row3, pulled.second.data(), sizeof row3);
   for (int k = 0; k < 4; ++k) BOOST_TEST(row3[k] == float(12 + k) - 3.f);
 }
+
+BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()

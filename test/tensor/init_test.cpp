@@ -13,6 +13,8 @@
 #include <numeric>
 #include <vector>
 
+BOOST_AUTO_TEST_SUITE(tensor_init_test)
+
 using cpu_tensor = dsgd::tensor<dsgd::device::cpu>;
 
 BOOST_AUTO_TEST_SUITE(tensor_on_cpu)
@@ -55,5 +57,7 @@ BOOST_AUTO_TEST_CASE(uniform_and_glorot_stay_in_their_bounds) {
   BOOST_TEST(*std::max_element(gh.begin(), gh.end()) <= limit);
   BOOST_TEST(*std::max_element(gh.begin(), gh.end()) > 0.9f * limit);
 }
+
+BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()

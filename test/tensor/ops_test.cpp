@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+BOOST_AUTO_TEST_SUITE(tensor_ops_test)
+
 using cpu_tensor = dsgd::tensor<dsgd::device::cpu>;
 
 BOOST_AUTO_TEST_SUITE(tensor_ops)
@@ -40,5 +42,7 @@ BOOST_AUTO_TEST_CASE(to_string_prints_vectors_and_3d_tensors_like_numpy) {
   cpu_tensor t({}, {2, 1, 2}, dsgd::init::constant{0.5f});
   BOOST_TEST(dsgd::to_string(t) == "[[[0.5 0.5]]\n\n [[0.5 0.5]]]");
 }
+
+BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()

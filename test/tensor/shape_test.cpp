@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+BOOST_AUTO_TEST_SUITE(tensor_shape_test)
+
 using dsgd::test::contains;
 using dsgd::test::error_of;
 
@@ -57,5 +59,7 @@ BOOST_AUTO_TEST_CASE(a_dimension_out_of_range_is_named) {
   BOOST_TEST(contains(msg, "[2, 3]"));
   BOOST_TEST(contains(msg, "no dimension 2"));
 }
+
+BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -14,6 +14,8 @@
 #include <numeric>
 #include <vector>
 
+BOOST_AUTO_TEST_SUITE(tensor_test)
+
 static_assert(dsgd::Device<dsgd::device::cpu>);
 static_assert(!dsgd::Device<int>);
 
@@ -46,5 +48,7 @@ BOOST_AUTO_TEST_CASE(to_copies_between_devices) {
   BOOST_TEST(u.to_host() == t.to_host());
   BOOST_TEST(u.data() != t.data());
 }
+
+BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -23,6 +23,8 @@
 #include <sstream>
 #include <thread>
 
+BOOST_AUTO_TEST_SUITE(monitored_session_test)
+
 using namespace std::chrono_literals;
 using cpu = dsgd::device::cpu;
 using hooks = std::vector<std::unique_ptr<dsgd::train::session_hook<cpu>>>;
@@ -251,5 +253,7 @@ BOOST_AUTO_TEST_CASE(a_ps_lost_and_restarted_mid_run_is_recovered_from_the_last_
   for (std::size_t v = 0; v < 2; ++v)
     BOOST_TEST(recovered.values[v] == uninterrupted.values[v], boost::test_tools::per_element());
 }
+
+BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -17,6 +17,8 @@
 
 #include <vector>
 
+BOOST_AUTO_TEST_SUITE(train_overlap_test)
+
 using cpu = dsgd::device::cpu;
 using off_host = dsgd::test::off_host;
 using dsgd::test::exchange;
@@ -48,5 +50,7 @@ BOOST_AUTO_TEST_CASE(gradients_that_do_not_match_the_variables_are_refused) {
   BOOST_TEST(dsgd::test::contains(msg, "2 gradients for 3 variables"));
   static_assert(std::is_same_v<dsgd::train::worker<off_host>::overlap_type, dsgd::train::overlap<dsgd::train::worker<off_host>>>);
 }
+
+BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()

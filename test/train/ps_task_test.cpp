@@ -23,6 +23,8 @@
 #include <thread>
 #include <vector>
 
+BOOST_AUTO_TEST_SUITE(ps_task_test)
+
 using namespace std::chrono_literals;
 using cpu = dsgd::device::cpu;
 using ps_task = dsgd::train::ps_task<dsgd::update::sync_average, dsgd::optim::sgd>;
@@ -168,5 +170,7 @@ BOOST_AUTO_TEST_CASE(a_trainer_refuses_worker_calls_on_a_ps_task_and_join_on_a_w
   trainer moved(std::move(w));  // a role holder moves like the trainer did
   BOOST_TEST(moved.is_chief());
 }
+
+BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()

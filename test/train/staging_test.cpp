@@ -14,6 +14,8 @@
 #include <cstddef>
 #include <vector>
 
+BOOST_AUTO_TEST_SUITE(staging_test)
+
 namespace {
 
 template <class D>
@@ -116,5 +118,7 @@ BOOST_AUTO_TEST_CASE(a_variable_marked_sparse_after_the_layout_keeps_its_room_an
   BOOST_TEST(values[2].size() == 10u);
   BOOST_TEST(s.allocations() == 1u);
 }
+
+BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()

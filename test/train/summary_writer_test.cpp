@@ -23,6 +23,8 @@
 
 #include <unistd.h>
 
+BOOST_AUTO_TEST_SUITE(summary_writer_test)
+
 namespace fs = std::filesystem;
 using dsgd::train::summary_writer;
 
@@ -259,5 +261,7 @@ BOOST_AUTO_TEST_CASE(an_unwritable_log_directory_is_an_error_naming_it) {
   std::ofstream(dir.path / "file") << "x";
   BOOST_CHECK_THROW(summary_writer(dir.path / "file" / "logs"), std::exception);
 }
+
+BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -14,6 +14,8 @@
 
 #include <chrono>
 
+BOOST_AUTO_TEST_SUITE(trainer_options_test)
+
 using namespace std::chrono_literals;
 using cpu = dsgd::device::cpu;
 using trainer = dsgd::trainer<cpu, dsgd::placement::round_robin, dsgd::update::sync_average, dsgd::optim::sgd>;
@@ -67,5 +69,7 @@ BOOST_AUTO_TEST_CASE(each_role_takes_its_part_of_the_options) {
   c = dsgd::client_options_of(o);
   BOOST_TEST((c.requests.request_timeout == 3s));  // given: kept
 }
+
+BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()

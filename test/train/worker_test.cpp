@@ -18,6 +18,8 @@
 #include <chrono>
 #include <vector>
 
+BOOST_AUTO_TEST_SUITE(worker_test)
+
 using namespace std::chrono_literals;
 using cpu = dsgd::device::cpu;
 using off_host = dsgd::test::off_host;
@@ -96,5 +98,7 @@ BOOST_AUTO_TEST_CASE(a_worker_knows_its_replica_and_derives_its_request_deadline
   BOOST_TEST(w0.is_sparse(1));
   BOOST_TEST(!w0.is_sparse(0));
 }
+
+BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()

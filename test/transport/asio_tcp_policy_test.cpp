@@ -20,6 +20,8 @@
 #include <type_traits>
 #include <vector>
 
+BOOST_AUTO_TEST_SUITE(asio_tcp_policy_test)
+
 namespace asio = boost::asio;
 namespace t = dsgd::transport;
 using dsgd::error_code;
@@ -214,5 +216,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(a_refused_identity_fails_the_handshake, T, models)
   BOOST_REQUIRE_EQUAL(f.accepted.size(), 1u);
   BOOST_TEST(f.accepted[0]->peer_identity() == "worker:1");
 }
+
+BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()

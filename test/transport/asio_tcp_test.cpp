@@ -27,6 +27,8 @@
 #include <string>
 #include <vector>
 
+BOOST_AUTO_TEST_SUITE(asio_tcp_test)
+
 namespace asio = boost::asio;
 namespace t = dsgd::transport;
 using dsgd::error_code;
@@ -639,5 +641,7 @@ BOOST_AUTO_TEST_CASE(a_segment_is_opened_only_with_its_cookie_and_within_the_siz
   BOOST_TEST(decoded->bytes == 8192u);
   BOOST_TEST(t::detail::shared_ring::open(*decoded, 1u << 20, why).has_value());
 }
+
+BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()

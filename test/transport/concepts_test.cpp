@@ -12,6 +12,8 @@
 #include <memory>
 #include <string>
 
+BOOST_AUTO_TEST_SUITE(concepts_test)
+
 namespace t = dsgd::transport;
 
 namespace near_miss {
@@ -104,3 +106,5 @@ BOOST_AUTO_TEST_CASE(concepts_are_checked_at_compile_time) {
   BOOST_TEST(dsgd::Transport<t::inproc>);
   BOOST_TEST(!dsgd::Transport<near_miss::deaf_transport>);
 }
+
+BOOST_AUTO_TEST_SUITE_END()

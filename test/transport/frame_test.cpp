@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <string>
 
+BOOST_AUTO_TEST_SUITE(frame_test)
+
 namespace t = dsgd::transport;
 
 static_assert(t::frame_header_size == 72);
@@ -163,5 +165,7 @@ BOOST_AUTO_TEST_CASE(the_throwing_decode_reports_bad_frame_with_the_reason) {
            std::string(e.what()).find("magic") != std::string::npos;
   });
 }
+
+BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()

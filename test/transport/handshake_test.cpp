@@ -9,6 +9,8 @@
 #include <array>
 #include <string>
 
+BOOST_AUTO_TEST_SUITE(handshake_test)
+
 namespace t = dsgd::transport;
 using role = t::handshake::role;
 
@@ -120,5 +122,7 @@ BOOST_AUTO_TEST_CASE(bad_local_settings_throw_invalid_argument) {
   BOOST_CHECK_EXCEPTION(t::handshake(role::initiator, std::string(65, 'w'), "k"), dsgd::error,
                         [](const dsgd::error& e) { return e.code() == dsgd::errc::invalid_argument; });
 }
+
+BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()

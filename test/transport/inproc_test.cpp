@@ -24,6 +24,8 @@
 #include <thread>
 #include <vector>
 
+BOOST_AUTO_TEST_SUITE(inproc_test)
+
 namespace asio = boost::asio;
 namespace t = dsgd::transport;
 using dsgd::error_code;
@@ -396,5 +398,7 @@ BOOST_AUTO_TEST_CASE(two_threads_each_with_its_own_context) {
   BOOST_TEST(s.ended == asio::error::eof);
   BOOST_TEST(hub->listeners() == 0u);
 }
+
+BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()

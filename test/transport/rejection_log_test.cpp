@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+BOOST_AUTO_TEST_SUITE(rejection_log_test)
+
 using dsgd::transport::detail::rejection_log;
 using namespace std::chrono_literals;
 
@@ -53,5 +55,7 @@ BOOST_AUTO_TEST_CASE(each_kind_of_stranger_has_its_own_reason)
   BOOST_TEST(rejection_log::reason_of("handshake failed: peer closed the connection before its hello") ==
              "closed before its hello");
 }
+
+BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()

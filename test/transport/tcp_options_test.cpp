@@ -11,6 +11,8 @@
 #include <functional>
 #include <string>
 
+BOOST_AUTO_TEST_SUITE(tcp_options_test)
+
 namespace t = dsgd::transport;
 using namespace std::chrono_literals;
 
@@ -83,3 +85,5 @@ BOOST_AUTO_TEST_CASE(a_small_ring_is_fine_when_shared_memory_is_off) {
   o.shared_memory = {.enabled = false, .ring_bytes = 16};
   BOOST_TEST(refusal(o).empty());
 }
+
+BOOST_AUTO_TEST_SUITE_END()

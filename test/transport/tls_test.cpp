@@ -38,6 +38,8 @@
 #include <thread>
 #include <vector>
 
+BOOST_AUTO_TEST_SUITE(tls_test)
+
 namespace asio = boost::asio;
 namespace t = dsgd::transport;
 using dsgd::error_code;
@@ -399,3 +401,5 @@ BOOST_AUTO_TEST_CASE(a_ps_and_a_worker_push_and_pull_over_tls) {
   BOOST_TEST(failure.empty(), failure);
   BOOST_TEST(std::count(w.begin(), w.end(), 1.f - 2.f / 4.f) == std::ptrdiff_t(n));
 }
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+BOOST_AUTO_TEST_SUITE(dsgd_test)
+
 static_assert(dsgd::Device<dsgd::device::cpu>);
 static_assert(dsgd::Placement<dsgd::placement::round_robin>);
 static_assert(dsgd::Optimizer<dsgd::optim::momentum, dsgd::device::cpu>);
@@ -34,5 +36,7 @@ BOOST_AUTO_TEST_CASE(one_include_is_enough_to_describe_and_place_a_cluster)
     return std::string(e.what()).find("trainer_options.serving.step_timeout") != std::string::npos;
   });
 }
+
+BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()

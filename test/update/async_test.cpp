@@ -16,6 +16,8 @@
 #include <thread>
 #include <vector>
 
+BOOST_AUTO_TEST_SUITE(update_async_test)
+
 using namespace std::chrono_literals;
 using dsgd::device::cpu;
 using steady = dsgd::update::clock_type;
@@ -53,5 +55,7 @@ BOOST_AUTO_TEST_CASE(every_gradient_is_applied_and_no_pull_sees_a_torn_shard) {
   BOOST_TEST(w[0] == static_cast<float>(workers * pushes));
   BOOST_TEST(w[d - 1] == static_cast<float>(workers * pushes));
 }
+
+BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()

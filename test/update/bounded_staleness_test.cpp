@@ -16,6 +16,8 @@
 #include <thread>
 #include <vector>
 
+BOOST_AUTO_TEST_SUITE(update_bounded_staleness_test)
+
 using namespace std::chrono_literals;
 using dsgd::device::cpu;
 using steady = dsgd::update::clock_type;
@@ -67,5 +69,7 @@ BOOST_AUTO_TEST_CASE(a_finished_worker_does_not_hold_the_others_back) {
   shard.finish(1);
   BOOST_TEST(shard.pull(0, 1, w.data(), soon()) == 1u);
 }
+
+BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -18,6 +18,8 @@
 #include <random>
 #include <vector>
 
+BOOST_AUTO_TEST_SUITE(chunked_apply_test)
+
 using namespace std::chrono_literals;
 using dsgd::device::cpu;
 
@@ -177,5 +179,7 @@ BOOST_AUTO_TEST_CASE(chunks_out_of_order_or_past_the_end_end_the_stream) {
   BOOST_TEST(shard.streamed() == 0u);
   BOOST_TEST(values_of(shard) == (std::vector<float>{-2.f, -2.f, -2.f, -2.f}), boost::test_tools::per_element());
 }
+
+BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -29,6 +29,8 @@
 #include <string>
 #include <vector>
 
+BOOST_AUTO_TEST_SUITE(update_concepts_test)
+
 namespace {
 
 // "Apply every push at once, keep no other bookkeeping": the smallest honest rule, written
@@ -209,5 +211,7 @@ BOOST_AUTO_TEST_CASE(a_user_rule_serves_every_call_the_concept_names) {
   shard->finish(1);
   BOOST_TEST(shard->dropped() == 0u);
 }
+
+BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()

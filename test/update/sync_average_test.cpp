@@ -20,6 +20,8 @@
 #include <thread>
 #include <vector>
 
+BOOST_AUTO_TEST_SUITE(update_sync_average_test)
+
 using namespace std::chrono_literals;
 using dsgd::device::cpu;
 using steady = dsgd::update::clock_type;
@@ -243,5 +245,7 @@ BOOST_AUTO_TEST_CASE(assign_restores_values_and_step) {
   std::vector<float> wrong(3);
   BOOST_CHECK_THROW(shard.assign(wrong, 1), dsgd::error);
 }
+
+BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()

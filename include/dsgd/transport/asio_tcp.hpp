@@ -143,16 +143,10 @@ class tcp_connection : public std::enable_shared_from_this<tcp_connection> {
   template <class ConstBufferSequence, boost::asio::completion_token_for<void(error_code)> Token>
     requires boost::asio::is_const_buffer_sequence<ConstBufferSequence>::value
   auto async_send(const frame_header& header, const ConstBufferSequence& payload, Token&& token) {
-    std::vector<boost::asio::const_buffer> buffers(boost::asio::buffer_sequence_begin(payload),
-                                                   boost::asio::buffer_sequence_end(payload));
-    return boost::asio::async_initiate<Token, void(error_code)>(
-        [self = shared_from_this(), header](auto handler,
-                                            std::vector<boost::asio::const_buffer> bufs) {
-          self->enqueue(header, std::move(bufs),
-                        detail::make_completion<error_code>(std::move(handler),
-                                                            self->get_executor()));
-        },
-        token, std::move(buffers));
+    return detail::initiate_send(get_executor(), payload, std::forward<Token>(token),
+                                 [self = shared_from_this(), header](auto bufs, auto done) {
+                                   self->enqueue(header, std::move(bufs), std::move(done));
+                                 });
   }
 
   /// Receives the next frame: reads and validates its header, asks @p sink where the payload

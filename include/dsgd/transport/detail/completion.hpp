@@ -11,13 +11,17 @@
 #include <utility>  // Boost 1.74's Asio headers use std::exchange without including <utility>
 
 #include <boost/asio/associated_executor.hpp>
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/buffer.hpp>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/execution/outstanding_work.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/prefer.hpp>
+#include <boost/system/error_code.hpp>
 
 #include <memory>
 #include <type_traits>
+#include <vector>
 
 namespace dsgd::transport::detail {
 
@@ -69,6 +73,20 @@ std::unique_ptr<erased_completion<Args...>> make_completion(Handler&& handler,
                                                              const IoExecutor& io) {
   return std::make_unique<completion_for<std::decay_t<Handler>, IoExecutor, Args...>>(
       std::forward<Handler>(handler), io);
+}
+
+/// The body of every connection's async_send: copies @p payload's buffer descriptors (never its
+/// bytes) into a vector and initiates the operation, which calls @p start(buffers, completion)
+/// with the handler wrapped for delivery on @p io. A connection passes what queues the message.
+template <class Token, class IoExecutor, class ConstBufferSequence, class Start>
+auto initiate_send(const IoExecutor& io, const ConstBufferSequence& payload, Token&& token, Start start) {
+  std::vector<boost::asio::const_buffer> buffers(boost::asio::buffer_sequence_begin(payload),
+                                                 boost::asio::buffer_sequence_end(payload));
+  return boost::asio::async_initiate<Token, void(boost::system::error_code)>(
+      [io, start = std::move(start)](auto handler, std::vector<boost::asio::const_buffer> bufs) mutable {
+        start(std::move(bufs), make_completion<boost::system::error_code>(std::move(handler), io));
+      },
+      token, std::move(buffers));
 }
 
 }  // namespace dsgd::transport::detail

@@ -13,7 +13,7 @@ packages=(
   dataset-fashion-mnist
   python3 python3-yaml iproute2
   slurm-client slurmctld slurmd munge openmpi-bin libopenmpi-dev
-  clang libclang-rt-dev libomp-dev
+  clang libclang-rt-dev libomp-dev lld
 )
 # Thrust: the CUDA toolkit ships it (CCCL); without one, Debian's libthrust-dev is the fallback.
 if [[ ! -f /usr/local/cuda/include/cccl/thrust/version.h && ! -f /usr/local/cuda/include/thrust/version.h ]]; then

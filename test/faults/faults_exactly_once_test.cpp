@@ -18,6 +18,8 @@
 #include <string>
 #include <thread>
 
+BOOST_AUTO_TEST_SUITE(faults_exactly_once_test)
+
 using namespace std::chrono_literals;
 using dsgd::test::count_lines_starting;
 using dsgd::test::exited_with;
@@ -93,5 +95,7 @@ BOOST_AUTO_TEST_CASE(random_worker_kills_and_restarts_lose_no_acknowledged_push_
   BOOST_TEST(final->value == static_cast<long long>(4 * steps + (workers - 1) * steps));
   BOOST_TEST(count_lines_starting(c.all_worker_output(), "resume ") > 0u, "no restarted worker resumed");
 }
+
+BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()

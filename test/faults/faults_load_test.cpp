@@ -11,6 +11,8 @@
 
 #include <string>
 
+BOOST_AUTO_TEST_SUITE(faults_load_test)
+
 using namespace std::chrono_literals;
 using dsgd::test::exited_with;
 using dsgd::test::field_after;
@@ -59,5 +61,7 @@ BOOST_AUTO_TEST_CASE(thirty_two_workers_and_two_ps_complete_a_short_sync_job) {
     BOOST_TEST(hwm <= max_ps_hwm_kb);
   }
 }
+
+BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -17,6 +17,8 @@
 #include <string>
 #include <thread>
 
+BOOST_AUTO_TEST_SUITE(faults_ps_chief_test)
+
 using namespace std::chrono_literals;
 using dsgd::test::child_process;
 using dsgd::test::count_lines_starting;
@@ -188,5 +190,7 @@ BOOST_AUTO_TEST_CASE(under_dsgd_launch_every_task_is_stopped_and_none_outlives_t
   for (const auto& [task, pid] : pids) BOOST_TEST(!alive(pid), task << " (pid " << pid << ") outlived the launcher");
   BOOST_TEST_MESSAGE("the launcher exited " << launcher.seconds_run() << " s after it started");
 }
+
+BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()

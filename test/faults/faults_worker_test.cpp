@@ -13,6 +13,8 @@
 #include <string>
 #include <thread>
 
+BOOST_AUTO_TEST_SUITE(faults_worker_test)
+
 using namespace std::chrono_literals;
 using dsgd::test::count_lines_starting;
 using dsgd::test::exited_with;
@@ -209,5 +211,7 @@ BOOST_AUTO_TEST_CASE(sync_without_backup_completes_when_the_stall_is_within_the_
   BOOST_TEST(final->value == 100);
   BOOST_TEST(final->step == 100u);
 }
+
+BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -13,6 +13,8 @@
 
 #include <string>
 
+BOOST_AUTO_TEST_SUITE(uneven_data_test)
+
 using namespace std::chrono_literals;
 using dsgd::test::count_lines_starting;
 using dsgd::test::exited_with;
@@ -51,5 +53,7 @@ BOOST_AUTO_TEST_CASE(sync_steps_on_with_the_workers_that_still_have_data) { chec
 BOOST_AUTO_TEST_CASE(async_applies_every_push_of_every_worker) { check_uneven_data_ends_cleanly("async", 60); }
 
 BOOST_AUTO_TEST_CASE(ssp_releases_the_others_when_a_worker_finishes) { check_uneven_data_ends_cleanly("ssp", 60); }
+
+BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()

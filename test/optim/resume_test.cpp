@@ -36,7 +36,8 @@ struct temp_dir {
   fs::path path;
   temp_dir() {
     static std::atomic<int> counter{0};
-    path = fs::temp_directory_path() / ("dsgd_resume_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
+    path = fs::temp_directory_path() /
+           ("dsgd_resume_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
     fs::remove_all(path);
     fs::create_directories(path);
   }
@@ -72,7 +73,8 @@ std::string run_cluster(const std::vector<std::string>& args) {
 std::uint64_t counter(const fs::path& dir, std::uint64_t step, const std::string& name) {
   const auto bits = dsgd::checkpoint::saver(dir).open(step).read(name);
   BOOST_REQUIRE(bits.size() == 2u);
-  return std::uint64_t{std::bit_cast<std::uint32_t>(bits[0])} | (std::uint64_t{std::bit_cast<std::uint32_t>(bits[1])} << 32);
+  return std::uint64_t{std::bit_cast<std::uint32_t>(bits[0])} |
+         (std::uint64_t{std::bit_cast<std::uint32_t>(bits[1])} << 32);
 }
 
 // Trains @p optimizer to step @p total without a break, and to @p cut, checkpointed, then on to
@@ -86,7 +88,8 @@ void check_resume(const std::string& optimizer, std::uint64_t cut, std::uint64_t
   const auto ckpt = dir.path / "ckpt";
   const auto started = std::chrono::steady_clock::now();
   run_cluster({"--optimizer", optimizer, "--to", std::to_string(total), "--out", whole.string()});
-  run_cluster({"--optimizer", optimizer, "--to", std::to_string(cut), "--save", ckpt.string(), "--out", first.string()});
+  run_cluster(
+      {"--optimizer", optimizer, "--to", std::to_string(cut), "--save", ckpt.string(), "--out", first.string()});
   const auto out = run_cluster(
       {"--optimizer", optimizer, "--to", std::to_string(total), "--restore", ckpt.string(), "--out", resumed.string()});
   BOOST_TEST(out.find("start " + std::to_string(cut) + "\n") != std::string::npos, out);

@@ -24,10 +24,13 @@
 
 #include <dsgd/optim/adagrad.hpp>
 #include <dsgd/optim/adam.hpp>
+#include <dsgd/optim/clip.hpp>
 #include <dsgd/optim/concepts.hpp>
+#include <dsgd/optim/cosine_decay.hpp>
 #include <dsgd/optim/exponential_decay.hpp>
 #include <dsgd/optim/mean.hpp>
 #include <dsgd/optim/momentum.hpp>
+#include <dsgd/optim/piecewise_constant.hpp>
 #include <dsgd/optim/sgd.hpp>
 
 #include <dsgd/update/async.hpp>

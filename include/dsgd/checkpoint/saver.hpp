@@ -79,11 +79,17 @@ class checkpoint_reader {
                                                   std::to_string(parsed.step) + ", ps " +
                                                   std::to_string(parsed.ps_task) + " of " +
                                                   std::to_string(parsed.ps_tasks));
+      if (parsed.version != manifest_.version)
+        throw error(errc::checkpoint_corrupt, f.name + ": format version " + std::to_string(parsed.version) + ", but " +
+                                                  mname + " says " + std::to_string(manifest_.version));
       for (auto& r : parsed.records) index(std::move(r), i, bytes.data());
     }
   }
 
   std::uint64_t step() const noexcept { return step_; }
+  /// @returns the format version it was written in (docs/checkpoints.md): from 2 on, a ps's
+  /// data file holds every slot and counter of its optimizer's state.
+  std::uint32_t format_version() const noexcept { return manifest_.version; }
   /// @returns how many ps tasks wrote the checkpoint.
   std::size_t ps_tasks() const noexcept { return manifest_.files.size(); }
   /// @returns placement::plan::describe() of the plan it was written under.
@@ -252,6 +258,13 @@ class saver {
       auto parsed = detail::parse_data_file(detail::as_bytes(bytes), name);
       if (parsed.step != step || parsed.ps_task != i || parsed.ps_tasks != n)
         throw error(errc::checkpoint_corrupt, name + ": header names another step or task");
+      // The manifest has the data files' version; they must agree (only an older build's files
+      // and this build's could differ).
+      if (i == 0) m.version = parsed.version;
+      if (parsed.version != m.version)
+        throw error(errc::checkpoint_corrupt, name + ": format version " + std::to_string(parsed.version) +
+                                                  ", but " + detail::data_file_name(step, 0, n) + " has " +
+                                                  std::to_string(m.version));
       for (const auto& s : plan.shards()) {
         if (s.ps_task != i) continue;
         const auto& v = plan.variables()[s.variable];

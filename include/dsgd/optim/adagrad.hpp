@@ -27,10 +27,12 @@ struct adagrad_rule {
   float epsilon;
   float grad_scale;
   float acc_offset;  // initial_accumulator on the first step, 0 afterwards
+  float decay;       // 1 - learning_rate * weight_decay: 1 (exact, w unchanged) without weight decay
   DSGD_HOST_DEVICE void operator()(float& w, float g, float& acc) const {
     const float gi = grad_scale * g;
     const float ai = (acc + acc_offset) + gi * gi;
     acc = ai;
+    w *= decay;
     w -= (learning_rate * gi) / (sqrtf(ai) + epsilon);
   }
 };
@@ -42,10 +44,14 @@ struct adagrad_rule {
 /// With `g = grad_scale * grad`, every element is updated by `a <- a + g * g`, then
 /// `w <- w - learning_rate * g / (sqrt(a) + epsilon)`; the accumulator `a` starts at
 /// `initial_accumulator`.
+///
+/// With `weight_decay` (decoupled, as Keras' `Adagrad(weight_decay=...)`), every element first
+/// decays by `w <- w * (1 - learning_rate * weight_decay)`.
 struct adagrad {
   float learning_rate = 0.01f;
   float initial_accumulator = 0.1f;
   float epsilon = 1e-7f;
+  float weight_decay = 0.f;  ///< decoupled weight decay per unit of learning rate; 0: none
 
   /// The per-variable slot: one accumulator per element, in @p D's memory, and a step count.
   template <Device D>
@@ -89,7 +95,8 @@ struct adagrad {
   /// Calls @p f with the element rule of the next update of @p s (optim::elementwise).
   template <class S, class F>
   void with_rule(const S& s, float grad_scale, F&& f) const {
-    f(detail::adagrad_rule{learning_rate, epsilon, grad_scale, s.steps == 0 ? initial_accumulator : 0.f});
+    f(detail::adagrad_rule{learning_rate, epsilon, grad_scale, s.steps == 0 ? initial_accumulator : 0.f,
+                           detail::decay_factor(learning_rate, weight_decay)});
   }
   /// @p out's step count after one update of @p in.
   template <class S>

@@ -32,6 +32,7 @@ struct adam_rule {
   float inv_correction2;  // 1 / (1 - beta2^t)
   float epsilon;
   float grad_scale;
+  float decay;  // 1 - learning_rate * weight_decay: 1 (exact, w unchanged) without weight decay
   DSGD_HOST_DEVICE void operator()(float& w, float g, float& m, float& v) const {
     const float gi = grad_scale * g;
     const float mi = beta1 * m + one_minus_beta1 * gi;
@@ -40,6 +41,7 @@ struct adam_rule {
     v = vi;
     const float m_hat = mi * inv_correction1;
     const float v_hat = vi * inv_correction2;
+    w *= decay;
     w -= (learning_rate * m_hat) / (sqrtf(v_hat) + epsilon);
   }
 };
@@ -55,11 +57,17 @@ struct adam_rule {
 /// Epsilon is added to `sqrt(v_hat)`, as in PyTorch's torch.optim.Adam and the paper's
 /// Algorithm 1, not to the uncorrected `sqrt(v)` as TensorFlow 1.x's AdamOptimizer does; the two
 /// differ only while `v` is tiny.
+///
+/// With `weight_decay` this is AdamW (Loshchilov & Hutter, decoupled weight decay), as
+/// PyTorch's torch.optim.AdamW and Keras' `AdamW`: every element first decays by
+/// `w <- w * (1 - learning_rate * weight_decay)`, outside the moments. (Note that PyTorch's
+/// AdamW defaults to weight_decay = 0.01; here the default is 0, plain Adam.)
 struct adam {
   float learning_rate = 1e-3f;
   float beta1 = 0.9f;
   float beta2 = 0.999f;
   float epsilon = 1e-8f;
+  float weight_decay = 0.f;  ///< decoupled weight decay per unit of learning rate; 0: none (AdamW otherwise)
 
   /// The per-variable slots: first and second moments per element, in @p D's memory, and the
   /// number of steps taken.
@@ -113,7 +121,7 @@ struct adam {
     const double correction2 = 1.0 - std::pow(static_cast<double>(beta2), static_cast<double>(t));
     f(detail::adam_rule{learning_rate, beta1, 1.f - beta1, beta2, 1.f - beta2,
                         static_cast<float>(1.0 / correction1), static_cast<float>(1.0 / correction2), epsilon,
-                        grad_scale});
+                        grad_scale, detail::decay_factor(learning_rate, weight_decay)});
   }
   /// @p out's step count after one update of @p in.
   template <class S>

@@ -26,10 +26,12 @@ struct momentum_rule {
   float learning_rate;
   float momentum;
   float grad_scale;
+  float decay;  // 1 - learning_rate * weight_decay: 1 (exact, w unchanged) without weight decay
   DSGD_HOST_DEVICE void operator()(float& w, float g, float& v) const {
     const float gi = grad_scale * g;
     const float vi = momentum * v + gi;
     v = vi;
+    w *= decay;
     if constexpr (Nesterov) {
       w -= learning_rate * (gi + momentum * vi);
     } else {
@@ -45,10 +47,16 @@ struct momentum_rule {
 /// With `g = grad_scale * grad`, every element is updated by
 /// `v <- momentum * v + g`, then `w <- w - learning_rate * v`, or with Nesterov
 /// `w <- w - learning_rate * (g + momentum * v)` using the updated `v`. The velocity starts at 0.
+///
+/// With `weight_decay` (decoupled, SGDW of Loshchilov & Hutter; Keras' `SGD(momentum=m,
+/// weight_decay=...)`), every element first decays by `w <- w * (1 - learning_rate *
+/// weight_decay)`, outside the velocity. PyTorch's `SGD(weight_decay=...)` is the coupled L2
+/// form instead (added to the gradient): add `weight_decay * w` to your gradient for that.
 struct momentum {
   float learning_rate = 0.01f;
   float momentum = 0.9f;
   bool nesterov = false;
+  float weight_decay = 0.f;  ///< decoupled weight decay per unit of learning rate; 0: none
 
   /// The per-variable slot: one velocity per element, in @p D's memory.
   template <Device D>
@@ -84,10 +92,11 @@ struct momentum {
   /// Calls @p f with the element rule of the next update (optim::elementwise).
   template <class S, class F>
   void with_rule(const S&, float grad_scale, F&& f) const {
+    const float decay = detail::decay_factor(learning_rate, weight_decay);
     if (nesterov) {
-      f(detail::momentum_rule<true>{learning_rate, momentum, grad_scale});
+      f(detail::momentum_rule<true>{learning_rate, momentum, grad_scale, decay});
     } else {
-      f(detail::momentum_rule<false>{learning_rate, momentum, grad_scale});
+      f(detail::momentum_rule<false>{learning_rate, momentum, grad_scale, decay});
     }
   }
 };

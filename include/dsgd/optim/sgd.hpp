@@ -21,15 +21,23 @@ struct sgd_rule {
   static constexpr std::size_t slot_count = 0;
   float learning_rate;
   float grad_scale;
+  float decay;  // 1 - learning_rate * weight_decay: 1 (exact, w unchanged) without weight decay
   // Scaling g first keeps the rounding identical to the other optimizers' `g = grad_scale * g`.
-  DSGD_HOST_DEVICE void operator()(float& w, float g) const { w -= learning_rate * (grad_scale * g); }
+  DSGD_HOST_DEVICE void operator()(float& w, float g) const {
+    w *= decay;
+    w -= learning_rate * (grad_scale * g);
+  }
 };
 
 }  // namespace detail
 
 /// Plain SGD: with `g = grad_scale * grad`, `w <- w - learning_rate * g`.
+///
+/// With `weight_decay` (decoupled, SGDW; Keras' `SGD(weight_decay=...)`), every element first
+/// decays by `w <- w * (1 - learning_rate * weight_decay)`.
 struct sgd {
   float learning_rate = 0.01f;
+  float weight_decay = 0.f;  ///< decoupled weight decay per unit of learning rate; 0: none
 
   /// SGD keeps no per-variable state.
   template <Device D>
@@ -57,7 +65,7 @@ struct sgd {
   /// Calls @p f with the element rule of the next update (optim::elementwise).
   template <class S, class F>
   void with_rule(const S&, float grad_scale, F&& f) const {
-    f(detail::sgd_rule{learning_rate, grad_scale});
+    f(detail::sgd_rule{learning_rate, grad_scale, detail::decay_factor(learning_rate, weight_decay)});
   }
 };
 

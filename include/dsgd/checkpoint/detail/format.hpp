@@ -30,7 +30,12 @@ using namespace dsgd::detail;  // put_le, get_le, as_bytes, byte_reader
 
 inline constexpr std::string_view data_magic = "DSGDCKPT";
 inline constexpr std::string_view trailer_magic = "DSGDTAIL";
-inline constexpr std::uint32_t format_version = 1;
+/// The version this build writes. 2: a ps's data file holds every slot and counter of its
+/// optimizer's state (learning-rate schedules included), so a restore that misses one is an
+/// error; 1 (read, never written): a slot or counter it lacks starts afresh on restore.
+inline constexpr std::uint32_t format_version = 2;
+/// The oldest version this build reads.
+inline constexpr std::uint32_t oldest_format_version = 1;
 inline constexpr std::uint32_t dtype_float32 = 1;
 inline constexpr std::size_t header_bytes = 40;
 inline constexpr std::size_t trailer_bytes = 24;
@@ -58,6 +63,7 @@ struct parsed_record {
 
 /// A data file as parsed and verified.
 struct parsed_data_file {
+  std::uint32_t version = 0;
   std::uint64_t step = 0;
   std::size_t ps_task = 0;
   std::size_t ps_tasks = 0;
@@ -138,10 +144,11 @@ inline parsed_data_file parse_data_file(std::span<const std::byte> bytes, const 
   if (std::string_view(reinterpret_cast<const char*>(head.data()), 8) != data_magic)
     whole.fail("wrong magic: not a dsgd checkpoint data file");
   auto version = whole.read<std::uint32_t>("version");
-  if (version != format_version)
+  if (version < oldest_format_version || version > format_version)
     whole.fail("unsupported format version " + std::to_string(version) + " (this build reads " +
-               std::to_string(format_version) + ")");
+               std::to_string(oldest_format_version) + " to " + std::to_string(format_version) + ")");
   parsed_data_file out;
+  out.version = version;
   out.ps_task = whole.read<std::uint32_t>("ps task");
   out.ps_tasks = whole.read<std::uint32_t>("ps task count");
   auto count = whole.read<std::uint32_t>("record count");
@@ -233,6 +240,7 @@ struct manifest {
   std::uint64_t placement_fingerprint = 0;
   std::string placement;  ///< placement::plan::describe() of the plan at save time
   std::vector<file> files;
+  std::uint32_t version = format_version;  ///< of the manifest and of every data file it names
 };
 
 inline std::string hex(std::uint64_t v, int digits) {
@@ -243,7 +251,7 @@ inline std::string hex(std::uint64_t v, int digits) {
 }
 
 inline std::string encode_manifest(const manifest& m) {
-  std::string s = "dsgd checkpoint manifest\nversion " + std::to_string(format_version) +
+  std::string s = "dsgd checkpoint manifest\nversion " + std::to_string(m.version) +
                   "\nstep " + std::to_string(m.step) + "\nplacement_fingerprint " +
                   hex(m.placement_fingerprint, 16) + "\nplacement " + m.placement +
                   "\nps_tasks " + std::to_string(m.files.size()) + "\n";
@@ -292,10 +300,11 @@ inline manifest parse_manifest(std::string_view text, const std::string& name) {
   };
   if (!next_line("dsgd checkpoint manifest").empty()) fail("line 1: not a dsgd manifest");
   auto version = number(next_line("version "), 10);
-  if (version != format_version)
+  if (version < oldest_format_version || version > format_version)
     fail("unsupported format version " + std::to_string(version) + " (this build reads " +
-         std::to_string(format_version) + ")");
+         std::to_string(oldest_format_version) + " to " + std::to_string(format_version) + ")");
   manifest m;
+  m.version = static_cast<std::uint32_t>(version);
   m.step = number(next_line("step "), 10);
   m.placement_fingerprint = number(next_line("placement_fingerprint "), 16);
   m.placement = std::string(next_line("placement "));

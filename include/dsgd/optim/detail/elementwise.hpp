@@ -107,6 +107,13 @@ void advance(const O& o, const S& in, S& out) {
   if constexpr (requires { o.advance(in, out); }) o.advance(in, out);
 }
 
+/// The factor of decoupled weight decay, `w <- w * (1 - learning_rate * weight_decay)`, computed
+/// in double as PyTorch's AdamW does from Python floats: exactly 1 (w unchanged, bit for bit)
+/// when @p weight_decay is 0.
+inline float decay_factor(float learning_rate, float weight_decay) noexcept {
+  return static_cast<float>(1.0 - static_cast<double>(learning_rate) * static_cast<double>(weight_decay));
+}
+
 /// Throws dsgd::error (errc::shape_mismatch) saying that @p who's state holds @p held @p what
 /// but the variable has @p n elements: the one size check every stateful apply() makes.
 [[noreturn]] inline void throw_state_size(const char* who, std::size_t held, const char* what, std::size_t n) {

@@ -10,7 +10,13 @@
 /// that a cluster with another number of ps tasks restores them by range like the values.
 /// A counter (adam's `t`) is per variable: the shard holding the variable's first element
 /// writes it as `dense0/kernel/t`, a record of shape [2] holding the 64 bits as two 32-bit
-/// halves (low first), so that any count is restored exactly.
+/// halves (low first), so that any count is restored exactly. A learning-rate schedule's state
+/// is its inner optimizer's slots under their own names and the counter `schedule_step`.
+///
+/// From format version 2 on, a data file holds every slot and counter of the state, and a
+/// restore that misses one (a checkpoint written with another optimizer) is refused, naming it;
+/// a version 1 checkpoint (written before schedules saved their state) restores its values and
+/// what slots it holds, and the rest start afresh, named in the ps's log.
 // IWYU pragma: private, include <dsgd/server/parameter_server.hpp>
 #pragma once
 
@@ -85,13 +91,15 @@ void write_shard_checkpoint(const std::filesystem::path& dir, std::uint64_t step
 }
 
 /// Reads the shard described by @p layout from checkpoint @p reader: its values, every slot and
-/// counter of @p probe (an optimizer state, visited for their names) the checkpoint holds.
+/// counter of @p probe (an optimizer state, visited for their names). A version 1 checkpoint
+/// may lack some: their record names are appended to @p missing and they start afresh.
 /// @tparam State a shard_storage::saved_state
-/// @throws dsgd::error errc::not_found for a variable the checkpoint lacks, errc::shape_mismatch
-///         when its shape there differs from the model's, naming both
+/// @throws dsgd::error errc::not_found for a variable the checkpoint lacks, or (version 2 on) a
+///         slot or counter of @p probe it lacks; errc::shape_mismatch when the variable's shape
+///         there differs from the model's, naming both
 template <class State, class Probe>
 State read_shard_checkpoint(const checkpoint::checkpoint_reader& reader, const shard_layout& layout, Probe& probe,
-                            std::size_t elements) {
+                            std::size_t elements, std::vector<std::string>& missing) {
   const auto shape = variable_shape(layout);
   if (reader.shape_of(layout.name) != shape)
     throw error(errc::shape_mismatch, "checkpoint " + std::to_string(reader.step()) + " holds " + layout.name +
@@ -103,7 +111,15 @@ State read_shard_checkpoint(const checkpoint::checkpoint_reader& reader, const s
   s.values = reader.read(layout.name, offset, elements);
   auto visit = [&](const char* slot, auto& member) {
     const auto name = layout.name + "/" + slot;
-    if (!reader.contains(name)) return;
+    if (!reader.contains(name)) {
+      if (reader.format_version() >= 2)
+        throw error(errc::not_found, "checkpoint " + std::to_string(reader.step()) + " holds no " + name +
+                                         ", which the optimizer's state of " + layout.name +
+                                         " needs: it was written with another optimizer or schedule; "
+                                         "restore with the one that wrote it");
+      missing.push_back(name);
+      return;
+    }
     if constexpr (std::is_same_v<std::decay_t<decltype(member)>, std::uint64_t>) {
       auto bits = reader.read(name, 0, 2);
       s.counters.emplace_back(slot, std::uint64_t{std::bit_cast<std::uint32_t>(bits[0])} |

@@ -321,9 +321,17 @@ class shard_requests {
     checkpoint::checkpoint_reader reader(dir, h.step);  // verifies every file and checksum
     typename O::template state<D> probe(device_, 0);
     std::vector<std::pair<std::uint64_t, typename shard_type::saved_state>> states;
+    std::vector<std::string> missing;  // slots and counters a version 1 checkpoint lacks
     for (const auto& [k, layout] : layouts_) {
       std::size_t elements = layout.rows * layout.row_elements();
-      states.emplace_back(k, read_shard_checkpoint<typename shard_type::saved_state>(reader, layout, probe, elements));
+      states.emplace_back(
+          k, read_shard_checkpoint<typename shard_type::saved_state>(reader, layout, probe, elements, missing));
+    }
+    if (!missing.empty()) {
+      std::string names;
+      for (const auto& m : missing) names += (names.empty() ? "" : ", ") + m;
+      log(self_ + ": checkpoint " + std::to_string(h.step) + " is of format version " +
+          std::to_string(reader.format_version()) + " and holds no " + names + ": they start afresh");
     }
     // Over shards that existed, a restore re-creates the session; into a fresh ps task (first
     // start, or restarted after a crash) nobody has read anything yet, so nobody is aborted.

@@ -101,7 +101,7 @@ which one it is. The default job trains the Fashion-MNIST MLP data-parallel over
   --demo                 the article's case 3: w + b, w * b, w / b on ps-held variables
   --rule R               sync | async | ssp (bounded staleness 2)           [sync]
   --model M              mlp (784-256-128-10) | softmax                     [mlp]
-  --epochs N             passes over the training set (global steps)       [12]
+  --epochs N             passes over the training set                      [12]
   --batch N              examples per worker and step                      [64]
   --lr X                 learning rate (> 0)                                [0.05]
   --momentum X           momentum, in [0, 1)                                [0.9]

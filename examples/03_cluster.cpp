@@ -22,10 +22,10 @@
 // (loss, accuracy, examples/s, the learning rate, a histogram of every weight):
 //   dsgd-launch --ps 2 --workers 2 -- ./03_cluster --rule sync --logdir /tmp/main_job
 //   tensorboard --logdir /tmp/main_job
-// With or without it, a ps task that dies and is started again with the same role is recovered
-// by itself: every worker reconnects and the chief has the ps tasks restore the latest checkpoint
-// (without --logdir, its own last values). The options are in `usage` below (--help prints it);
-// a bad option exits 2 naming it.
+// A ps task that dies and is started again with the same role is then recovered by itself:
+// every worker reconnects and the chief has every ps task restore the latest checkpoint (without
+// --logdir it re-initialises them from its own last values). The options are in `usage` below
+// (--help prints it); a bad option exits 2 naming it.
 //
 // Every worker trains until the global step reaches --epochs epochs of the schedule (about
 // one pass over the training set each), so a straggler stops with the others; the chief

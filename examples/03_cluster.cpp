@@ -16,21 +16,16 @@
 //          the ps tasks; the chief prints progress and the test accuracy.
 //   dsgd-launch --ps 2 --workers 2 -- ./03_cluster --rule sync --epochs 12
 //
-// Options: --rule sync|async|ssp (bounded staleness 2), --model mlp|softmax, --epochs N,
-//          --batch N, --lr X, --momentum X, --decay X (rate multiplier per epoch),
-//          --target ACC (exit 1 if the chief ends below it),
-//          --backup N (sync: each step averages the first workers - N gradients; the slowest
-//          N are backups whose late gradients are dropped),
-//          --slowdown TASK=F (e.g. worker:2=3: that task sleeps after each step so that its
-//          step takes F times its compute time, a straggler),
-//          --csv FILE (the chief writes one line per evaluation: wall time, global step,
-//          steps/s, loss, test accuracy, the evaluation's own time; bench/straggler/run.sh
-//          plots these),
-//          --num-ps N, --base-port P (under mpirun or srun, whose ranks carry no roles: ranks
-//          0..N-1 are the ps tasks, rank r listens on P + r; docs/launching.md),
-//          --listen ADDR (ps: "*" any address, an IP, "if:NAME"; default the spec's address),
-//          --startup-timeout S (workers: retry an unreachable or not yet resolvable ps this
-//          long; default 120).
+// With --logdir DIR the job runs as TensorFlow's MonitoredTrainingSession does: the chief
+// restores the latest checkpoint in DIR when there is one, checkpoints every --save-secs
+// seconds and/or --save-steps steps (keeping --keep), and writes TensorBoard summaries into DIR
+// (loss, accuracy, examples/s, the learning rate, a histogram of every weight):
+//   dsgd-launch --ps 2 --workers 2 -- ./03_cluster --rule sync --logdir /tmp/main_job
+//   tensorboard --logdir /tmp/main_job
+// A ps task that dies and is started again with the same role is then recovered by itself:
+// every worker reconnects and the chief has every ps task restore the latest checkpoint (without
+// --logdir it re-initialises them from its own last values). The options are in `usage` below
+// (--help prints it); a bad option exits 2 naming it.
 //
 // Every worker trains until the global step reaches --epochs epochs of the schedule (about
 // one pass over the training set each), so a straggler stops with the others; the chief
@@ -45,6 +40,8 @@
 #include <dsgd/placement/greedy_by_bytes.hpp>
 #include <dsgd/tensor/init.hpp>
 #include <dsgd/tensor/ops.hpp>
+#include <dsgd/train/monitored_session.hpp>
+#include <dsgd/train/summary_writer.hpp>
 #include <dsgd/trainer.hpp>
 #include <dsgd/update/async.hpp>
 #include <dsgd/update/bounded_staleness.hpp>
@@ -56,9 +53,16 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <iostream>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <type_traits>
+#include <utility>
+#include <vector>
 
 namespace {
 
@@ -81,14 +85,102 @@ struct settings {
   dsgd::cluster::rank_layout layout;  // under mpirun or srun: which ranks are ps tasks, ports
   std::string listen;                 // ps: where to listen ("" the spec's address, "*" any)
   double startup_timeout_s = 120;     // workers: how long to retry an unreachable ps
+  std::string logdir;                 // checkpoints and TensorBoard summaries ("": neither)
+  std::uint64_t save_steps = 0;       // chief: a checkpoint every N global steps (0: not by steps)
+  std::uint64_t save_secs = 60;       // and/or every S seconds (0: not by time)
+  std::size_t keep = 5;               // checkpoints kept
+  std::uint64_t summary_steps = 100;  // summaries every N global steps
+  std::uint64_t log_steps = 0;        // chief: a progress line every N global steps (0: epochs only)
+  double recovery_timeout_s = 300;    // how long a lost session is re-created before giving up
 };
+
+const char* const usage = R"(usage: 03_cluster [--demo] [OPTIONS]
+Every task of the cluster runs this program; TF_CONFIG (dsgd-launch), Open MPI or Slurm says
+which one it is. The default job trains the Fashion-MNIST MLP data-parallel over the workers.
+
+  --demo                 the article's case 3: w + b, w * b, w / b on ps-held variables
+  --rule R               sync | async | ssp (bounded staleness 2)           [sync]
+  --model M              mlp (784-256-128-10) | softmax                     [mlp]
+  --epochs N             passes over the training set                      [12]
+  --batch N              examples per worker and step                      [64]
+  --lr X                 learning rate (> 0)                                [0.05]
+  --momentum X           momentum, in [0, 1)                                [0.9]
+  --decay X              learning-rate multiplier per epoch, in (0, 1]      [0.7]
+  --target ACC           exit 1 if the chief ends below this test accuracy  [0]
+  --backup N             sync: each step averages the first workers - N gradients; the
+                         slowest N are backups whose late gradients are dropped   [0]
+  --slowdown TASK=F      that task sleeps after each step so that its step takes F times
+                         its compute time (a straggler), e.g. worker:2=3
+  --csv FILE             the chief writes one line per evaluation (bench/straggler/run.sh)
+  --logdir DIR           checkpoints and TensorBoard summaries in DIR; the chief restores
+                         the latest checkpoint there on start
+  --save-secs S          with --logdir: a checkpoint every S seconds (0: not by time) [60]
+  --save-steps N         with --logdir: a checkpoint every N global steps (0: not by steps) [0]
+  --keep K               with --logdir: checkpoints kept (>= 1)             [5]
+  --summary-steps N      with --logdir: summaries every N global steps (>= 1)   [100]
+  --log-steps N          chief: a progress line every N global steps (0: per epoch only) [0]
+  --recovery-timeout S   how long a session lost with a ps is re-created before the task
+                         gives up (0: fail at once)                         [300]
+  --num-ps N             under mpirun or srun: ranks 0..N-1 are the ps tasks   [1]
+  --base-port P          under mpirun or srun: rank r listens on P + r         [2222]
+  --listen ADDR          ps: "*" any address, an IP, "if:NAME" [the spec's address]
+  --startup-timeout S    workers: retry an unreachable or unresolvable ps this long [120]
+  --help                 this text
+
+Exit status: 0 done (at --target or above), 1 a failure or below --target, 2 a bad option.
+)";
+
+// A bad command line: main() prints it with a pointer to --help and exits 2.
+struct usage_error : std::invalid_argument {
+  using std::invalid_argument::invalid_argument;
+};
+
+// "--epochs 12": a whole number of at least @p min, nothing after it.
+std::uint64_t parse_whole(const std::string& option, const std::string& v, std::uint64_t min = 0,
+                          std::uint64_t max = std::numeric_limits<std::uint64_t>::max()) {
+  std::size_t used = 0;
+  unsigned long long n = 0;
+  try {
+    if (!v.empty() && v[0] != '-' && v[0] != '+') n = std::stoull(v, &used);
+  } catch (const std::logic_error&) {
+    used = 0;
+  }
+  if (used == 0 || used != v.size() || n < min || n > max)
+    throw usage_error(option + " " + v + ": expected a whole number from " + std::to_string(min) +
+                      (max == std::numeric_limits<std::uint64_t>::max() ? " up" : " to " + std::to_string(max)));
+  return n;
+}
+
+// 0.05 as "0.05", 1e9 as "1e+09".
+std::string shortest(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", x);
+  return buf;
+}
+
+// "--lr 0.05": a number in [lo, hi] (or (lo, hi] when @p open_low), nothing after it.
+double parse_real(const std::string& option, const std::string& v, double lo, double hi, bool open_low = false,
+                  bool open_high = false) {
+  std::size_t used = 0;
+  double x = 0;
+  try {
+    x = std::stod(v, &used);
+  } catch (const std::logic_error&) {
+    used = 0;
+  }
+  const bool inside = (open_low ? x > lo : x >= lo) && (open_high ? x < hi : x <= hi);
+  if (used == 0 || used != v.size() || !inside)
+    throw usage_error(option + " " + v + ": expected a number in " + (open_low ? "(" : "[") + shortest(lo) + ", " +
+                      (hi == std::numeric_limits<double>::max() ? "inf" : shortest(hi)) + (open_high ? ")" : "]"));
+  return x;
+}
 
 // --slowdown TASK=F, e.g. worker:2=3 (F >= 1).
 void parse_slowdown(settings& s, const std::string& v) {
   const auto eq = v.find('=');
   const auto colon = v.find(':');
   if (eq == std::string::npos || colon == std::string::npos || colon > eq || colon == 0 || eq + 1 == v.size())
-    throw dsgd::error(dsgd::errc::invalid_argument, "--slowdown " + v + ": expected TASK=FACTOR, e.g. worker:2=3");
+    throw usage_error("--slowdown " + v + ": expected TASK=FACTOR, e.g. worker:2=3");
   std::size_t used = 0;
   double f = 0;
   try {
@@ -97,8 +189,7 @@ void parse_slowdown(settings& s, const std::string& v) {
     used = 0;
   }
   if (used != v.size() - eq - 1 || !(f >= 1))
-    throw dsgd::error(dsgd::errc::invalid_argument, "--slowdown " + v + ": factor at column " +
-                                                        std::to_string(eq + 2) + " must be a number >= 1");
+    throw usage_error("--slowdown " + v + ": factor at column " + std::to_string(eq + 2) + " must be a number >= 1");
   s.slowdown = v;
   s.slowdown_factor = f;
 }
@@ -184,18 +275,16 @@ template <class Model, class Rule>
 int train(const settings& s) {
   using optimizer = dsgd::optim::exponential_decay<dsgd::optim::momentum>;
   using trainer = dsgd::trainer<cpu, dsgd::placement::greedy_by_bytes, Rule, optimizer>;
+  using session_type = dsgd::train::monitored_session<trainer>;
   using clock = std::chrono::steady_clock;
   constexpr bool sync = std::is_same_v<Rule, dsgd::update::sync_average>;
   auto role = dsgd::cluster::resolve_from_environment(s.layout);
   // Every task computes the schedule and the rule from the same arguments and cluster, so the
   // ps tasks apply what the workers expect.
   const std::size_t replicas = dsgd::cluster::replicas::count(role.cluster);
-  if (s.backup > 0 && !sync)
-    throw dsgd::error(dsgd::errc::invalid_argument, "--backup " + std::to_string(s.backup) +
-                                                        ": backup workers need --rule sync, not " + s.rule);
   if (s.backup >= replicas)
-    throw dsgd::error(dsgd::errc::invalid_argument, "--backup " + std::to_string(s.backup) + ": must be below the " +
-                                                        std::to_string(replicas) + " workers of the cluster");
+    throw usage_error("--backup " + std::to_string(s.backup) + ": must be below the " + std::to_string(replicas) +
+                      " workers of the cluster");
   const std::size_t shard = (dsgd::data::fashion_mnist::train_images.count + replicas - 1) / replicas;
   const std::size_t batches_per_epoch = (shard + s.batch - 1) / s.batch;
   // An epoch of the schedule, in global steps, is about one pass over the training set: under
@@ -218,7 +307,6 @@ int train(const settings& s) {
   const auto test_set = dsgd::data::fashion_mnist::load(dsgd::data::fashion_mnist::split::test);
   csv_log csv(t.is_chief() ? s : settings{});
   Model net(cpu{});
-  t.create_variables(net.parameters(), net.names());
   dsgd::model::shuffled_batches batches(
       train_set, {.batch = s.batch, .seed = 1000 + t.replica(), .shard = t.replica(), .shards = t.replicas()});
   if (slowdown > 1) std::printf("straggler: every step sleeps %.1fx its compute time\n", slowdown - 1);
@@ -229,39 +317,77 @@ int train(const settings& s) {
   // working through its own epochs after they have finished. The chief evaluates whenever
   // the global step crosses an epoch of the schedule.
   const std::uint64_t last_step = static_cast<std::uint64_t>(s.epochs) * steps_per_epoch;
+  // The chief alone writes summaries (TensorFlow's SummarySaverHook runs on the chief).
+  std::unique_ptr<dsgd::train::summary_writer> summaries;
+  std::vector<std::unique_ptr<dsgd::train::session_hook<cpu>>> hooks;
+  hooks.push_back(std::make_unique<dsgd::train::stop_at_step_hook<cpu>>(last_step));
+  if (t.is_chief() && s.log_steps > 0)
+    hooks.push_back(std::make_unique<dsgd::train::logging_hook<cpu>>(std::cout, aggregated * s.batch, s.log_steps));
+  if (t.is_chief() && !s.logdir.empty()) {
+    summaries = std::make_unique<dsgd::train::summary_writer>(s.logdir);
+    hooks.push_back(std::make_unique<dsgd::train::summary_hook<cpu>>(
+        *summaries, s.summary_steps, aggregated * s.batch, [schedule = o.optimizer](std::uint64_t step) {
+          // Under sync a global step is one update of every variable; under async and SSP
+          // one gradient applied: the count the schedule decays by.
+          return std::vector<std::pair<std::string, float>>{{"learning_rate", schedule.learning_rate_at(step)}};
+        }));
+  }
+  dsgd::train::session_options so;
+  so.checkpoint_dir = s.logdir;
+  so.save_checkpoint_steps = s.save_steps;
+  so.save_checkpoint_secs = std::chrono::seconds(s.save_secs);
+  so.keep_checkpoints = s.keep;
+  so.recovery_timeout = std::chrono::seconds(static_cast<long long>(s.recovery_timeout_s));
+  // Restores the latest checkpoint in --logdir (chief), or initialises; the others wait.
+  session_type session(t, net.parameters(), net.names(), std::move(hooks), std::move(so));
+  if (session.restored_step())
+    std::printf("restored checkpoint %llu from %s: resuming at step %llu of %llu\n",
+                static_cast<unsigned long long>(*session.restored_step()), s.logdir.c_str(),
+                static_cast<unsigned long long>(session.step()), static_cast<unsigned long long>(last_step));
+  if (t.is_chief() && !s.logdir.empty())
+    std::printf("checkpoints and summaries in %s (tensorboard --logdir %s)\n", s.logdir.c_str(), s.logdir.c_str());
+  std::fflush(stdout);
+
+  const std::uint64_t first_step = session.step();
   const auto start = clock::now();
   auto since_start = [&] { return std::chrono::duration<double>(clock::now() - start).count(); };
   std::size_t dropped = 0, local_steps = 0, interval_steps = 0, interval_examples = 0;
-  std::size_t next_eval = 1;
+  std::size_t next_eval = first_step / steps_per_epoch + 1;
   double interval_loss = 0, accuracy = 0;
+  std::optional<std::uint64_t> evaluated_at;
   auto interval_start = clock::now();
-  while (t.step() < last_step) {
+  auto evaluate = [&](double mean_loss) {
+    const std::size_t epoch = std::min<std::size_t>(session.step() / steps_per_epoch, s.epochs);
+    const auto eval_start = clock::now();
+    accuracy = net.accuracy(test_set);
+    const double eval_seconds = std::chrono::duration<double>(clock::now() - eval_start).count();
+    const evaluation e{epoch, since_start(), session.step(), mean_loss, accuracy, eval_seconds};
+    // A global step applies `aggregated` batches (sync) or one (async, SSP).
+    const double steps_per_second = e.seconds > 0 ? (e.step - first_step) / e.seconds : 0.0;
+    std::printf("epoch %2zu  %7.1f s  step %6llu  %6.1f steps/s  %7.0f examples/s  loss %.4f  test accuracy %.4f\n",
+                e.epoch, e.seconds, static_cast<unsigned long long>(e.step), steps_per_second,
+                steps_per_second * static_cast<double>(aggregated * s.batch), e.loss, e.accuracy);
+    csv.write(s, t.replicas(), e);
+    if (summaries) summaries->scalar("accuracy", static_cast<float>(accuracy), static_cast<std::int64_t>(e.step));
+    evaluated_at = e.step;
+    next_eval = epoch + 1;
+  };
+  while (!session.should_stop() && session.step() < last_step) {
     const auto b = batches.next();
     const auto compute_start = clock::now();
     const float loss = net.forward_backward(b.images, b.labels, b.size);
     if (slowdown > 1) std::this_thread::sleep_for((clock::now() - compute_start) * (slowdown - 1));
-    // Push, and pull the values of the next step, as one exchange (the pull goes out right
-    // behind the push). A dropped push: some shard had moved on, a backup came late.
-    if (t.push_pull(net.gradients(), net.parameters()) > 0) ++dropped;
+    // Push, and pull the values of the next step, as one exchange; then the hooks and the
+    // chief's checkpoints. A dropped push: some shard had moved on, a backup came late.
+    if (session.run(loss, net.gradients()) > 0) ++dropped;
     ++local_steps;
     ++interval_steps;
     interval_examples += b.size;
     interval_loss += static_cast<double>(loss) * static_cast<double>(b.size);
     const double mean_loss = interval_loss / static_cast<double>(interval_examples);
     if (t.is_chief()) {
-      if (t.step() < next_eval * steps_per_epoch) continue;
-      const std::size_t epoch = std::min<std::size_t>(t.step() / steps_per_epoch, s.epochs);
-      const auto eval_start = clock::now();
-      accuracy = net.accuracy(test_set);
-      const double eval_seconds = std::chrono::duration<double>(clock::now() - eval_start).count();
-      const evaluation e{epoch, since_start(), t.step(), mean_loss, accuracy, eval_seconds};
-      // A global step applies `aggregated` batches (sync) or one (async, SSP).
-      const double steps_per_second = e.step / e.seconds;
-      std::printf("epoch %2zu  %7.1f s  step %6llu  %6.1f steps/s  %7.0f examples/s  loss %.4f  test accuracy %.4f\n",
-                  e.epoch, e.seconds, static_cast<unsigned long long>(e.step), steps_per_second,
-                  steps_per_second * static_cast<double>(aggregated * s.batch), e.loss, e.accuracy);
-      csv.write(s, t.replicas(), e);
-      next_eval = epoch + 1;
+      if (session.step() < next_eval * steps_per_epoch) continue;
+      evaluate(mean_loss);
     } else {
       // Other workers report their own passes over their shard.
       if (batches.epochs() < next_eval) continue;
@@ -275,16 +401,21 @@ int train(const settings& s) {
     interval_loss = 0;
     interval_start = clock::now();
   }
+  // A job restored at its last step (or stopped between epochs) still reports the accuracy.
+  if (t.is_chief() && evaluated_at != session.step())
+    evaluate(interval_examples > 0 ? interval_loss / static_cast<double>(interval_examples) : 0.0);
   const double seconds = since_start();
-  t.finish();
-  std::printf("%s done: %zu steps of its own in %.1f s (%.1f steps/s), %zu gradients dropped as stale\n",
-              t.task().to_string().c_str(), local_steps, seconds, local_steps / seconds, dropped);
+  // The chief's last checkpoint, the hooks' end, and (chief) the cluster's shutdown.
+  session.close();
+  std::printf("%s done: %zu steps of its own in %.1f s (%.1f steps/s), %zu gradients dropped as stale, "
+              "%zu recoveries\n",
+              t.task().to_string().c_str(), local_steps, seconds, local_steps / seconds, dropped, session.recoveries());
   if (!t.is_chief()) return 0;
   std::printf("final test accuracy %.4f (%s%s, %zu workers, %zu ps, %llu global steps in %.1f s = %.1f steps/s, "
               "%zu gradients dropped as stale)\n",
               accuracy, s.rule.c_str(), s.backup > 0 ? (" with " + std::to_string(s.backup) + " backup").c_str() : "",
-              t.replicas(), t.cluster().num_tasks("ps"), static_cast<unsigned long long>(t.step()), seconds,
-              t.step() / seconds, dropped);
+              t.replicas(), t.cluster().num_tasks("ps"), static_cast<unsigned long long>(session.step()), seconds,
+              (session.step() - first_step) / seconds, dropped);
   return accuracy >= s.target ? 0 : 1;
 }
 
@@ -293,50 +424,72 @@ int train_with_rule(const settings& s) {
   if (s.rule == "sync") return train<Model, dsgd::update::sync_average>(s);
   if (s.rule == "async") return train<Model, dsgd::update::async>(s);
   if (s.rule == "ssp") return train<Model, dsgd::update::bounded_staleness<2>>(s);
-  throw dsgd::error(dsgd::errc::invalid_argument, "--rule " + s.rule + ": expected sync, async or ssp");
+  throw usage_error("--rule " + s.rule + ": expected sync, async or ssp");
+}
+
+// The command line into @p s; @returns false after --help. @throws usage_error naming the option.
+bool parse(settings& s, int argc, char** argv) {
+  std::vector<std::string> needs_logdir;  // options that only mean something with --logdir
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) throw usage_error(a + " needs a value");
+      return argv[++i];
+    };
+    auto with_logdir = [&](std::uint64_t min) {
+      needs_logdir.push_back(a);
+      return parse_whole(a, value(), min);
+    };
+    constexpr double inf = std::numeric_limits<double>::max();
+    if (a == "--help" || a == "-h") return false;
+    else if (a == "--demo") s.demo = true;
+    else if (a == "--rule") s.rule = value();
+    else if (a == "--model") s.model = value();
+    else if (a == "--epochs") s.epochs = parse_whole(a, value(), 1);
+    else if (a == "--batch") s.batch = parse_whole(a, value(), 1);
+    else if (a == "--lr") s.lr = static_cast<float>(parse_real(a, value(), 0, inf, true));
+    else if (a == "--momentum") s.momentum = static_cast<float>(parse_real(a, value(), 0, 1, false, true));
+    else if (a == "--decay") s.decay = static_cast<float>(parse_real(a, value(), 0, 1, true));
+    else if (a == "--target") s.target = parse_real(a, value(), 0, 1);
+    else if (a == "--backup") s.backup = parse_whole(a, value());
+    else if (a == "--slowdown") parse_slowdown(s, value());
+    else if (a == "--csv") s.csv = value();
+    else if (a == "--logdir") s.logdir = value();
+    else if (a == "--save-secs") s.save_secs = with_logdir(0);
+    else if (a == "--save-steps") s.save_steps = with_logdir(0);
+    else if (a == "--keep") s.keep = with_logdir(1);
+    else if (a == "--summary-steps") s.summary_steps = with_logdir(1);
+    else if (a == "--log-steps") s.log_steps = parse_whole(a, value());
+    else if (a == "--recovery-timeout") s.recovery_timeout_s = parse_real(a, value(), 0, 1e9);
+    else if (a == "--num-ps") s.layout.num_ps = static_cast<int>(parse_whole(a, value(), 0, 1'000'000));
+    else if (a == "--listen") s.listen = value();
+    else if (a == "--startup-timeout") s.startup_timeout_s = parse_real(a, value(), 0, 1e9, true);
+    else if (a == "--base-port") s.layout.base_port = static_cast<std::uint16_t>(parse_whole(a, value(), 1, 65535));
+    else throw usage_error("unknown option " + a);
+  }
+  if (s.rule != "sync" && s.rule != "async" && s.rule != "ssp")
+    throw usage_error("--rule " + s.rule + ": expected sync, async or ssp");
+  if (s.model != "mlp" && s.model != "softmax") throw usage_error("--model " + s.model + ": expected mlp or softmax");
+  if (s.backup > 0 && s.rule != "sync")
+    throw usage_error("--backup " + std::to_string(s.backup) + ": backup workers need --rule sync, not " + s.rule);
+  if (s.logdir.empty() && !needs_logdir.empty()) throw usage_error(needs_logdir.front() + " needs --logdir DIR");
+  return true;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   settings s;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) throw dsgd::error(dsgd::errc::invalid_argument, a + " needs a value");
-      return argv[++i];
-    };
-    try {
-      if (a == "--demo") s.demo = true;
-      else if (a == "--rule") s.rule = value();
-      else if (a == "--model") s.model = value();
-      else if (a == "--epochs") s.epochs = std::stoul(value());
-      else if (a == "--batch") s.batch = std::stoul(value());
-      else if (a == "--lr") s.lr = std::stof(value());
-      else if (a == "--momentum") s.momentum = std::stof(value());
-      else if (a == "--decay") s.decay = std::stof(value());
-      else if (a == "--target") s.target = std::stod(value());
-      else if (a == "--backup") s.backup = std::stoul(value());
-      else if (a == "--slowdown") parse_slowdown(s, value());
-      else if (a == "--csv") s.csv = value();
-      else if (a == "--num-ps") s.layout.num_ps = std::stoi(value());
-      else if (a == "--listen") s.listen = value();
-      else if (a == "--startup-timeout") s.startup_timeout_s = std::stod(value());
-      else if (a == "--base-port") s.layout.base_port = static_cast<std::uint16_t>(std::stoul(value()));
-      else throw dsgd::error(dsgd::errc::invalid_argument, "unknown option " + a);
-    } catch (const std::logic_error&) {
-      std::fprintf(stderr, "03_cluster: bad value for %s\n", a.c_str());
-      return 2;
-    } catch (const dsgd::error& e) {
-      std::fprintf(stderr, "03_cluster: %s\n", e.what());
-      return 2;
-    }
-  }
   try {
+    if (!parse(s, argc, argv)) {
+      std::fputs(usage, stdout);
+      return 0;
+    }
     if (s.demo) return run_demo();
     if (s.model == "mlp") return train_with_rule<dsgd::model::mlp<cpu>>(s);
-    if (s.model == "softmax") return train_with_rule<dsgd::model::softmax_regression<cpu>>(s);
-    std::fprintf(stderr, "03_cluster: --model %s: expected mlp or softmax\n", s.model.c_str());
+    return train_with_rule<dsgd::model::softmax_regression<cpu>>(s);
+  } catch (const usage_error& e) {
+    std::fprintf(stderr, "03_cluster: %s (03_cluster --help lists the options)\n", e.what());
     return 2;
   } catch (const dsgd::error& e) {
     std::fprintf(stderr, "03_cluster: %s\n", e.what());

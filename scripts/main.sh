@@ -4,8 +4,10 @@
 #
 # Sets up a fresh Debian machine, builds the examples and runs the main job: the Fashion-MNIST
 # MLP trained by synchronous data-parallel SGD on a local cluster (2 ps + 2 worker processes),
-# printing progress and the final test accuracy. Extra arguments go to 03_cluster
-# (e.g. --rule async, --epochs 15).
+# printing progress and the final test accuracy, with checkpoints and TensorBoard summaries in
+# a new directory under $build/main_job (DSGD_LOGDIR=DIR names one; an existing DIR resumes
+# from its latest checkpoint). Extra arguments go to 03_cluster (e.g. --rule async,
+# --epochs 15, --save-steps 500; 03_cluster --help lists them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -14,5 +16,8 @@ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDSGD_BUILD_TESTS=OF
 cmake --build "$build" -j "$(nproc)" --target 03_cluster dsgd-launch
 # Two ps tasks and two workers as processes on this machine, connected over loopback TCP with
 # their payloads through shared memory; the chief (worker:0) prints progress and the final test
-# accuracy.
-"$build"/tools/dsgd-launch --ps 2 --workers 2 -- "$build"/examples/03_cluster --rule sync --epochs 10 --target 0.88 "$@"
+# accuracy, checkpoints and writes summaries into the log directory.
+logdir=${DSGD_LOGDIR:-"$build/main_job/$(date +%Y%m%d-%H%M%S)"}
+"$build"/tools/dsgd-launch --ps 2 --workers 2 -- "$build"/examples/03_cluster --rule sync --epochs 10 --target 0.88 \
+  --logdir "$logdir" "$@"
+echo "checkpoints and summaries in $logdir; to see them: tensorboard --logdir $(dirname "$logdir")"

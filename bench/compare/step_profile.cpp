@@ -19,7 +19,12 @@
 // compute is forward and backward with those waits inside, push is end_step() (the rest of the
 // push, sending the pull, the push's answers), and pull is 0. With --push-pull the step's push
 // and pull are one exchange (trainer::push_pull: the pull sent right behind the push); push is
-// that exchange and pull is 0.
+// that exchange and pull is 0. With --session the same cluster runs 03_cluster's monitored
+// session (train::monitored_session with its stop-at-step and summary hooks, summaries every
+// 100 steps with a histogram of every weight, checkpoints every 60 s into a temporary logdir)
+// in blocks of 50 steps alternating with blocks of bare push_pull steps on the same trainer, and
+// prints a row for each ("session", "bare_push_pull") and their ratio:
+//   session_ratio,task,session_step_ms,bare_push_pull_step_ms,ratio
 //
 // After --warmup steps, every worker times --steps steps and prints one CSV row of medians
 // over them (comm is the median of step - compute per step, not a difference of medians):
@@ -29,6 +34,7 @@
 //   dsgd-launch --ps 1 --workers 2 -- step_profile --exchange-only    # no compute: push + pull only
 //   dsgd-launch --ps 1 --workers 2 -- step_profile --overlap          # the step through trainer::overlap
 //   dsgd-launch --ps 1 --workers 2 -- step_profile --push-pull        # push and pull as one exchange
+//   dsgd-launch --ps 1 --workers 2 -- step_profile --session          # monitored session vs bare push_pull
 //   step_profile --local [--steps N] ...   # compute alone in one process, no cluster (baseline)
 //
 // bench/compare/step_profile.sh runs these next to a gloo allreduce of the same bytes.
@@ -39,6 +45,8 @@
 #include <dsgd/optim/exponential_decay.hpp>
 #include <dsgd/optim/momentum.hpp>
 #include <dsgd/placement/greedy_by_bytes.hpp>
+#include <dsgd/train/monitored_session.hpp>
+#include <dsgd/train/summary_writer.hpp>
 #include <dsgd/trainer.hpp>
 #include <dsgd/update/sync_average.hpp>
 
@@ -46,9 +54,13 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <memory>
 #include <numeric>
 #include <string>
 #include <vector>
+
+#include <unistd.h>
 
 namespace {
 
@@ -60,6 +72,7 @@ struct settings {
   bool exchange_only = false;  // cluster without compute: push + pull of the (zero) gradients
   bool overlap = false;        // the step through trainer::overlap
   bool push_pull = false;      // push then pull as one exchange (trainer::push_pull)
+  bool session = false;        // the monitored session against bare push_pull, in alternating blocks
   std::size_t steps = 500;
   std::size_t warmup = 100;
   std::size_t batch = 64;
@@ -118,6 +131,58 @@ int run_local(const settings& s) {
   return 0;
 }
 
+// --session: 03_cluster's session on trainer @p t (variables not yet created), its steps in
+// blocks of 50 alternating with blocks of bare push_pull steps, so that both see the same load.
+template <class Trainer, class Net, class Batches>
+int run_session(const settings& s, Trainer& t, Net& net, Batches& batches, std::size_t steps_per_epoch) {
+  namespace fs = std::filesystem;
+  const auto logdir = fs::temp_directory_path() / ("dsgd_step_profile_" + std::to_string(::getpid()));
+  std::unique_ptr<dsgd::train::summary_writer> summaries;
+  std::vector<std::unique_ptr<dsgd::train::session_hook<cpu>>> hooks;
+  hooks.push_back(std::make_unique<dsgd::train::stop_at_step_hook<cpu>>(~std::uint64_t{0}));
+  if (t.is_chief()) {
+    summaries = std::make_unique<dsgd::train::summary_writer>(logdir);
+    const dsgd::optim::exponential_decay<dsgd::optim::momentum> schedule{{0.05f, 0.9f, false}, 0.7f, steps_per_epoch,
+                                                                          true};
+    hooks.push_back(std::make_unique<dsgd::train::summary_hook<cpu>>(*summaries, 100, 2 * s.batch, [=](std::uint64_t step) {
+      return std::vector<std::pair<std::string, float>>{{"learning_rate", schedule.learning_rate_at(step)}};
+    }));
+  }
+  dsgd::train::monitored_session<Trainer> session(
+      t, net.parameters(), net.names(), std::move(hooks),
+      {.checkpoint_dir = t.is_chief() ? logdir : fs::path(), .save_checkpoint_secs = std::chrono::seconds(60)});
+  constexpr std::size_t block = 50;
+  phases in_session, bare;
+  for (std::size_t i = 0; i < s.warmup + 2 * s.steps; ++i) {
+    const bool through_session = (i / block) % 2 == 1;
+    const auto t0 = clock_type::now();
+    const auto b = batches.next();
+    const auto t1 = clock_type::now();
+    const float loss = net.forward_backward(b.images, b.labels, b.size);
+    const auto t2 = clock_type::now();
+    if (through_session) session.run(loss, net.gradients());
+    else t.push_pull(net.gradients(), net.parameters());
+    const auto t3 = clock_type::now();
+    if (i < s.warmup) continue;
+    auto& p = through_session ? in_session : bare;
+    p.data.push_back(ms(t1 - t0));
+    p.compute.push_back(ms(t2 - t1));
+    p.push.push_back(ms(t3 - t2));
+    p.pull.push_back(0);
+    p.step.push_back(ms(t3 - t0));
+  }
+  session.close();
+  summaries.reset();
+  std::error_code ignored;
+  fs::remove_all(logdir, ignored);
+  print_row("session", t.task().to_string(), in_session);
+  print_row("bare_push_pull", t.task().to_string(), bare);
+  std::printf("session_ratio,%s,%.4f,%.4f,%.4f\n", t.task().to_string().c_str(), median(in_session.step),
+              median(bare.step), median(in_session.step) / median(bare.step));
+  std::fflush(stdout);
+  return 0;
+}
+
 // One task of the sync cluster, set up as 03_cluster --rule sync sets it up.
 int run_cluster(const settings& s) {
   using optimizer = dsgd::optim::exponential_decay<dsgd::optim::momentum>;
@@ -136,7 +201,7 @@ int run_cluster(const settings& s) {
   }
   const auto train_set = dsgd::data::fashion_mnist::load(dsgd::data::fashion_mnist::split::train);
   dsgd::model::mlp<cpu> net(cpu{});
-  t.create_variables(net.parameters(), net.names());
+  if (!s.session) t.create_variables(net.parameters(), net.names());  // the session creates them
   dsgd::model::shuffled_batches batches(
       train_set, {.batch = s.batch, .seed = 1000 + t.replica(), .shard = t.replica(), .shards = t.replicas()});
   phases p;
@@ -150,6 +215,7 @@ int run_cluster(const settings& s) {
     p.step.push_back(ms(t4 - t0));
   };
   // Every worker makes the same number of pushes, so under sync all finish on the same step.
+  if (s.session) return run_session(s, t, net, batches, steps_per_epoch);
   if (s.overlap) {
     auto ex = t.overlapped(net.parameters(), net.gradients());
     for (std::size_t i = 0; i < s.warmup + s.steps; ++i) {
@@ -214,6 +280,7 @@ int main(int argc, char** argv) {
       else if (a == "--exchange-only") s.exchange_only = true;
       else if (a == "--overlap") s.overlap = true;
       else if (a == "--push-pull") s.push_pull = true;
+      else if (a == "--session") s.session = true;
       else if (a == "--steps") s.steps = count();
       else if (a == "--warmup") s.warmup = count();
       else if (a == "--batch") s.batch = count();

@@ -13,6 +13,9 @@
 #   overlap   the sync cluster with its step through trainer::overlap (pushes during the
 #             backward pass, pulls during the next forward pass)
 #   push_pull the sync cluster with push and pull as one exchange (trainer::push_pull)
+#   session   the sync cluster through 03_cluster's monitored session (hooks, summaries with
+#             weight histograms, checkpoint schedule) in blocks of 50 steps alternating with
+#             bare push_pull steps in the same run; the table gives session / bare (<= 1.05)
 #   torch     dsgd-launch --ps 0 --workers 2 -- allreduce.py: gloo allreduce of 235,146 floats,
 #             then a DDP step against the same step under no_sync()
 #
@@ -102,6 +105,9 @@ while [ "$rep" -le "$reps" ]; do
   run "$out/push_pull_r$rep.log" "$launch" --ps 1 --workers 2 --timeout 600 -- "$profile" --push-pull \
     --steps "$steps"
   collect "$rep" "$out/push_pull_r$rep.log"
+  run "$out/session_r$rep.log" "$launch" --ps 1 --workers 2 --timeout 600 -- "$profile" --session \
+    --steps "$steps"
+  collect "$rep" "$out/session_r$rep.log"
   run "$out/exchange_r$rep.log" "$launch" --ps 1 --workers 2 --timeout 600 -- "$profile" --exchange-only \
     --steps "$steps"
   collect "$rep" "$out/exchange_r$rep.log"
@@ -199,5 +205,11 @@ for r in table:
     print("| " + " | ".join([r["rep"], fmt(r["step"]), fmt(r["pp"]), fmt(r["pp_gain"], "x"), fmt(r["pp_comm"]),
                              fmt(r["pp_ratio"], "x"), fmt(r["overlap"]), fmt(r["gain"], "x"),
                              fmt(r["overlap_comm"]), fmt(r["overlap_ratio"], "x")]) + " |")
+print()
+print("| rep | monitored session step | bare push_pull step (same run) | session / bare |")
+print("|---|---|---|---|")
+for rep in reps:
+    sess, bare = mean_of_tasks(rep, "session", 0), mean_of_tasks(rep, "bare_push_pull", 0)
+    print("| " + " | ".join([str(rep), fmt(sess), fmt(bare), fmt(sess / bare, "x")]) + " |")
 PY
 cat "$out/table.md"

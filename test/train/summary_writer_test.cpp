@@ -4,6 +4,8 @@
 // Tests for <dsgd/train/summary_writer.hpp> and <dsgd/train/progress.hpp>: event files are
 // parsed back with a small independent TFRecord and protobuf reader that checks every masked
 // CRC. (tensorboard_reads_summaries.py reads them with TensorBoard itself.)
+#include <dsgd/tensor/init.hpp>
+#include <dsgd/train/monitored_session.hpp>
 #include <dsgd/train/progress.hpp>
 #include <dsgd/train/summary_writer.hpp>
 
@@ -17,6 +19,8 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <limits>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -78,10 +82,15 @@ std::vector<std::string> read_tfrecords(const fs::path& p) {
   return out;
 }
 
-// The protobuf fields of Event that the writer uses.
+// The protobuf fields of Event that the writer uses: a Value holds a simple_value or a histo.
+struct histo {
+  double min = 0, max = 0, num = 0, sum = 0, sum_squares = 0;
+  std::vector<double> bucket_limit, bucket;
+};
 struct scalar {
   std::string tag;
   float value = 0;
+  std::optional<histo> histogram;
 };
 struct event {
   double wall_time = 0;
@@ -118,7 +127,36 @@ struct proto_reader {
     pos += sizeof(T);
     return v;
   }
+  double float64() { return std::bit_cast<double>(fixed<std::uint64_t>()); }
+  std::vector<double> packed_doubles() {
+    proto_reader packed{bytes()};
+    BOOST_REQUIRE(packed.s.size() % 8 == 0);
+    std::vector<double> out;
+    while (!packed.done()) out.push_back(packed.float64());
+    return out;
+  }
 };
+
+// HistogramProto: min 1, max 2, num 3, sum 4, sum_squares 5 (double), bucket_limit 6, bucket 7
+// (packed repeated double).
+histo parse_histo(const std::string& data) {
+  histo h;
+  proto_reader r{data};
+  while (!r.done()) {
+    auto key = r.varint();
+    switch (key) {
+      case (1 << 3) | 1: h.min = r.float64(); break;
+      case (2 << 3) | 1: h.max = r.float64(); break;
+      case (3 << 3) | 1: h.num = r.float64(); break;
+      case (4 << 3) | 1: h.sum = r.float64(); break;
+      case (5 << 3) | 1: h.sum_squares = r.float64(); break;
+      case (6 << 3) | 2: h.bucket_limit = r.packed_doubles(); break;
+      case (7 << 3) | 2: h.bucket = r.packed_doubles(); break;
+      default: BOOST_FAIL("unexpected HistogramProto field key " << key);
+    }
+  }
+  return h;
+}
 
 event parse_event(const std::string& data) {
   event e;
@@ -139,6 +177,7 @@ event parse_event(const std::string& data) {
             auto k = value.varint();
             if (k == ((1 << 3) | 2)) sc.tag = value.bytes();
             else if (k == ((2 << 3) | 5)) sc.value = std::bit_cast<float>(value.fixed<std::uint32_t>());
+            else if (k == ((5 << 3) | 2)) sc.histogram = parse_histo(value.bytes());
             else BOOST_FAIL("unexpected Value field key " << k);
           }
           e.values.push_back(sc);
@@ -215,6 +254,111 @@ BOOST_AUTO_TEST_CASE(scalars_of_one_step_share_an_event_and_flush_makes_them_vis
   BOOST_REQUIRE(events[1].values.size() == 2u);
   BOOST_TEST(events[1].values[1].tag == "b");
   BOOST_TEST(events[1].values[1].value == 2.f);
+}
+
+BOOST_AUTO_TEST_CASE(a_histogram_holds_its_range_moments_and_equal_width_buckets) {
+  temp_dir dir;
+  summary_writer w(dir.path);
+  // Range [-1, 3] in 4 buckets: limits 0, 1, 2, 3, each bucket (left, right] and the first
+  // from the minimum, so 0 and 1 fall in the buckets they close.
+  const std::vector<float> values{-1.f, 0.f, 0.5f, 1.f, 3.f};
+  w.histogram("layer/w", values, 12, 4);
+  const std::vector<float> same(7, 2.5f);
+  w.histogram("same", same, 13);
+  w.histogram("empty", std::span<const float>(), 14);
+  w.flush();
+  auto events = read_events(w.path());
+  BOOST_REQUIRE(events.size() == 4u);
+  BOOST_TEST(events[1].step == 12);
+  BOOST_REQUIRE(events[1].values.size() == 1u);
+  BOOST_TEST(events[1].values[0].tag == "layer/w");
+  BOOST_REQUIRE(events[1].values[0].histogram.has_value());
+  const auto& h = *events[1].values[0].histogram;
+  BOOST_TEST(h.min == -1.0);
+  BOOST_TEST(h.max == 3.0);
+  BOOST_TEST(h.num == 5.0);
+  BOOST_TEST(h.sum == 3.5);
+  BOOST_TEST(h.sum_squares == 11.25);
+  BOOST_TEST(h.bucket_limit == (std::vector<double>{0, 1, 2, 3}), boost::test_tools::per_element());
+  BOOST_TEST(h.bucket == (std::vector<double>{2, 2, 0, 1}), boost::test_tools::per_element());
+  // All values equal: one bucket that holds them all.
+  const auto& one = events[2].values.at(0).histogram.value();
+  BOOST_TEST(one.bucket_limit == (std::vector<double>{2.5}), boost::test_tools::per_element());
+  BOOST_TEST(one.bucket == (std::vector<double>{7}), boost::test_tools::per_element());
+  const auto& none = events[3].values.at(0).histogram.value();
+  BOOST_TEST(none.num == 0.0);
+  BOOST_TEST(none.bucket.empty());
+}
+
+BOOST_AUTO_TEST_CASE(a_histogram_of_a_nan_names_the_tag_and_the_element) {
+  temp_dir dir;
+  summary_writer w(dir.path);
+  const std::vector<float> values{1.f, 2.f, std::numeric_limits<float>::quiet_NaN()};
+  BOOST_CHECK_EXCEPTION(w.histogram("dense/b", values, 3), dsgd::error, [](const dsgd::error& e) {
+    const std::string what = e.what();
+    return e.code() == dsgd::errc::invalid_argument && what.find("histogram dense/b: element 2 is nan") != std::string::npos;
+  });
+  BOOST_CHECK_THROW(w.histogram("dense/b", std::span<const float>(values.data(), 2), 3, 0), dsgd::error);
+  w.flush();
+  BOOST_TEST(read_events(w.path()).size() == 1u);  // nothing but the version event
+}
+
+// train::summary_hook (monitored_session.hpp) driven as a session drives it.
+BOOST_AUTO_TEST_CASE(the_summary_hook_writes_scalars_and_a_histogram_per_variable_on_the_chief) {
+  using cpu = dsgd::device::cpu;
+  temp_dir dir;
+  std::vector<dsgd::tensor<cpu>> vars;
+  vars.emplace_back(cpu{}, dsgd::shape{2, 2}, dsgd::init::constant{0.f});
+  vars.emplace_back(cpu{}, dsgd::shape{3}, dsgd::init::constant{-1.f});
+  vars[0].assign(std::vector<float>{1, 2, 3, 4});
+  const std::vector<std::string> names{"dense0/kernel", "dense0/bias"};
+  summary_writer w(dir.path, "", std::chrono::hours(1));
+  dsgd::train::summary_hook<cpu> hook(w, 10, 64, [](std::uint64_t step) {
+    return std::vector<std::pair<std::string, float>>{{"learning_rate", 0.5f / static_cast<float>(1 + step)}};
+  });
+  hook.begin(0, true);
+  dsgd::train::run_values<cpu> v{0, 0, &vars, &vars, &names};
+  for (std::uint64_t step = 1; step <= 25; ++step) {
+    v.step = step;
+    v.loss = static_cast<float>(step);
+    BOOST_TEST(!hook.after_run(v));
+  }
+  hook.end(v);  // the steps since the last summary, then a flush
+  auto events = read_events(w.path());
+  BOOST_REQUIRE(events.size() == 1u + 3 * 3);  // steps 10, 20 and 25: scalars, then two histograms
+  const std::int64_t steps[] = {10, 20, 25};
+  const double losses[] = {5.5, 15.5, 23};  // means of 1..10, 11..20, 21..25
+  for (std::size_t i = 0; i < 3; ++i) {
+    const auto& scalars = events[1 + 3 * i];
+    BOOST_TEST(scalars.step == steps[i]);
+    BOOST_REQUIRE(scalars.values.size() == 4u);
+    BOOST_TEST(scalars.values[0].tag == "loss");
+    BOOST_TEST(scalars.values[0].value == static_cast<float>(losses[i]));
+    BOOST_TEST(scalars.values[1].tag == "global_step/sec");
+    BOOST_TEST(scalars.values[2].tag == "examples/sec");
+    BOOST_TEST(scalars.values[2].value == scalars.values[1].value * 64, boost::test_tools::tolerance(1e-5f));
+    BOOST_TEST(scalars.values[3].tag == "learning_rate");
+    BOOST_TEST(scalars.values[3].value == 0.5f / static_cast<float>(1 + steps[i]));
+    const auto& kernel = events[2 + 3 * i].values.at(0);
+    BOOST_TEST(kernel.tag == "dense0/kernel");
+    BOOST_TEST(kernel.histogram.value().num == 4.0);
+    BOOST_TEST(kernel.histogram.value().min == 1.0);
+    BOOST_TEST(kernel.histogram.value().sum == 10.0);
+    const auto& bias = events[3 + 3 * i].values.at(0);
+    BOOST_TEST(bias.tag == "dense0/bias");
+    BOOST_TEST(bias.histogram.value().bucket == (std::vector<double>{3}), boost::test_tools::per_element());
+  }
+
+  // Any other task writes nothing.
+  summary_writer other(dir.path / "other", "", std::chrono::hours(1));
+  dsgd::train::summary_hook<cpu> not_chief(other, 1, 64);
+  not_chief.begin(0, false);
+  for (std::uint64_t step = 1; step <= 5; ++step) {
+    v.step = step;
+    not_chief.after_run(v);
+  }
+  not_chief.end(v);
+  BOOST_TEST(read_events(other.path()).size() == 1u);
 }
 
 BOOST_AUTO_TEST_CASE(two_writers_in_one_directory_get_two_files) {

@@ -4,8 +4,8 @@
 /// @file
 /// train::monitored_session: TensorFlow's MonitoredTrainingSession for a dsgd trainer. The
 /// chief restores the latest checkpoint (or initialises), the others wait until the variables
-/// are ready; every step runs hooks (stop at step, logging, checkpoints, summaries, a NaN
-/// guard); close() runs the final hooks and shuts the cluster down from the chief.
+/// are ready; every step is one push_pull exchange and runs hooks (stop at step, logging,
+/// checkpoints, TensorBoard summaries with weight histograms, a NaN guard); close() runs the final hooks and shuts the cluster down from the chief.
 #pragma once
 
 #include <dsgd/detail/log.hpp>
@@ -123,6 +123,80 @@ class final_hook final : public session_hook<D> {
   bool chief_ = false;
 };
 
+/// Writes TensorBoard summaries every @p every steps, on the chief only (SummarySaverHook):
+/// "loss" (the mean since the last summary), "global_step/sec", "examples/sec", the scalars
+/// @p scalars returns for the step (a learning rate, say), and a histogram of every variable
+/// under its name. The variables are read (copied to the host) only at those steps, so the
+/// hook costs nothing on the others.
+template <Device D>
+class summary_hook final : public session_hook<D> {
+ public:
+  /// Extra scalars for step @p step, as (tag, value) pairs.
+  using scalars_function = std::function<std::vector<std::pair<std::string, float>>(std::uint64_t step)>;
+
+  /// @param writer where the summaries go (kept by reference)
+  /// @param every steps between summaries (at least 1)
+  /// @param examples_per_step examples a step applies, for examples/sec
+  summary_hook(summary_writer& writer, std::uint64_t every, std::size_t examples_per_step,
+               scalars_function scalars = {})
+      : writer_(writer), every_(every == 0 ? 1 : every), examples_(examples_per_step), scalars_(std::move(scalars)) {}
+
+  void begin(std::uint64_t step, bool chief) override {
+    chief_ = chief;
+    last_step_ = step;
+    last_time_ = std::chrono::steady_clock::now();
+  }
+  bool after_run(const run_values<D>& v) override {
+    if (!chief_) return false;
+    // After a recovery the step goes back to the checkpoint's: measure from there.
+    if (v.step < last_step_) begin(v.step, chief_);
+    loss_sum_ += v.loss;
+    ++losses_;
+    if (v.step >= last_step_ + every_) write(v);
+    return false;
+  }
+  void end(const run_values<D>& v) override {
+    if (!chief_) return;
+    if (losses_ > 0) write(v);
+    writer_.flush();
+  }
+
+ private:
+  void write(const run_values<D>& v) {
+    const auto now = std::chrono::steady_clock::now();
+    const double seconds = std::chrono::duration<double>(now - last_time_).count();
+    const double steps_per_second = seconds > 0 ? static_cast<double>(v.step - last_step_) / seconds : 0.0;
+    std::vector<std::pair<std::string, float>> values{
+        {"loss", static_cast<float>(loss_sum_ / static_cast<double>(std::max<std::uint64_t>(losses_, 1)))},
+        {"global_step/sec", static_cast<float>(steps_per_second)},
+        {"examples/sec", static_cast<float>(steps_per_second * static_cast<double>(examples_))}};
+    if (scalars_)
+      for (auto& extra : scalars_(v.step)) values.push_back(std::move(extra));
+    std::vector<scalar_value> encoded;
+    for (const auto& [tag, value] : values) encoded.push_back({tag, value});
+    const auto step = static_cast<std::int64_t>(v.step);
+    writer_.scalars(step, encoded);
+    for (std::size_t i = 0; i < v.variables->size(); ++i) {
+      const auto host = (*v.variables)[i].to_host();
+      writer_.histogram(i < v.names->size() ? (*v.names)[i] : "var" + std::to_string(i), host, step);
+    }
+    last_step_ = v.step;
+    last_time_ = now;
+    loss_sum_ = 0;
+    losses_ = 0;
+  }
+
+  summary_writer& writer_;
+  std::uint64_t every_;
+  std::size_t examples_;
+  scalars_function scalars_;
+  bool chief_ = false;
+  std::uint64_t last_step_ = 0;
+  std::chrono::steady_clock::time_point last_time_{};
+  double loss_sum_ = 0;
+  std::uint64_t losses_ = 0;
+};
+
 /// Settings of a monitored session (the arguments of MonitoredTrainingSession).
 struct session_options {
   std::filesystem::path checkpoint_dir;        ///< empty: no checkpoints, no restore
@@ -186,21 +260,24 @@ class monitored_session {
   /// @returns how many times the session was re-created after a recoverable failure.
   std::size_t recoveries() const noexcept { return recoveries_; }
 
-  /// Pushes @p gradients (computed on the values of step()), pulls the next values into the
-  /// variables, then runs the hooks and the chief's checkpoint schedule. After a recoverable
-  /// failure (see trainer::recoverable) the session is re-created instead, from the latest
-  /// checkpoint where the chief has one: the variables then hold its values, this step's
-  /// gradients are dropped and the hooks do not run for it.
+  /// Pushes @p gradients (computed on the values of step()) and pulls the next values into the
+  /// variables in one exchange (trainer::push_pull, the fast path: the same values as a push
+  /// then a pull, one round trip less), then runs the hooks and the chief's checkpoint
+  /// schedule. After a recoverable failure (see trainer::recoverable) the session is re-created
+  /// instead, from the latest checkpoint where the chief has one: the variables then hold its
+  /// values, this step's gradients are dropped and the hooks do not run for it.
+  /// @returns how many shards dropped the push as stale (a backup worker that came late; 0
+  ///          after a recovery)
   /// @throws dsgd::error a non-recoverable error, or a recoverable one that lasted longer than
   ///         session_options::recovery_timeout
-  void run(float loss, const std::vector<tensor<device_type>>& gradients) {
+  std::size_t run(float loss, const std::vector<tensor<device_type>>& gradients) {
+    std::size_t dropped = 0;
     try {
-      trainer_.push(gradients);
-      trainer_.pull(variables_);
+      dropped = trainer_.push_pull(gradients, variables_);
     } catch (const dsgd::error& e) {
       if (!Trainer::recoverable(e.code()) || options_.recovery_timeout.count() == 0) throw;
       recover(e);
-      return;
+      return 0;
     }
     last_ = {trainer_.step(), loss, &variables_, &gradients, &names_};
     for (auto& h : hooks_) stop_ = h->after_run(last_) || stop_;
@@ -212,6 +289,7 @@ class monitored_session {
         recover(e);
       }
     }
+    return dropped;
   }
 
   /// Runs the final hooks, saves a last checkpoint (chief) and finishes this worker; the chief

@@ -2,15 +2,17 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 /// @file
-/// summary_writer: scalar summaries in TensorBoard's event file format, with no protobuf or
-/// TensorFlow dependency. `tensorboard --logdir <dir>` plots what it writes.
+/// summary_writer: scalar and histogram summaries in TensorBoard's event file format, with no
+/// protobuf or TensorFlow dependency. `tensorboard --logdir <dir>` plots what it writes.
 #pragma once
 
 #include <dsgd/error.hpp>
 #include <dsgd/train/detail/event_encoding.hpp>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
@@ -19,6 +21,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -31,13 +34,14 @@ struct scalar_value {
   float value;
 };
 
-/// Appends scalar summaries to "events.out.tfevents.<unix time>.<hostname><suffix>" in a log
+/// Appends scalar and histogram summaries to "events.out.tfevents.<unix time>.<hostname><suffix>" in a log
 /// directory. Records are buffered and written on flush(), when flush_interval has passed since
 /// the last write, and on destruction. Thread-safe.
 ///
 /// @code
 ///   dsgd::train::summary_writer summaries{"logs/run1"};
 ///   summaries.scalar("loss", 0.42f, step);
+///   summaries.histogram("dense1/w", weights, step);  // any contiguous floats
 /// @endcode
 class summary_writer {
  public:
@@ -100,6 +104,22 @@ class summary_writer {
     if (clock::now() - last_flush_ >= flush_interval_) flush_locked();
   }
 
+  /// Records the distribution of @p values under @p tag at @p step as a TensorBoard
+  /// HistogramProto: min, max, count, sum, sum of squares and @p buckets equal-width buckets
+  /// from min to max (tf.summary.histogram's default is 30; one bucket when all values are
+  /// equal, none when there are no values).
+  /// @throws dsgd::error errc::invalid_argument naming the tag and the element when a value is
+  ///         NaN or infinite (a histogram of it has no range), or when @p buckets is 0
+  void histogram(std::string_view tag, std::span<const float> values, std::int64_t step, std::size_t buckets = 30) {
+    std::string encoded;
+    detail::put_bytes_field(encoded, detail::summary_value,
+                            detail::encode_histogram_value(tag, figures(tag, values, buckets)));
+    auto event = detail::encode_summary_event(wall_time(), step, encoded);
+    std::lock_guard lock(mutex_);
+    detail::append_tfrecord(buffer_, event);
+    if (clock::now() - last_flush_ >= flush_interval_) flush_locked();
+  }
+
   /// Writes every buffered record to the file.
   /// @throws dsgd::error with the system error if the write fails.
   void flush() {
@@ -108,6 +128,40 @@ class summary_writer {
   }
 
  private:
+  static detail::histogram_figures figures(std::string_view tag, std::span<const float> values, std::size_t buckets) {
+    if (buckets == 0)
+      throw error(errc::invalid_argument, "summary_writer::histogram " + std::string(tag) + ": buckets must be >= 1");
+    detail::histogram_figures h;
+    if (values.empty()) return h;
+    h.min = h.max = values[0];
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      const double x = values[i];
+      if (!std::isfinite(x))
+        throw error(errc::invalid_argument, "summary_writer::histogram " + std::string(tag) + ": element " +
+                                                std::to_string(i) + " is " + std::to_string(values[i]) +
+                                                ", expected a finite value");
+      h.min = std::min(h.min, x);
+      h.max = std::max(h.max, x);
+      h.sum += x;
+      h.sum_squares += x * x;
+    }
+    h.num = static_cast<double>(values.size());
+    if (h.min == h.max) buckets = 1;
+    const double width = (h.max - h.min) / static_cast<double>(buckets);
+    h.bucket.assign(buckets, 0.0);
+    for (std::size_t b = 0; b < buckets; ++b) h.bucket_limit.push_back(h.min + width * static_cast<double>(b + 1));
+    h.bucket_limit.back() = h.max;  // no rounding may leave the largest value outside
+    for (float v : values) {
+      // A value on a limit belongs to the bucket that limit closes, as in (left, right].
+      auto b = width > 0 ? static_cast<std::size_t>(std::ceil((v - h.min) / width)) : 1;
+      b = std::clamp<std::size_t>(b, 1, buckets) - 1;
+      if (b > 0 && v <= h.bucket_limit[b - 1]) --b;
+      else if (v > h.bucket_limit[b]) ++b;
+      h.bucket[b] += 1;
+    }
+    return h;
+  }
+
   static double wall_time() {
     return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   }

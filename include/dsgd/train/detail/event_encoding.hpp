@@ -3,7 +3,7 @@
 //
 /// @file
 /// The bytes of a TensorBoard event file, written by hand: TFRecord framing with masked
-/// CRC-32C, and the few protobuf fields of Event and Summary that scalars need.
+/// CRC-32C, and the few protobuf fields of Event and Summary that scalars and histograms need.
 // IWYU pragma: private, include <dsgd/train/summary_writer.hpp>
 #pragma once
 
@@ -12,8 +12,10 @@
 
 #include <bit>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace dsgd::train::detail {
 
@@ -68,6 +70,12 @@ inline void put_bytes_field(std::string& out, std::uint32_t field, std::string_v
   put_varint(out, v.size());
   out += v;
 }
+/// A packed `repeated double` field: the key, the byte length, then each value as fixed64.
+inline void put_packed_doubles(std::string& out, std::uint32_t field, std::span<const double> v) {
+  put_key(out, field, wire_length_delimited);
+  put_varint(out, v.size() * sizeof(double));
+  for (double d : v) put_le<std::uint64_t>(out, std::bit_cast<std::uint64_t>(d));
+}
 
 // Field numbers from tensorflow/core/util/event.proto and framework/summary.proto.
 inline constexpr std::uint32_t event_wall_time = 1;
@@ -77,6 +85,21 @@ inline constexpr std::uint32_t event_summary = 5;
 inline constexpr std::uint32_t summary_value = 1;
 inline constexpr std::uint32_t value_tag = 1;
 inline constexpr std::uint32_t value_simple_value = 2;
+inline constexpr std::uint32_t value_histo = 5;
+inline constexpr std::uint32_t histo_min = 1;
+inline constexpr std::uint32_t histo_max = 2;
+inline constexpr std::uint32_t histo_num = 3;
+inline constexpr std::uint32_t histo_sum = 4;
+inline constexpr std::uint32_t histo_sum_squares = 5;
+inline constexpr std::uint32_t histo_bucket_limit = 6;
+inline constexpr std::uint32_t histo_bucket = 7;
+
+/// The figures of a HistogramProto: bucket i counts the values in (limit[i-1], limit[i]], the
+/// first from min (TensorBoard reads the last limit as max).
+struct histogram_figures {
+  double min = 0, max = 0, num = 0, sum = 0, sum_squares = 0;
+  std::vector<double> bucket_limit, bucket;
+};
 
 /// @returns an encoded Event { wall_time, file_version }: the first record of every file.
 inline std::string encode_file_version_event(double wall_time) {
@@ -91,6 +114,22 @@ inline std::string encode_scalar_value(std::string_view tag, float value) {
   std::string v;
   put_bytes_field(v, value_tag, tag);
   put_float_field(v, value_simple_value, value);
+  return v;
+}
+
+/// @returns an encoded Summary.Value { tag, histo }.
+inline std::string encode_histogram_value(std::string_view tag, const histogram_figures& h) {
+  std::string histo;
+  put_double_field(histo, histo_min, h.min);
+  put_double_field(histo, histo_max, h.max);
+  put_double_field(histo, histo_num, h.num);
+  put_double_field(histo, histo_sum, h.sum);
+  put_double_field(histo, histo_sum_squares, h.sum_squares);
+  put_packed_doubles(histo, histo_bucket_limit, h.bucket_limit);
+  put_packed_doubles(histo, histo_bucket, h.bucket);
+  std::string v;
+  put_bytes_field(v, value_tag, tag);
+  put_bytes_field(v, value_histo, histo);
   return v;
 }
 

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# SPDX-FileCopyrightText: Copyright (c) 2026 The dsgd authors
+# SPDX-License-Identifier: Apache-2.0
+#
+# usage_test.sh 03_CLUSTER
+# 03_cluster's command line: --help prints the usage and exits 0; every bad option exits 2
+# with a message that names it, before any connection is made (the one case that needs the
+# cluster gets a TF_CONFIG whose tasks nobody serves).
+set -uo pipefail
+program=$1
+failures=0
+
+out=$("$program" --help 2>&1)
+status=$?
+if [[ $status -ne 0 ]]; then echo "FAIL: --help exited $status"; failures=$((failures + 1)); fi
+for want in "usage: 03_cluster" "--logdir DIR" "--save-steps N" "--keep K" "Exit status:"; do
+  grep -qF -- "$want" <<<"$out" || { echo "FAIL: --help does not mention: $want"; failures=$((failures + 1)); }
+done
+
+# expect_usage_error TEXT ARGS...: the program exits 2 and its message contains TEXT.
+expect_usage_error() {
+  local want=$1
+  shift
+  local msg status
+  msg=$("$program" "$@" 2>&1 >/dev/null)
+  status=$?
+  if [[ $status -ne 2 ]]; then
+    echo "FAIL: 03_cluster $*: exit $status, expected 2 ($msg)"
+    failures=$((failures + 1))
+  elif ! grep -qF -- "$want" <<<"$msg"; then
+    echo "FAIL: 03_cluster $*: message does not name '$want': $msg"
+    failures=$((failures + 1))
+  else
+    echo "ok: 03_cluster $* -> $msg"
+  fi
+}
+
+expect_usage_error "unknown option --bogus" --bogus
+expect_usage_error "--epochs needs a value" --epochs
+expect_usage_error "--epochs abc: expected a whole number" --epochs abc
+expect_usage_error "--epochs 0: expected a whole number from 1" --epochs 0
+expect_usage_error "--epochs 5x: expected a whole number" --epochs 5x
+expect_usage_error "--epochs -1: expected a whole number" --epochs -1
+expect_usage_error "--batch 0:" --batch 0
+expect_usage_error "--lr 0: expected a number in (0" --lr 0
+expect_usage_error "--lr nan:" --lr nan
+expect_usage_error "--momentum 1: expected a number in [0" --momentum 1
+expect_usage_error "--decay 0:" --decay 0
+expect_usage_error "--target 1.5:" --target 1.5
+expect_usage_error "--rule sideways: expected sync, async or ssp" --rule sideways
+expect_usage_error "--model cnn: expected mlp or softmax" --model cnn
+expect_usage_error "--backup 1: backup workers need --rule sync, not async" --backup 1 --rule async
+expect_usage_error "--slowdown worker:2: expected TASK=FACTOR" --slowdown worker:2
+expect_usage_error "--slowdown worker:2=0.5: factor" --slowdown worker:2=0.5
+expect_usage_error "--save-steps needs --logdir DIR" --save-steps 100
+expect_usage_error "--save-secs needs --logdir DIR" --save-secs 30
+expect_usage_error "--keep 0: expected a whole number from 1" --logdir /nonexistent/x --keep 0
+expect_usage_error "--summary-steps 0:" --logdir /nonexistent/x --summary-steps 0
+expect_usage_error "--log-steps x:" --log-steps x
+expect_usage_error "--recovery-timeout -1:" --recovery-timeout -1
+expect_usage_error "--startup-timeout 0:" --startup-timeout 0
+expect_usage_error "--base-port 70000: expected a whole number from 1 to 65535" --base-port 70000
+expect_usage_error "--num-ps x:" --num-ps x
+# Known only once the cluster is: 2 backups of 2 workers. Nothing listens on these ports; the
+# error comes before any connection.
+export TF_CONFIG='{"cluster":{"ps":["127.0.0.1:9"],"worker":["127.0.0.1:10","127.0.0.1:11"]},"task":{"type":"worker","index":0}}'
+expect_usage_error "--backup 2: must be below the 2 workers" --backup 2
+unset TF_CONFIG
+
+if [[ $failures -ne 0 ]]; then echo "usage_test: $failures failure(s)"; exit 1; fi
+echo "usage_test: all passed"

@@ -19,6 +19,8 @@
 #include <dsgd/transport/asio_tcp_policy.hpp>
 #include <dsgd/transport/concepts.hpp>
 #include <dsgd/tensor/tensor.hpp>
+#include <dsgd/tensor/view.hpp>
+#include <dsgd/train/detail/views.hpp>
 #include <dsgd/train/overlap.hpp>
 #include <dsgd/train/staging.hpp>
 #include <dsgd/train/trainer_options.hpp>
@@ -32,6 +34,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -53,6 +56,9 @@ namespace dsgd::train {
 /// }
 /// w.finish();
 /// @endcode
+/// Each call that takes tensors also takes a model's own buffers as one set of variable_views
+/// (tensor/view.hpp; Eigen and libtorch in adapt/), each naming a variable's values and
+/// gradients in host memory, pulled into and pushed from in place: `w.push_pull(views)`.
 ///
 /// @tparam D the device the model computes on (host devices exchange the tensors in place)
 /// @tparam P a Placement: which ps task holds which variable
@@ -68,6 +74,8 @@ class worker {
   using transport_type = T;
   using client_type = server::basic_ps_client<T>;  ///< its connections to the ps tasks
   using overlap_type = train::overlap<worker>;
+  using checkpoint_at = std::pair<std::filesystem::path, std::uint64_t>;  ///< a checkpoint: dir, step
+  using view_overlap_type = train::overlap<worker, variable_views>;  ///< overlapped() of views
 
   /// Worker task @p task of @p spec, connecting with @p client over @p transport and placing by
   /// @p placement (nothing is connected before create_variables()).
@@ -134,16 +142,15 @@ class worker {
   void create_variables(std::vector<tensor<D>>& variables, const std::vector<std::string>& names,
                         std::uint64_t step = 0) {
     place(variables, names);
-    client_->connect();
-    client_->register_worker(plan_, replica_, chief_);
-    if (chief_) {
-      initialize(variables, step);
-      auto report = plan_.load_report();
-      report.pop_back();  // the final newline; log adds its own
-      log_(task_.to_string() + ": variables placed\n" + report);
-    }
-    client_->wait_ready();
-    resync(variables);
+    open(variables, std::nullopt, step);
+  }
+  /// create_variables() of a model's own buffers, named and shaped by their views; every later
+  /// call with views must pass the same variables (count, names, sizes).
+  /// @throws dsgd::error errc::invalid_argument naming a variable without values,
+  ///         errc::shape_mismatch one whose sizes disagree
+  void create_variables(variable_views variables, std::uint64_t step = 0) {
+    place(variables, "train::worker::create_variables");
+    open(variables, std::nullopt, step);
   }
 
   /// create_variables() from a checkpoint: the chief has every ps task read its shards (values,
@@ -154,14 +161,12 @@ class worker {
   void restore_variables(std::vector<tensor<D>>& variables, const std::vector<std::string>& names,
                          const std::filesystem::path& dir, std::uint64_t step) {
     place(variables, names);
-    client_->connect();
-    client_->register_worker(plan_, replica_, chief_);
-    if (chief_) {
-      client_->restore(std::filesystem::absolute(dir), step);
-      log_(task_.to_string() + ": restored checkpoint " + std::to_string(step) + " from " + dir.string());
-    }
-    client_->wait_ready();
-    resync(variables);
+    open(variables, checkpoint_at{dir, step}, step);
+  }
+  /// restore_variables() into a model's own buffers (as create_variables(variable_views)).
+  void restore_variables(variable_views variables, const std::filesystem::path& dir, std::uint64_t step) {
+    place(variables, "train::worker::restore_variables");
+    open(variables, checkpoint_at{dir, step}, step);
   }
 
   /// Chief: every ps task writes its part of checkpoint step() into @p dir (values, optimizer
@@ -174,18 +179,12 @@ class worker {
   /// afresh. The chief first restores checkpoint @p checkpoint (dir, step) if given, else
   /// re-initialises every ps task from @p variables, its last pulled values, at step().
   /// @throws dsgd::error when a ps stays unreachable, or a non-recoverable error
-  void recover(std::vector<tensor<D>>& variables,
-               const std::optional<std::pair<std::filesystem::path, std::uint64_t>>& checkpoint = std::nullopt) {
-    client_->connect();
-    client_->register_worker(plan_, replica_, chief_);
-    if (chief_) {
-      if (checkpoint)
-        client_->restore(std::filesystem::absolute(checkpoint->first), checkpoint->second);
-      else
-        initialize(variables, step_);
-    }
-    client_->wait_ready();
-    resync(variables);
+  void recover(std::vector<tensor<D>>& variables, const std::optional<checkpoint_at>& checkpoint = std::nullopt) {
+    open(variables, checkpoint, step_, false);
+  }
+  /// recover() into a model's own buffers. @throws dsgd::error as pull(variable_views) too
+  void recover(variable_views variables, const std::optional<checkpoint_at>& checkpoint = std::nullopt) {
+    open(checked(variables, "train::worker::recover", false), checkpoint, step_, false);
   }
 
   /// @returns true for the errors recover() is for: a ps connection lost or unreachable, or a
@@ -197,20 +196,19 @@ class worker {
   /// Reads the values this worker may compute on next into @p variables: for sync the next
   /// step (waiting for the slowest replica), for SSP within the staleness bound, for async the
   /// latest. @returns their step.
-  std::uint64_t pull(std::vector<tensor<D>>& variables) {
-    step_ = client_->pull(plan_, want(), staging_.values(variables, skip_sparse()));
-    land(variables);
-    return step_;
-  }
+  std::uint64_t pull(std::vector<tensor<D>>& variables) { return pull_into(variables); }
+  /// pull() into the values of a model's own buffers, in place.
+  /// @throws dsgd::error errc::shape_mismatch naming a variable when @p variables are not those
+  ///         placed (count, names, sizes), errc::invalid_argument one without values
+  std::uint64_t pull(variable_views variables) { return pull_into(checked(variables, "train::worker::pull", false)); }
 
   /// Sends @p gradients (those of variables not marked sparse), computed on the values of
   /// step(). @returns how many shards dropped them (a backup worker that came late).
-  std::size_t push(const std::vector<tensor<D>>& gradients) {
-    const auto grads = staged_gradients(gradients);
-    const auto dropped = client_->push(plan_, step_, grads, update::applies_each_push_v<U>);
-    count_push();
-    return dropped;
-  }
+  std::size_t push(const std::vector<tensor<D>>& gradients) { return push_from(gradients); }
+  /// push() of the gradients of a model's own buffers, read in place.
+  /// @throws dsgd::error as pull(variable_views), and errc::invalid_argument naming a variable
+  ///         without gradients
+  std::size_t push(variable_views variables) { return push_from(checked(variables, "train::worker::push", true)); }
 
   /// push(@p gradients), then pull(@p variables), in one exchange: the pull goes out right
   /// behind the push on every connection instead of after the push's answers, which saves a
@@ -218,15 +216,13 @@ class worker {
   /// sees the push: the same values and steps as push() then pull(). @returns how many shards
   /// dropped the push, as push().
   std::size_t push_pull(const std::vector<tensor<D>>& gradients, std::vector<tensor<D>>& variables) {
-    const auto grads = staged_gradients(gradients);
-    auto pushing = client_->start_push(plan_, step_, grads, update::applies_each_push_v<U>);
-    for (std::size_t v = 0; v < grads.size(); ++v) client_->push_variable(pushing, v);
-    // Off the host the values land in the staging buffer's values area, apart from the gradients.
-    auto pulling = client_->start_pull(plan_, pull_after_push(), staging_.values(variables, skip_sparse()));
-    const auto dropped = finish_behind(pushing, pulling);
-    step_ = client_->wait(pulling);
-    land(variables);
-    return dropped;
+    return push_pull_of(gradients, variables);
+  }
+  /// push_pull() of a model's own buffers: their gradients pushed and values pulled, in place.
+  /// @throws dsgd::error as push(variable_views)
+  std::size_t push_pull(variable_views variables) {
+    auto& v = checked(variables, "train::worker::push_pull", true);
+    return push_pull_of(v, v);
   }
 
   /// Starts communication overlapped with the model's compute on @p variables and their
@@ -235,6 +231,9 @@ class worker {
   overlap_type overlapped(std::vector<tensor<D>>& variables, const std::vector<tensor<D>>& gradients) {
     return overlap_type(*this, variables, gradients);
   }
+  /// overlapped() on a model's own buffers, whose gradients are read where they are: their
+  /// views must name them from the start. @throws dsgd::error as push(variable_views)
+  view_overlap_type overlapped(variable_views variables) { return view_overlap_type(*this, variables); }
 
   /// @returns how many of this replica's pushes the ps tasks had received when this worker last
   /// registered (create_variables(), recover()), counting those of earlier processes of the
@@ -256,7 +255,7 @@ class worker {
   }
 
  private:
-  template <class W>
+  template <class W, class V>
   friend class train::overlap;
 
   worker(cluster::cluster_spec spec, cluster::task_id task, server::client_options client, P placement, D device,
@@ -282,15 +281,68 @@ class worker {
   std::uint64_t want() const { return pushes_ == 0 ? 0 : U::next_pull(pushed_at_, pushes_); }
   // The step pull() asks for once the push of step() is counted (push_pull() asks it before).
   std::uint64_t pull_after_push() const { return U::next_pull(step_, pushes_ + 1); }
+
+  // The exchanges, of tensors or of views (Values, Grads: std::vector<tensor<D>> or variable_views).
+  template <class Values>
+  std::uint64_t pull_into(Values& variables) {
+    step_ = client_->pull(plan_, want(), value_spans(variables));
+    land(variables);
+    return step_;
+  }
+  template <class Grads>
+  std::size_t push_from(const Grads& gradients) {
+    const auto grads = staged_gradients(gradients);
+    const auto dropped = client_->push(plan_, step_, grads, update::applies_each_push_v<U>);
+    count_push();
+    return dropped;
+  }
+  template <class Grads, class Values>
+  std::size_t push_pull_of(const Grads& gradients, Values& variables) {
+    const auto grads = staged_gradients(gradients);
+    auto pushing = client_->start_push(plan_, step_, grads, update::applies_each_push_v<U>);
+    for (std::size_t v = 0; v < grads.size(); ++v) client_->push_variable(pushing, v);
+    // Off the host the values land in the staging buffer's values area, apart from the gradients.
+    auto pulling = client_->start_pull(plan_, pull_after_push(), value_spans(variables));
+    const auto dropped = finish_behind(pushing, pulling);
+    step_ = client_->wait(pulling);
+    land(variables);
+    return dropped;
+  }
   // The spans a push of @p gradients reads: off the host, each copied into the staging buffer once.
-  std::span<const std::span<const float>> staged_gradients(const std::vector<tensor<D>>& gradients) {
-    const auto grads = staging_.gradients(gradients, skip_sparse());
-    for (std::size_t v = 0; v < gradients.size(); ++v) staging_.stage(gradients, v);
+  template <class Grads>
+  std::span<const std::span<const float>> staged_gradients(const Grads& gradients) {
+    const auto grads = gradient_spans(gradients);
+    for (std::size_t v = 0; v < gradients.size(); ++v) stage_one(gradients, v);
     return grads;
   }
   // Off the host, copies the values pulled into the staging buffer to the device.
-  void land(std::vector<tensor<D>>& variables) {
-    for (std::size_t v = 0; v < variables.size(); ++v) staging_.land(variables, v);
+  template <class Values>
+  void land(Values& variables) {
+    for (std::size_t v = 0; v < variables.size(); ++v) land_one(variables, v);
+  }
+
+  // Where an exchange reads and writes: tensors through the staging (on a host device, their own
+  // memory); views their own host memory whatever D is, with nothing to land or stage.
+  void reserve_for(std::vector<tensor<D>>& t) { staging_.reserve(t, skip_sparse()); }
+  void reserve_for(variable_views v) { checked(v, "train::worker::overlapped", true); }
+  std::span<const std::span<float>> value_spans(std::vector<tensor<D>>& t) { return staging_.values(t, skip_sparse()); }
+  std::span<const std::span<float>> value_spans(variable_views v) {
+    return detail::value_spans(v, view_values_, skip_sparse());
+  }
+  std::span<const std::span<const float>> gradient_spans(const std::vector<tensor<D>>& g) {
+    return staging_.gradients(g, skip_sparse());
+  }
+  std::span<const std::span<const float>> gradient_spans(variable_views v) {
+    return detail::gradient_spans(v, view_gradients_, skip_sparse());
+  }
+  void land_one(std::vector<tensor<D>>& t, std::size_t v) { staging_.land(t, v); }
+  void land_one(variable_views, std::size_t) {}
+  void stage_one(const std::vector<tensor<D>>& g, std::size_t v) { staging_.stage(g, v); }
+  void stage_one(variable_views, std::size_t) {}
+  // @p views, checked against the placement for @p call (detail::check_placed).
+  variable_views& checked(variable_views& views, std::string_view call, bool need_gradients) const {
+    detail::check_placed(plan_.variables(), views, call, need_gradients, skip_sparse());
+    return views;
   }
 
   // Waits for the answers to @p pushing, a push with the pull @p pulling sent right behind it,
@@ -324,14 +376,44 @@ class worker {
     plan_ = placement_.place(info, spec_.num_tasks("ps"));
     staging_.reserve(variables, skip_sparse());  // the one buffer, before the first exchange
   }
+  void place(variable_views variables, std::string_view call) {
+    plan_ = placement_.place(detail::infos_of(variables, call), spec_.num_tasks("ps"));
+  }
   void initialize(std::vector<tensor<D>>& variables, std::uint64_t step) {
     client_->initialize(plan_, staging_.snapshot(variables), step);
   }
+  void initialize(variable_views variables, std::uint64_t step) {
+    view_gradients_.resize(variables.size());  // the spans of the values, read once
+    for (std::size_t v = 0; v < variables.size(); ++v) view_gradients_[v] = variables[v].values;
+    client_->initialize(plan_, view_gradients_, step);
+  }
+  // Connects, registers, and (chief) restores @p from or else initialises the ps tasks from
+  // @p variables at @p step, saying so if @p say; the others wait until it has. Then pulls
+  // into @p variables.
+  template <class Values>
+  void open(Values& variables, const std::optional<checkpoint_at>& from, std::uint64_t step, bool say = true) {
+    client_->connect();
+    client_->register_worker(plan_, replica_, chief_);
+    if (chief_ && from) {
+      client_->restore(std::filesystem::absolute(from->first), from->second);
+      if (say)
+        log_(task_.to_string() + ": restored checkpoint " + std::to_string(from->second) + " from " +
+           from->first.string());
+    } else if (chief_) {
+      initialize(variables, step);
+      auto report = plan_.load_report();
+      report.pop_back();  // the final newline; log adds its own
+      if (say) log_(task_.to_string() + ": variables placed\n" + report);
+    }
+    client_->wait_ready();
+    resync(variables);
+  }
   // Pulls whatever the ps tasks hold now and counts pushes afresh from there.
-  void resync(std::vector<tensor<D>>& variables) {
+  template <class Values>
+  void resync(Values& variables) {
     pushes_ = 0;
     pushed_at_ = 0;
-    pull(variables);
+    pull_into(variables);
   }
 
   cluster::cluster_spec spec_;
@@ -347,6 +429,8 @@ class worker {
   std::uint64_t pushed_at_ = 0;
   std::uint64_t pushes_ = 0;
   staging<D> staging_;
+  std::vector<std::span<float>> view_values_;  // the spans of an exchange of views
+  std::vector<std::span<const float>> view_gradients_;
   std::vector<bool> sparse_;
 };
 

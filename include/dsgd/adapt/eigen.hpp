@@ -75,13 +75,18 @@ void check_contiguous(const Eigen::DenseBase<E>& e, std::string_view name, std::
   if (d.size() == 0)
     throw error(errc::invalid_argument, "dsgd::adapt::eigen::view: the " + std::string(what) + " of '" +
                                             std::string(name) + "' are empty (0 x 0); a variable needs elements");
-  if (!contiguous)
-    throw error(errc::invalid_argument,
-                "dsgd::adapt::eigen::view: the " + std::string(what) + " of '" + std::string(name) + "' (" +
-                    std::to_string(d.rows()) + " x " + std::to_string(d.cols()) + ") are not contiguous: inner stride " +
-                    std::to_string(d.innerStride()) + ", outer stride " + std::to_string(d.outerStride()) +
-                    "; expected inner stride 1 and outer stride " + std::to_string(d.innerSize()) +
-                    " (view the whole matrix, or copy the block into one)");
+  if (!contiguous) {
+    // A vector has no outer stride to speak of; a matrix needs both.
+    const auto found = E::IsVectorAtCompileTime
+                           ? "inner stride " + std::to_string(d.innerStride()) + "; expected 1"
+                           : "inner stride " + std::to_string(d.innerStride()) + ", outer stride " +
+                                 std::to_string(d.outerStride()) + "; expected inner stride 1 and outer stride " +
+                                 std::to_string(d.innerSize());
+    throw error(errc::invalid_argument, "dsgd::adapt::eigen::view: the " + std::string(what) + " of '" +
+                                            std::string(name) + "' (" + std::to_string(d.rows()) + " x " +
+                                            std::to_string(d.cols()) + ") are not contiguous: " + found +
+                                            " (view the whole matrix, or copy the block into one)");
+  }
 }
 template <class E>
 void check_static() {

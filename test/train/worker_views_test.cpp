@@ -5,7 +5,9 @@
 // two workers over transport::inproc train std::vector<float> buffers through views, by push
 // then pull, push_pull and the overlap, to the same bits as the tensor path of
 // support/role_cluster.hpp, landing in the buffers' own memory (no staging, even off the host);
-// a view set that changed since create_variables(), or lacks a buffer, is a named error.
+// a view set that changed since create_variables(), or lacks a buffer, is a named error; a
+// checkpoint restores into views and recover() re-initialises the ps from them.
+#include <dsgd/checkpoint/saver.hpp>
 #include <dsgd/device/cpu.hpp>
 #include <dsgd/tensor/view.hpp>
 #include <dsgd/train/worker.hpp>
@@ -17,6 +19,9 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include <unistd.h>
+
+#include <filesystem>
 #include <functional>
 #include <string>
 #include <vector>
@@ -185,6 +190,62 @@ BOOST_AUTO_TEST_CASE(a_missing_buffer_is_a_named_error) {
     msg = error_of([&] { w.pull(no_values); }, dsgd::errc::invalid_argument);
     BOOST_TEST(contains(msg, "train::worker::pull: variable 'b' (1) has no values buffer (null or empty); expected 5 floats"));
   });
+}
+
+// A checkpoint of views is restored into other views, and recover() re-initialises the ps from
+// them: the values are the checkpoint's, in the new buffers, and training goes on.
+BOOST_AUTO_TEST_CASE(views_restore_a_checkpoint_and_recover_in_place) {
+  using worker = dsgd::train::worker<cpu, dsgd::placement::round_robin, dsgd::update::sync_average,
+                                     dsgd::transport::inproc>;
+  using ps_task = dsgd::train::ps_task<dsgd::update::sync_average, dsgd::optim::sgd, dsgd::transport::inproc>;
+  const auto dir = std::filesystem::temp_directory_path() / ("dsgd_views_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  const auto o = dsgd::test::quiet_options();
+  std::vector<std::vector<float>> saved;
+  std::uint64_t saved_step = 0;
+  {
+    const dsgd::test::test_net<dsgd::transport::inproc> net;
+    const auto spec = net.spec(1, 1);
+    ps_task ps(spec, {"ps", 0}, o, net.transport());
+    dsgd::test::serving serve(ps);
+    worker w(spec, {"worker", 0}, o, cpu{}, net.transport());
+    std::vector<std::vector<float>> values{std::vector<float>(12, 1.f), std::vector<float>(5, 2.f)};
+    std::vector<std::vector<float>> grads{std::vector<float>(12, 0.5f), std::vector<float>(5, 0.25f)};
+    const auto vars = dsgd::views(values, grads, {"w", "b"}, {{3, 4}, {5}});
+    w.create_variables(vars);
+    for (int s = 0; s < 3; ++s) w.push_pull(vars);
+    w.save_shards(dir);
+    dsgd::checkpoint::saver(dir).commit(w.step(), w.plan());
+    saved = values;
+    saved_step = w.step();
+    w.finish();
+    serve.join();
+  }
+  BOOST_TEST(saved[0][0] != 1.f);  // it trained
+  const dsgd::test::test_net<dsgd::transport::inproc> net;
+  const auto spec = net.spec(1, 1);
+  ps_task ps(spec, {"ps", 0}, o, net.transport());
+  dsgd::test::serving serve(ps);
+  worker w(spec, {"worker", 0}, o, cpu{}, net.transport());
+  std::vector<std::vector<float>> values{std::vector<float>(12), std::vector<float>(5)};
+  std::vector<std::vector<float>> grads{std::vector<float>(12, 0.5f), std::vector<float>(5, 0.25f)};
+  auto vars = dsgd::views(values, grads, {"w", "b"}, {{3, 4}, {5}});
+  w.restore_variables(vars, dir, saved_step);
+  BOOST_TEST(w.step() == saved_step);
+  for (std::size_t v = 0; v < 2; ++v) BOOST_TEST(values[v] == saved[v], boost::test_tools::per_element());
+  w.recover(vars);  // the chief re-initialises the ps from its views at step()
+  BOOST_TEST(w.step() == saved_step);
+  for (std::size_t v = 0; v < 2; ++v) BOOST_TEST(values[v] == saved[v], boost::test_tools::per_element());
+  auto fewer = vars;
+  fewer.pop_back();
+  const auto msg = error_of([&] { w.recover(fewer); }, dsgd::errc::shape_mismatch);
+  BOOST_TEST(contains(msg, "train::worker::recover: 1 views for the 2 variables placed"));
+  w.push_pull(vars);
+  BOOST_TEST(w.step() == saved_step + 1);
+  BOOST_TEST(values[0][0] == saved[0][0] - 0.25f * 0.5f);  // SGD, learning rate 0.25
+  w.finish();
+  serve.join();
+  std::filesystem::remove_all(dir);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

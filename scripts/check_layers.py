@@ -8,7 +8,9 @@
 #      concepts.hpp of another policy family: no policy knows a concrete policy of another;
 #   3. no header includes a .cuh unless it is a .cuh itself;
 #   4. the umbrella dsgd.hpp includes every public host header (all but detail/, impl/, model/,
-#      which needs BLAS, cluster/mpi.hpp, which needs MPI, and .cuh).
+#      which needs BLAS, cluster/mpi.hpp, which needs MPI, adapt/, whose headers need the library
+#      they adapt (Eigen, libtorch), and .cuh);
+#   5. nothing outside adapt/ includes adapt/: the library never needs a user's model library.
 # Prints one line per violation (file, line, what it includes, the rule) and exits 1 if any.
 #   scripts/check_layers.py [include-dir]
 import pathlib
@@ -34,12 +36,15 @@ ALLOWED = {
     "cluster": {"device", "core"},
     "transport": {"cluster", "core"},
     "checkpoint": {"placement", "tensor", "core"},
-    "adapt": {"tensor", "device", "core"},
+    # Adapters present a user's model (Eigen, libtorch) as variables: they may use everything
+    # below the trainer, and nothing includes them (rule 5).
+    "adapt": {"train", "server", "transport", "checkpoint", "update", "compress", "optim", "placement",
+              "cluster", "tensor", "device", "data", "core"},
     "model": {"tensor", "device", "optim", "core"},
     "server": {"transport", "checkpoint", "update", "compress", "optim", "placement", "cluster",
                "tensor", "device", "core"},
     "train": {"server", "transport", "checkpoint", "update", "compress", "optim", "placement",
-              "cluster", "tensor", "device", "data", "adapt", "core"},
+              "cluster", "tensor", "device", "data", "core"},
     "top": None,  # anything
 }
 POLICIES = {"device", "optim", "update", "compress", "placement"}
@@ -92,6 +97,9 @@ def main() -> int:
             if theirs != mine and allowed is not None and theirs not in allowed:
                 problems.append(f"{where}: layer '{mine}' may include only "
                                 f"{', '.join(sorted(allowed | {mine}))}, not '{theirs}'")
+            if theirs == "adapt" and mine != "adapt":
+                problems.append(f"{where}: nothing outside adapt/ may include an adapter (it needs a "
+                                f"third-party library)")
             if (mine in POLICIES and theirs in POLICIES and theirs != mine and
                     not target.endswith("/concepts.hpp")):
                 problems.append(f"{where}: a {mine} policy header may include only the concepts.hpp "
@@ -104,7 +112,8 @@ def main() -> int:
             rel = path.relative_to(root).as_posix()
             parts = rel.split("/")
             public = (path.suffix == ".hpp" and rel != "dsgd.hpp" and "detail" not in parts
-                      and "impl" not in parts and parts[0] != "model" and rel not in NEEDS_MORE)
+                      and "impl" not in parts and parts[0] not in ("model", "adapt")
+                      and rel not in NEEDS_MORE)
             if public and rel not in included:
                 problems.append(f"dsgd.hpp: does not include the public header <dsgd/{rel}>")
     else:

@@ -45,7 +45,7 @@ if (($# > 0)); then
 fi
 
 cmake --build "$build" -j "$jobs" --target dsgd_optimised all_verify_interface_header_sets
-ctest --test-dir "$build" -j "$jobs" --output-on-failure --timeout 1200 -L 'slow|gpu|consumer|bench|compile'
+ctest --test-dir "$build" -j "$jobs" --output-on-failure --timeout 1200 -L 'slow|gpu|consumer|bench|compile|libtorch'
 # The libFuzzer targets, bounded (about 1.3 million executions under ASan and UBSan, clang):
 # docs/reliability.md, "Fuzzing". A fixed seed keeps the command repeatable; scripts/fuzz.sh
 # alone explores with fresh seeds.

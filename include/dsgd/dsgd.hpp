@@ -4,7 +4,9 @@
 /// @file
 /// The umbrella header: every public host header of dsgd (Taskflow's taskflow.hpp, stdexec's
 /// execution.hpp). It opens no .cuh: CUDA users include <dsgd/device/cuda.cuh> themselves, and the
-/// BLAS-backed example models (<dsgd/model/...>, target dsgd::models) are not part of the library.
+/// BLAS-backed example models (<dsgd/model/...>, target dsgd::models) are not part of the library,
+/// nor are the model adapters (<dsgd/adapt/eigen.hpp>, <dsgd/adapt/torch.hpp>, targets dsgd::eigen
+/// and dsgd::torch), which need the library they adapt.
 /// scripts/check_layers.py checks that no public header is missing here.
 #pragma once
 
@@ -21,6 +23,7 @@
 #include <dsgd/tensor/ops.hpp>
 #include <dsgd/tensor/shape.hpp>
 #include <dsgd/tensor/tensor.hpp>
+#include <dsgd/tensor/view.hpp>
 
 #include <dsgd/optim/adagrad.hpp>
 #include <dsgd/optim/adam.hpp>

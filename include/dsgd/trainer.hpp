@@ -25,6 +25,15 @@
 /// `t.pull(vars); t.pull_rows(i, keys, rows); ...; t.push_rows(i, keys, grad_rows); t.push(grads);`
 /// (pull() and push() skip it and keep the step bookkeeping).
 ///
+/// A model that keeps its own buffers (std::vector<float>, Eigen, libtorch) passes them as one
+/// set of variable_views (tensor/view.hpp, adapt/; docs/models.md) wherever tensors go, and the
+/// exchanges read and write that memory in place:
+/// @code
+/// std::vector<dsgd::variable_view> vars = dsgd::views(values, gradients, {"w", "b"});
+/// t.create_variables(vars);
+/// for (auto batch : batches) { model.forward_backward(batch...); t.push_pull(vars); }
+/// @endcode
+///
 /// The trainer holds one of two role types and forwards to it: train::ps_task
 /// (train/ps_task.hpp) for a ps task, train::worker (train/worker.hpp) for a chief or worker. A
 /// program that knows its role uses that type directly:
@@ -46,6 +55,7 @@
 #include <dsgd/placement/plan.hpp>
 #include <dsgd/placement/round_robin.hpp>
 #include <dsgd/tensor/tensor.hpp>
+#include <dsgd/tensor/view.hpp>
 #include <dsgd/train/overlap.hpp>
 #include <dsgd/train/ps_task.hpp>
 #include <dsgd/train/trainer_options.hpp>
@@ -84,6 +94,8 @@ class trainer {
   using ps_task_type = train::ps_task<U, O>;
   using worker_type = train::worker<D, P, U>;
   using overlap = typename worker_type::overlap_type;
+  using view_overlap = typename worker_type::view_overlap_type;  ///< overlapped() of views
+  using checkpoint_at = typename worker_type::checkpoint_at;     ///< a checkpoint: dir, step
 
   /// The task @p task of @p spec.
   /// @throws dsgd::error when the task is not in the spec or the spec has no ps or worker
@@ -152,10 +164,18 @@ class trainer {
                         std::uint64_t step = 0) {
     as_worker("create_variables()").create_variables(variables, names, step);
   }
+  /// create_variables() of a model's own buffers (train::worker::create_variables(variable_views)).
+  void create_variables(variable_views variables, std::uint64_t step = 0) {
+    as_worker("create_variables()").create_variables(variables, step);
+  }
   /// create_variables() from checkpoint @p step in @p dir (train::worker::restore_variables).
   void restore_variables(std::vector<tensor<D>>& variables, const std::vector<std::string>& names,
                          const std::filesystem::path& dir, std::uint64_t step) {
     as_worker("restore_variables()").restore_variables(variables, names, dir, step);
+  }
+  /// restore_variables() into a model's own buffers (train::worker::restore_variables).
+  void restore_variables(variable_views variables, const std::filesystem::path& dir, std::uint64_t step) {
+    as_worker("restore_variables()").restore_variables(variables, dir, step);
   }
   /// Chief: every ps task writes its part of checkpoint step() (train::worker::save_shards).
   void save_shards(const std::filesystem::path& dir) { as_worker("save_shards()").save_shards(dir); }
@@ -164,20 +184,32 @@ class trainer {
                const std::optional<std::pair<std::filesystem::path, std::uint64_t>>& checkpoint = std::nullopt) {
     as_worker("recover()").recover(variables, checkpoint);
   }
+  /// recover() into a model's own buffers (train::worker::recover).
+  void recover(variable_views variables, const std::optional<checkpoint_at>& checkpoint = std::nullopt) {
+    as_worker("recover()").recover(variables, checkpoint);
+  }
   /// @returns true for the errors recover() is for (train::worker::recoverable).
   static bool recoverable(const error_code& ec) noexcept { return worker_type::recoverable(ec); }
   /// Reads the values to compute on next into @p variables (train::worker::pull). @returns their step
   std::uint64_t pull(std::vector<tensor<D>>& variables) { return as_worker("pull()").pull(variables); }
+  /// pull() into the values of a model's own buffers (train::worker::pull).
+  std::uint64_t pull(variable_views variables) { return as_worker("pull()").pull(variables); }
   /// Sends @p gradients computed on the values of step() (train::worker::push).
   std::size_t push(const std::vector<tensor<D>>& gradients) { return as_worker("push()").push(gradients); }
+  /// push() of the gradients of a model's own buffers (train::worker::push).
+  std::size_t push(variable_views variables) { return as_worker("push()").push(variables); }
   /// push(@p gradients), then pull(@p variables), in one exchange (train::worker::push_pull).
   std::size_t push_pull(const std::vector<tensor<D>>& gradients, std::vector<tensor<D>>& variables) {
     return as_worker("push_pull()").push_pull(gradients, variables);
   }
+  /// push_pull() of a model's own buffers, gradients pushed and values pulled (train::worker::push_pull).
+  std::size_t push_pull(variable_views variables) { return as_worker("push_pull()").push_pull(variables); }
   /// Starts communication overlapped with the model's compute (train::overlap).
   overlap overlapped(std::vector<tensor<D>>& variables, const std::vector<tensor<D>>& gradients) {
     return as_worker("overlapped()").overlapped(variables, gradients);
   }
+  /// overlapped() on a model's own buffers (train::overlap of variable_views).
+  view_overlap overlapped(variable_views variables) { return as_worker("overlapped()").overlapped(variables); }
   /// @returns how many of this replica's pushes the ps tasks had received when it last
   /// registered (train::worker::pushes_received; 0 on a ps task).
   std::uint64_t pushes_received() const noexcept {

@@ -10,6 +10,7 @@
 #include <dsgd/placement/plan.hpp>
 #include <dsgd/server/ps_client.hpp>
 #include <dsgd/tensor/tensor.hpp>
+#include <dsgd/tensor/view.hpp>
 #include <dsgd/update/concepts.hpp>
 
 #include <algorithm>
@@ -19,6 +20,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -62,21 +64,32 @@ using push_operation = decltype(std::declval<server::ps_client&>().start_push(
 /// worker's one staging buffer (train/staging.hpp).
 ///
 /// @tparam Worker the worker it exchanges for (train::worker)
-template <class Worker>
+/// @tparam Values what it exchanges: the worker's tensors (values and gradients in two vectors)
+///         or variable_views (one set of views of the model's own host memory, tensor/view.hpp)
+template <class Worker, class Values = std::vector<tensor<typename Worker::device_type>>>
 class overlap {
+  static constexpr bool of_views = std::is_same_v<Values, variable_views>;
+  // Views are held by value (a set of views is itself a view); tensors by reference.
+  using values_ref = std::conditional_t<of_views, variable_views, Values&>;
+  using gradients_ref = std::conditional_t<of_views, variable_views, const Values&>;
+
  public:
   using device_type = typename Worker::device_type;
 
   /// Starts overlapping @p w's exchanges of @p variables (holding the values of w.step()) and
   /// their @p gradients. @throws dsgd::error(errc::shape_mismatch) when their counts differ
-  overlap(Worker& w, std::vector<tensor<device_type>>& variables, const std::vector<tensor<device_type>>& gradients)
-      : w_(w), variables_(variables), gradients_(gradients), needed_(variables.size(), false),
-        sent_(variables.size(), false) {
+  overlap(Worker& w, Values& variables, const Values& gradients)
+    requires(!of_views)
+      : overlap(w, variables, gradients, 0) {
     if (gradients.size() != variables.size())
       throw error(errc::shape_mismatch, "trainer::overlapped: " + std::to_string(gradients.size()) +
                                             " gradients for " + std::to_string(variables.size()) + " variables");
-    w_.staging_.reserve(variables, w_.skip_sparse());
   }
+  /// Starts overlapping @p w's exchanges of the values and gradients @p views name (the values
+  /// those of w.step()). @throws dsgd::error as train::worker::push(variable_views)
+  overlap(Worker& w, variable_views views)
+    requires(of_views)
+      : overlap(w, views, views, 0) {}
   overlap(const overlap&) = delete;
   overlap& operator=(const overlap&) = delete;
   /// Completes the pull in flight, so that no value lands after it; a failure is logged.
@@ -95,7 +108,7 @@ class overlap {
     try {
       w_.client_->wait(*pull_, v);
       needed_[v] = false;
-      w_.staging_.land(variables_, v);
+      w_.buffers_.land(variables_, v);
       if (--needed_count_ == 0) {
         w_.step_ = w_.client_->wait(*pull_);
         pull_.reset();
@@ -112,7 +125,7 @@ class overlap {
     begin_push();
     if (sent_[v]) return;
     sent_[v] = true;
-    w_.staging_.stage(gradients_, v);
+    w_.buffers_.stage(gradients_, v);
     w_.client_->push_variable(*push_, v);
     w_.client_->flush();  // on its way while the backward pass goes on
   }
@@ -125,7 +138,7 @@ class overlap {
     begin_push();  // every variable is sparse: the push still counts the step
     // The pull goes out right behind the push, as in push_pull().
     pull_.emplace(w_.client_->start_pull(w_.plan_, w_.pull_after_push(),
-                                         w_.staging_.values(variables_, w_.skip_sparse())));
+                                         w_.value_spans(variables_)));
     auto pushing = std::move(*push_);
     push_.reset();
     std::size_t dropped = 0;
@@ -152,11 +165,17 @@ class overlap {
   }
 
  private:
+  overlap(Worker& w, values_ref variables, gradients_ref gradients, int)
+      : w_(w), variables_(variables), gradients_(gradients), needed_(variables.size(), false),
+        sent_(variables.size(), false) {
+    w_.reserve_for(variables_);
+  }
+
   // Opens the step's push, at the step of the values it was computed on.
   void begin_push() {
     if (push_) return;
     wait_values();  // a model that did not ask for every variable
-    push_.emplace(w_.client_->start_push(w_.plan_, w_.step_, w_.staging_.gradients(gradients_, w_.skip_sparse()),
+    push_.emplace(w_.client_->start_push(w_.plan_, w_.step_, w_.gradient_spans(gradients_),
                                          update::applies_each_push_v<typename Worker::update_rule_type>));
     std::fill(sent_.begin(), sent_.end(), false);
   }
@@ -165,8 +184,8 @@ class overlap {
   }
 
   Worker& w_;
-  std::vector<tensor<device_type>>& variables_;
-  const std::vector<tensor<device_type>>& gradients_;
+  values_ref variables_;
+  gradients_ref gradients_;
   std::optional<pull_operation> pull_;  // the pull in flight, until every value has landed
   std::optional<push_operation> push_;  // the step's push, from its first gradient to end_step()
   std::vector<bool> needed_;            // variables whose values of this step are still to be waited for

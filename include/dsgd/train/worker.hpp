@@ -19,6 +19,9 @@
 #include <dsgd/transport/asio_tcp_policy.hpp>
 #include <dsgd/transport/concepts.hpp>
 #include <dsgd/tensor/tensor.hpp>
+#include <dsgd/tensor/view.hpp>
+#include <dsgd/train/detail/exchange.hpp>
+#include <dsgd/train/detail/views.hpp>
 #include <dsgd/train/overlap.hpp>
 #include <dsgd/train/staging.hpp>
 #include <dsgd/train/trainer_options.hpp>
@@ -32,6 +35,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -53,6 +57,9 @@ namespace dsgd::train {
 /// }
 /// w.finish();
 /// @endcode
+/// Each call that takes tensors also takes a model's own buffers as one set of variable_views
+/// (tensor/view.hpp; Eigen and libtorch in adapt/), each naming a variable's values and
+/// gradients in host memory, pulled into and pushed from in place: `w.push_pull(views)`.
 ///
 /// @tparam D the device the model computes on (host devices exchange the tensors in place)
 /// @tparam P a Placement: which ps task holds which variable
@@ -68,6 +75,8 @@ class worker {
   using transport_type = T;
   using client_type = server::basic_ps_client<T>;  ///< its connections to the ps tasks
   using overlap_type = train::overlap<worker>;
+  using checkpoint_at = std::pair<std::filesystem::path, std::uint64_t>;  ///< a checkpoint: dir, step
+  using view_overlap_type = train::overlap<worker, variable_views>;  ///< overlapped() of views
 
   /// Worker task @p task of @p spec, connecting with @p client over @p transport and placing by
   /// @p placement (nothing is connected before create_variables()).
@@ -101,7 +110,7 @@ class worker {
   /// @returns the step of the values last pulled.
   std::uint64_t step() const noexcept { return step_; }
   /// @returns the host staging of the exchanges (none on a host device; see train/staging.hpp).
-  const staging<D>& staged() const noexcept { return staging_; }
+  const staging<D>& staged() const noexcept { return buffers_.staged(); }
 
   /// Marks variable @p v (creation order; rank 2 or more) as read and updated by rows:
   /// pull() and push() skip it from now on; use pull_rows() and push_rows(). Marked before
@@ -134,16 +143,15 @@ class worker {
   void create_variables(std::vector<tensor<D>>& variables, const std::vector<std::string>& names,
                         std::uint64_t step = 0) {
     place(variables, names);
-    client_->connect();
-    client_->register_worker(plan_, replica_, chief_);
-    if (chief_) {
-      initialize(variables, step);
-      auto report = plan_.load_report();
-      report.pop_back();  // the final newline; log adds its own
-      log_(task_.to_string() + ": variables placed\n" + report);
-    }
-    client_->wait_ready();
-    resync(variables);
+    open(variables, std::nullopt, step);
+  }
+  /// create_variables() of a model's own buffers, named and shaped by their views; every later
+  /// call with views must pass the same variables (count, names, sizes).
+  /// @throws dsgd::error errc::invalid_argument naming a variable without values,
+  ///         errc::shape_mismatch one whose sizes disagree
+  void create_variables(variable_views variables, std::uint64_t step = 0) {
+    place(variables, "train::worker::create_variables");
+    open(variables, std::nullopt, step);
   }
 
   /// create_variables() from a checkpoint: the chief has every ps task read its shards (values,
@@ -154,14 +162,12 @@ class worker {
   void restore_variables(std::vector<tensor<D>>& variables, const std::vector<std::string>& names,
                          const std::filesystem::path& dir, std::uint64_t step) {
     place(variables, names);
-    client_->connect();
-    client_->register_worker(plan_, replica_, chief_);
-    if (chief_) {
-      client_->restore(std::filesystem::absolute(dir), step);
-      log_(task_.to_string() + ": restored checkpoint " + std::to_string(step) + " from " + dir.string());
-    }
-    client_->wait_ready();
-    resync(variables);
+    open(variables, checkpoint_at{dir, step}, step);
+  }
+  /// restore_variables() into a model's own buffers (as create_variables(variable_views)).
+  void restore_variables(variable_views variables, const std::filesystem::path& dir, std::uint64_t step) {
+    place(variables, "train::worker::restore_variables");
+    open(variables, checkpoint_at{dir, step}, step);
   }
 
   /// Chief: every ps task writes its part of checkpoint step() into @p dir (values, optimizer
@@ -174,18 +180,12 @@ class worker {
   /// afresh. The chief first restores checkpoint @p checkpoint (dir, step) if given, else
   /// re-initialises every ps task from @p variables, its last pulled values, at step().
   /// @throws dsgd::error when a ps stays unreachable, or a non-recoverable error
-  void recover(std::vector<tensor<D>>& variables,
-               const std::optional<std::pair<std::filesystem::path, std::uint64_t>>& checkpoint = std::nullopt) {
-    client_->connect();
-    client_->register_worker(plan_, replica_, chief_);
-    if (chief_) {
-      if (checkpoint)
-        client_->restore(std::filesystem::absolute(checkpoint->first), checkpoint->second);
-      else
-        initialize(variables, step_);
-    }
-    client_->wait_ready();
-    resync(variables);
+  void recover(std::vector<tensor<D>>& variables, const std::optional<checkpoint_at>& checkpoint = std::nullopt) {
+    open(variables, checkpoint, step_, false);
+  }
+  /// recover() into a model's own buffers. @throws dsgd::error as pull(variable_views) too
+  void recover(variable_views variables, const std::optional<checkpoint_at>& checkpoint = std::nullopt) {
+    open(checked(variables, "train::worker::recover", false), checkpoint, step_, false);
   }
 
   /// @returns true for the errors recover() is for: a ps connection lost or unreachable, or a
@@ -197,20 +197,19 @@ class worker {
   /// Reads the values this worker may compute on next into @p variables: for sync the next
   /// step (waiting for the slowest replica), for SSP within the staleness bound, for async the
   /// latest. @returns their step.
-  std::uint64_t pull(std::vector<tensor<D>>& variables) {
-    step_ = client_->pull(plan_, want(), staging_.values(variables, skip_sparse()));
-    land(variables);
-    return step_;
-  }
+  std::uint64_t pull(std::vector<tensor<D>>& variables) { return pull_into(variables); }
+  /// pull() into the values of a model's own buffers, in place.
+  /// @throws dsgd::error errc::shape_mismatch naming a variable when @p variables are not those
+  ///         placed (count, names, sizes), errc::invalid_argument one without values
+  std::uint64_t pull(variable_views variables) { return pull_into(checked(variables, "train::worker::pull", false)); }
 
   /// Sends @p gradients (those of variables not marked sparse), computed on the values of
   /// step(). @returns how many shards dropped them (a backup worker that came late).
-  std::size_t push(const std::vector<tensor<D>>& gradients) {
-    const auto grads = staged_gradients(gradients);
-    const auto dropped = client_->push(plan_, step_, grads, update::applies_each_push_v<U>);
-    count_push();
-    return dropped;
-  }
+  std::size_t push(const std::vector<tensor<D>>& gradients) { return push_from(gradients); }
+  /// push() of the gradients of a model's own buffers, read in place.
+  /// @throws dsgd::error as pull(variable_views), and errc::invalid_argument naming a variable
+  ///         without gradients
+  std::size_t push(variable_views variables) { return push_from(checked(variables, "train::worker::push", true)); }
 
   /// push(@p gradients), then pull(@p variables), in one exchange: the pull goes out right
   /// behind the push on every connection instead of after the push's answers, which saves a
@@ -218,15 +217,13 @@ class worker {
   /// sees the push: the same values and steps as push() then pull(). @returns how many shards
   /// dropped the push, as push().
   std::size_t push_pull(const std::vector<tensor<D>>& gradients, std::vector<tensor<D>>& variables) {
-    const auto grads = staged_gradients(gradients);
-    auto pushing = client_->start_push(plan_, step_, grads, update::applies_each_push_v<U>);
-    for (std::size_t v = 0; v < grads.size(); ++v) client_->push_variable(pushing, v);
-    // Off the host the values land in the staging buffer's values area, apart from the gradients.
-    auto pulling = client_->start_pull(plan_, pull_after_push(), staging_.values(variables, skip_sparse()));
-    const auto dropped = finish_behind(pushing, pulling);
-    step_ = client_->wait(pulling);
-    land(variables);
-    return dropped;
+    return push_pull_of(gradients, variables);
+  }
+  /// push_pull() of a model's own buffers: their gradients pushed and values pulled, in place.
+  /// @throws dsgd::error as push(variable_views)
+  std::size_t push_pull(variable_views variables) {
+    auto& v = checked(variables, "train::worker::push_pull", true);
+    return push_pull_of(v, v);
   }
 
   /// Starts communication overlapped with the model's compute on @p variables and their
@@ -235,6 +232,9 @@ class worker {
   overlap_type overlapped(std::vector<tensor<D>>& variables, const std::vector<tensor<D>>& gradients) {
     return overlap_type(*this, variables, gradients);
   }
+  /// overlapped() on a model's own buffers, whose gradients are read where they are: their
+  /// views must name them from the start. @throws dsgd::error as push(variable_views)
+  view_overlap_type overlapped(variable_views variables) { return view_overlap_type(*this, variables); }
 
   /// @returns how many of this replica's pushes the ps tasks had received when this worker last
   /// registered (create_variables(), recover()), counting those of earlier processes of the
@@ -244,19 +244,10 @@ class worker {
 
   /// This worker has no more data. The chief then waits for every worker to finish and shuts
   /// the ps tasks down, which ends their join().
-  void finish() {
-    try {
-      client_->finish();
-    } catch (const dsgd::error& e) {
-      if (e.code() != errc::aborted) throw;
-      client_->register_worker(plan_, replica_, chief_);  // a restore came first: finish anyway
-      client_->finish();
-    }
-    if (chief_) client_->shutdown_cluster();
-  }
+  void finish();
 
  private:
-  template <class W>
+  template <class W, class V>
   friend class train::overlap;
 
   worker(cluster::cluster_spec spec, cluster::task_id task, server::client_options client, P placement, D device,
@@ -282,35 +273,68 @@ class worker {
   std::uint64_t want() const { return pushes_ == 0 ? 0 : U::next_pull(pushed_at_, pushes_); }
   // The step pull() asks for once the push of step() is counted (push_pull() asks it before).
   std::uint64_t pull_after_push() const { return U::next_pull(step_, pushes_ + 1); }
+
+  // The exchanges, of tensors or of views (Values, Grads: std::vector<tensor<D>> or variable_views).
+  template <class Values>
+  std::uint64_t pull_into(Values& variables) {
+    step_ = client_->pull(plan_, want(), value_spans(variables));
+    land(variables);
+    return step_;
+  }
+  template <class Grads>
+  std::size_t push_from(const Grads& gradients) {
+    const auto grads = staged_gradients(gradients);
+    const auto dropped = client_->push(plan_, step_, grads, update::applies_each_push_v<U>);
+    count_push();
+    return dropped;
+  }
+  template <class Grads, class Values>
+  std::size_t push_pull_of(const Grads& gradients, Values& variables) {
+    const auto grads = staged_gradients(gradients);
+    auto pushing = client_->start_push(plan_, step_, grads, update::applies_each_push_v<U>);
+    for (std::size_t v = 0; v < grads.size(); ++v) client_->push_variable(pushing, v);
+    // Off the host the values land in the staging buffer's values area, apart from the gradients.
+    auto pulling = client_->start_pull(plan_, pull_after_push(), value_spans(variables));
+    const auto dropped = finish_behind(pushing, pulling);
+    step_ = client_->wait(pulling);
+    land(variables);
+    return dropped;
+  }
   // The spans a push of @p gradients reads: off the host, each copied into the staging buffer once.
-  std::span<const std::span<const float>> staged_gradients(const std::vector<tensor<D>>& gradients) {
-    const auto grads = staging_.gradients(gradients, skip_sparse());
-    for (std::size_t v = 0; v < gradients.size(); ++v) staging_.stage(gradients, v);
+  template <class Grads>
+  std::span<const std::span<const float>> staged_gradients(const Grads& gradients) {
+    const auto grads = gradient_spans(gradients);
+    for (std::size_t v = 0; v < gradients.size(); ++v) buffers_.stage(gradients, v);
     return grads;
   }
   // Off the host, copies the values pulled into the staging buffer to the device.
-  void land(std::vector<tensor<D>>& variables) {
-    for (std::size_t v = 0; v < variables.size(); ++v) staging_.land(variables, v);
+  template <class Values>
+  void land(Values& variables) {
+    for (std::size_t v = 0; v < variables.size(); ++v) buffers_.land(variables, v);
+  }
+
+  // Where an exchange reads and writes (detail::exchange_buffers).
+  void reserve_for(std::vector<tensor<D>>& t) { buffers_.reserve(t, skip_sparse()); }
+  void reserve_for(variable_views v) { checked(v, "train::worker::overlapped", true); }
+  template <class Values>
+  auto value_spans(Values& variables) {
+    return buffers_.values(variables, skip_sparse());
+  }
+  template <class Grads>
+  auto gradient_spans(const Grads& gradients) {
+    return buffers_.gradients(gradients, skip_sparse());
+  }
+  // @p views, checked against the placement for @p call (detail::check_placed).
+  variable_views& checked(variable_views& views, std::string_view call, bool need_gradients) const {
+    detail::check_placed(plan_.variables(), views, call, need_gradients, skip_sparse());
+    return views;
   }
 
   // Waits for the answers to @p pushing, a push with the pull @p pulling sent right behind it,
   // and counts the push. If the push failed, first collects the pull (whose values must not
   // land later), then throws the push's error.
   template <class Push, class Pull>
-  std::size_t finish_behind(Push& pushing, Pull& pulling) {
-    std::size_t dropped = 0;
-    try {
-      dropped = client_->finish_push(pushing);
-    } catch (const dsgd::error&) {
-      try {
-        client_->wait(pulling);
-      } catch (const dsgd::error&) {  // the push's error is the one to report
-      }
-      throw;
-    }
-    count_push();
-    return dropped;
-  }
+  std::size_t finish_behind(Push& pushing, Pull& pulling);
   // A push of gradients computed at step() was answered.
   void count_push() {
     pushed_at_ = step_;
@@ -322,16 +346,26 @@ class worker {
     for (std::size_t i = 0; i < variables.size(); ++i)
       info.push_back({i < names.size() ? names[i] : "var" + std::to_string(i), variables[i].shape()});
     plan_ = placement_.place(info, spec_.num_tasks("ps"));
-    staging_.reserve(variables, skip_sparse());  // the one buffer, before the first exchange
+    buffers_.reserve(variables, skip_sparse());  // the one buffer, before the first exchange
   }
-  void initialize(std::vector<tensor<D>>& variables, std::uint64_t step) {
-    client_->initialize(plan_, staging_.snapshot(variables), step);
+  void place(variable_views variables, std::string_view call) {
+    plan_ = placement_.place(detail::infos_of(variables, call), spec_.num_tasks("ps"));
   }
+  template <class Values>
+  void initialize(Values& variables, std::uint64_t step) {
+    client_->initialize(plan_, buffers_.initial(variables), step);
+  }
+  // Connects, registers, and (chief) restores @p from or else initialises the ps tasks from
+  // @p variables at @p step, saying so if @p say; the others wait until it has. Then pulls
+  // into @p variables.
+  template <class Values>
+  void open(Values& variables, const std::optional<checkpoint_at>& from, std::uint64_t step, bool say = true);
   // Pulls whatever the ps tasks hold now and counts pushes afresh from there.
-  void resync(std::vector<tensor<D>>& variables) {
+  template <class Values>
+  void resync(Values& variables) {
     pushes_ = 0;
     pushed_at_ = 0;
-    pull(variables);
+    pull_into(variables);
   }
 
   cluster::cluster_spec spec_;
@@ -346,8 +380,10 @@ class worker {
   std::uint64_t step_ = 0;
   std::uint64_t pushed_at_ = 0;
   std::uint64_t pushes_ = 0;
-  staging<D> staging_;
+  detail::exchange_buffers<D> buffers_;
   std::vector<bool> sparse_;
 };
 
 }  // namespace dsgd::train
+
+#include <dsgd/train/impl/worker.hpp>

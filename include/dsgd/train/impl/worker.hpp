@@ -1,0 +1,68 @@
+// SPDX-FileCopyrightText: Copyright (c) 2026 The dsgd authors
+// SPDX-License-Identifier: Apache-2.0
+//
+/// @file
+/// Out-of-line members of train::worker (declared in train/worker.hpp): opening a session,
+/// finishing a push sent with a pull behind it, finishing the job.
+// IWYU pragma: private, include <dsgd/train/worker.hpp>
+#pragma once
+
+#include <dsgd/train/worker.hpp>
+
+#include <filesystem>
+#include <optional>
+#include <string>
+
+namespace dsgd::train {
+
+template <Device D, Placement P, UpdateRule U, Transport T>
+void worker<D, P, U, T>::finish() {
+  try {
+    client_->finish();
+  } catch (const dsgd::error& e) {
+    if (e.code() != errc::aborted) throw;
+    client_->register_worker(plan_, replica_, chief_);  // a restore came first: finish anyway
+    client_->finish();
+  }
+  if (chief_) client_->shutdown_cluster();
+}
+
+template <Device D, Placement P, UpdateRule U, Transport T>
+template <class Push, class Pull>
+std::size_t worker<D, P, U, T>::finish_behind(Push& pushing, Pull& pulling) {
+  std::size_t dropped = 0;
+  try {
+    dropped = client_->finish_push(pushing);
+  } catch (const dsgd::error&) {
+    try {
+      client_->wait(pulling);
+    } catch (const dsgd::error&) {  // the push's error is the one to report
+    }
+    throw;
+  }
+  count_push();
+  return dropped;
+}
+
+template <Device D, Placement P, UpdateRule U, Transport T>
+template <class Values>
+void worker<D, P, U, T>::open(Values& variables, const std::optional<checkpoint_at>& from, std::uint64_t step,
+                              bool say) {
+  client_->connect();
+  client_->register_worker(plan_, replica_, chief_);
+  if (chief_ && from) {
+    client_->restore(std::filesystem::absolute(from->first), from->second);
+    if (say)
+      log_(task_.to_string() + ": restored checkpoint " + std::to_string(from->second) + " from " +
+             from->first.string());
+  } else if (chief_) {
+    initialize(variables, step);
+    auto report = plan_.load_report();
+    report.pop_back();  // the final newline; log adds its own
+    if (say) log_(task_.to_string() + ": variables placed\n" + report);
+  }
+  client_->wait_ready();
+  resync(variables);
+}
+
+}  // namespace dsgd::train

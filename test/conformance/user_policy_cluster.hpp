@@ -56,6 +56,7 @@ struct softmax_outcome {
   std::vector<std::size_t> pushes;   // each worker's push_pull() calls
   std::size_t dropped = 0;           // pushes the ps tasks dropped, both workers together
   placement::plan plan;              // the chief's placement
+  std::size_t staged_allocations = 0;  // the chief's host staging buffers (none on a host device)
 };
 
 // The Fashion-MNIST splits, read once per process.
@@ -109,6 +110,7 @@ softmax_outcome train_softmax(const trainer_options<P, U, O>& o, std::size_t ps_
       if (w.is_chief()) {
         out.accuracy = m.accuracy(test_set);
         out.plan = w.plan();
+        out.staged_allocations = w.staged().allocations();
         std::printf("%zu steps in %.2f s, mean loss %.4f, test accuracy %.4f\n", stats.steps, stats.seconds,
                     stats.mean_loss, out.accuracy);
       }

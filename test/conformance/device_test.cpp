@@ -9,7 +9,6 @@
 #include <dsgd/device/concepts.hpp>
 #include <dsgd/device/cpu.hpp>
 #include <dsgd/model/blas.hpp>
-#include <dsgd/optim/momentum.hpp>
 #include <dsgd/optim/sgd.hpp>
 #include <dsgd/placement/round_robin.hpp>
 #include <dsgd/tensor/tensor.hpp>
@@ -133,7 +132,7 @@ BOOST_AUTO_TEST_CASE(two_workers_on_a_user_device_train_softmax_regression_with_
   const std::size_t params_bytes = probe.parameter_count() * sizeof(float);
   BOOST_TEST(counting_allocator<char>::bytes - before >= 2 * params_bytes);  // its parameters and gradients
   const auto o = dsgd::test::user_policy_options<dsgd::placement::round_robin, dsgd::update::sync_average>(
-      dsgd::optim::momentum{0.02f, 0.9f, false});
+      dsgd::test::decaying_momentum_over(469));
   const auto start = counting_allocator<char>::bytes.load();
   const auto r = dsgd::test::train_softmax(o, 1, my_memory{});
   // Two workers' models (parameters, gradients, activations) were the user's memory.

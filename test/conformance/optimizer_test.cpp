@@ -22,8 +22,10 @@
 
 #include <thrust/memory.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <vector>
 
@@ -44,27 +46,33 @@ struct sign_sgd {
   }
 };
 
-// Another, with a per-variable slot: heavy-ball momentum, v = mu v + g, w -= lr v (host devices:
-// a plain loop), counting its applies.
+// Another, with a per-variable slot and a counter: heavy-ball momentum, v = mu v + g, w -= lr_t v,
+// its rate decaying linearly to a twentieth over decay_steps updates (host devices: a plain loop),
+// counting its applies.
 struct counted_momentum {
   float learning_rate = 0.02f;
   float momentum = 0.9f;
+  std::uint64_t decay_steps = 0;  // 0: a constant rate
   std::shared_ptr<std::atomic<std::size_t>> applies = std::make_shared<std::atomic<std::size_t>>(0);  // by every copy
 
   template <class D>
   struct state {
     typename D::template vector<float> velocity;
+    std::uint64_t t = 0;  // updates so far
     state(const D&, std::size_t n) : velocity(n, 0.f) {}
   };
 
   template <class D>
   void apply(const D&, state<D>& s, float* w, const float* g, std::size_t n, float scale = 1.f) const {
     static_assert(D::is_host, "counted_momentum runs on the host");
+    const double left = decay_steps ? 1.0 - double(s.t) / double(decay_steps) : 1.0;
+    const float lr = learning_rate * float(std::max(left, 0.05));
     float* v = thrust::raw_pointer_cast(s.velocity.data());
     for (std::size_t i = 0; i < n; ++i) {
       v[i] = momentum * v[i] + scale * g[i];
-      w[i] -= learning_rate * v[i];
+      w[i] -= lr * v[i];
     }
+    ++s.t;
     ++*applies;
   }
 };
@@ -110,7 +118,7 @@ BOOST_AUTO_TEST_CASE(a_user_optimizer_applies_through_the_calls_a_ps_makes)
 // The user's optimizer in a cluster: the ps applies it once per shard and step (sync: the two
 // workers' gradients summed, grad_scale 1/2), and the model trains to its accuracy.
 BOOST_AUTO_TEST_CASE(a_ps_applies_a_user_optimizer_while_two_workers_train_softmax_regression) {
-  const counted_momentum opt{0.02f, 0.9f};
+  const counted_momentum opt{0.03f, 0.9f, 469};  // decays over the run's 469 updates
   const auto o = dsgd::test::user_policy_options<dsgd::placement::round_robin, dsgd::update::sync_average>(opt);
   const auto r = dsgd::test::train_softmax(o, 1, cpu{});
   BOOST_TEST(r.steps[0] == r.pushes[0]);

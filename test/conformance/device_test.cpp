@@ -12,6 +12,7 @@
 #include <dsgd/optim/sgd.hpp>
 #include <dsgd/placement/round_robin.hpp>
 #include <dsgd/tensor/tensor.hpp>
+#include <dsgd/trainer.hpp>
 #include <dsgd/update/sync_average.hpp>
 
 #include "user_policy_cluster.hpp"
@@ -146,3 +147,6 @@ BOOST_AUTO_TEST_CASE(two_workers_on_a_user_device_train_softmax_regression_with_
 BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()
+
+// dsgd::trainer (over TCP) takes the user type as is: every member of the trainer compiles with it.
+template class dsgd::trainer<conformance_device_test::my_memory>;

@@ -14,6 +14,7 @@
 #include <dsgd/optim/momentum.hpp>
 #include <dsgd/optim/sgd.hpp>
 #include <dsgd/placement/round_robin.hpp>
+#include <dsgd/trainer.hpp>
 #include <dsgd/update/sync_average.hpp>
 
 #include "user_policy_cluster.hpp"
@@ -130,3 +131,7 @@ BOOST_AUTO_TEST_CASE(a_ps_applies_a_user_optimizer_while_two_workers_train_softm
 BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()
+
+// dsgd::trainer (over TCP) takes the user type as is: every member of the trainer compiles with it.
+template class dsgd::trainer<dsgd::device::cpu, dsgd::placement::round_robin, dsgd::update::sync_average,
+                             conformance_optimizer_test::counted_momentum>;

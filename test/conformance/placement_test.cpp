@@ -11,6 +11,7 @@
 #include <dsgd/placement/greedy_by_bytes.hpp>
 #include <dsgd/placement/partitioned.hpp>
 #include <dsgd/placement/round_robin.hpp>
+#include <dsgd/trainer.hpp>
 #include <dsgd/update/sync_average.hpp>
 
 #include "user_policy_cluster.hpp"
@@ -99,3 +100,6 @@ BOOST_AUTO_TEST_CASE(a_cluster_trains_softmax_regression_with_a_user_placement) 
 BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()
+
+// dsgd::trainer (over TCP) takes the user type as is: every member of the trainer compiles with it.
+template class dsgd::trainer<dsgd::device::cpu, conformance_placement_test::all_on_last>;

@@ -10,6 +10,7 @@
 #include <dsgd/optim/concepts.hpp>
 #include <dsgd/optim/sgd.hpp>
 #include <dsgd/placement/round_robin.hpp>
+#include <dsgd/trainer.hpp>
 #include <dsgd/update/async.hpp>
 #include <dsgd/update/bounded_staleness.hpp>
 #include <dsgd/update/concepts.hpp>
@@ -254,3 +255,6 @@ BOOST_AUTO_TEST_CASE(a_ps_runs_a_user_rule_while_two_workers_train_softmax_regre
 BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()
+
+// dsgd::trainer (over TCP) takes the user type as is: every member of the trainer compiles with it.
+template class dsgd::trainer<dsgd::device::cpu, dsgd::placement::round_robin, update_concepts_test::user_rule>;

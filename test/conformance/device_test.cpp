@@ -87,7 +87,8 @@ struct my_memory {
 
 }  // namespace
 
-}  // namespace conformance_device_test (the suite's, reopened below: a specialisation is declared in dsgd's)
+// The suite's namespace, closed here and reopened below: a specialisation is declared in dsgd's.
+}  // namespace conformance_device_test
 
 // The models' matrix product on the user's device: the CPU's CBLAS, its memory being host memory
 // (model::blas is what a model needs of a device beyond the concept; docs/policies.md).

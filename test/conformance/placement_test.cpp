@@ -71,7 +71,8 @@ BOOST_AUTO_TEST_CASE(a_user_placement_makes_a_plan_with_a_stable_fingerprint)
 // The user's placement in a cluster: every worker computes its plan, the ps tasks create exactly
 // the shards it names (all on ps:1, none on ps:0), and the model trains to its accuracy.
 BOOST_AUTO_TEST_CASE(a_cluster_trains_softmax_regression_with_a_user_placement) {
-  using ps_type = dsgd::train::ps_task<dsgd::update::sync_average, dsgd::test::decaying_momentum, dsgd::transport::inproc>;
+  using ps_type =
+      dsgd::train::ps_task<dsgd::update::sync_average, dsgd::test::decaying_momentum, dsgd::transport::inproc>;
   const auto o = dsgd::test::user_policy_options<all_on_last, dsgd::update::sync_average>(
       dsgd::test::decaying_momentum_over(469));
   const dsgd::model::softmax_regression<dsgd::device::cpu> model({}, {.seed = 1});

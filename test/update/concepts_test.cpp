@@ -3,15 +3,20 @@
 //
 // Tests for <dsgd/update/concepts.hpp>: a rule written by a user against the concept alone (no
 // detail:: base, no dsgd internals) is an UpdateRule, and its shard works when driven through
-// exactly the calls the concept names; a near miss is refused; every shipped rule conforms.
+// exactly the calls the concept names; a near miss is refused; every shipped rule conforms; a ps
+// runs it while two workers train softmax regression on Fashion-MNIST.
 #include <dsgd/device/concepts.hpp>
 #include <dsgd/device/cpu.hpp>
 #include <dsgd/optim/concepts.hpp>
 #include <dsgd/optim/sgd.hpp>
+#include <dsgd/placement/round_robin.hpp>
+#include <dsgd/trainer.hpp>
 #include <dsgd/update/async.hpp>
 #include <dsgd/update/bounded_staleness.hpp>
 #include <dsgd/update/concepts.hpp>
 #include <dsgd/update/sync_average.hpp>
+
+#include <conformance/user_policy_cluster.hpp>
 
 #include <boost/test/unit_test.hpp>
 
@@ -20,6 +25,7 @@
 #include <thrust/copy.h>
 #include <thrust/memory.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -72,12 +78,14 @@ struct user_rule {
     }
     std::optional<std::uint64_t> try_pull(std::size_t, std::uint64_t, float* out) {
       std::lock_guard lock(mutex_);
+      ++pulls_;
       thrust::copy(values_.begin(), values_.end(), out);
       return step_;
     }
     std::optional<std::uint64_t> try_pull_rows(std::size_t, std::uint64_t, std::span<const std::uint64_t> rows,
                                                std::size_t dim, float* out) {
       std::lock_guard lock(mutex_);
+      ++pulls_;
       for (std::size_t k = 0; k < rows.size(); ++k)
         thrust::copy(values_.begin() + rows[k] * dim, values_.begin() + (rows[k] + 1) * dim, out + k * dim);
       return step_;
@@ -86,6 +94,8 @@ struct user_rule {
     void finish(std::size_t) {}
     std::uint64_t step() const { return step_; }
     std::uint64_t dropped() const { return 0; }
+    // Not in the concept: how many pulls this shard served (a test's check that it served them).
+    std::size_t pulls() const { return pulls_; }
 
     void assign(std::span<const float> v, std::uint64_t step) {
       saved_state s;
@@ -115,6 +125,7 @@ struct user_rule {
     typename D::template vector<float> values_;
     typename O::template state<D> slots_;
     std::uint64_t step_ = 0;
+    std::atomic<std::size_t> pulls_{0};
     std::mutex mutex_;
   };
 
@@ -212,6 +223,38 @@ BOOST_AUTO_TEST_CASE(a_user_rule_serves_every_call_the_concept_names) {
   BOOST_TEST(shard->dropped() == 0u);
 }
 
+// The user's rule in a cluster: the ps makes its shards, they apply every push of both workers
+// (next_pull 0: a worker reads the latest values) and serve every pull, and the model trains to
+// its accuracy.
+BOOST_AUTO_TEST_CASE(a_ps_runs_a_user_rule_while_two_workers_train_softmax_regression) {
+  // Pushes apply one by one in whatever order they arrive: the rate decays over the run's 938
+  // updates so that the last values do not depend on that order's last few pushes.
+  using ps_type = dsgd::train::ps_task<user_rule, dsgd::test::decaying_momentum, dsgd::transport::inproc>;
+  const auto o = dsgd::test::user_policy_options<dsgd::placement::round_robin, user_rule>(
+      dsgd::test::decaying_momentum_over(2 * 469));
+  std::vector<std::uint64_t> steps;
+  std::vector<std::size_t> pulls;
+  const auto r = dsgd::test::train_softmax(o, 1, dsgd::device::cpu{}, [&](const ps_type& ps, std::size_t) {
+    for (std::uint32_t v = 0; v < 2; ++v) {
+      const auto* s = ps.server()->find(v, 0);
+      BOOST_TEST_REQUIRE(s);
+      steps.push_back(s->step());
+      pulls.push_back(s->pulls());
+    }
+  });
+  const std::size_t pushes = r.pushes[0] + r.pushes[1];
+  BOOST_TEST(pushes == 2 * 469u);  // one epoch of 60,000 images in batches of 64, half each
+  for (std::size_t v = 0; v < 2; ++v) {
+    BOOST_TEST(steps[v] == pushes);   // every push applied
+    BOOST_TEST(pulls[v] >= pushes);  // and every push_pull's pull served by the user's shard
+  }
+  BOOST_TEST(r.dropped == 0u);
+  BOOST_TEST(r.accuracy >= 0.80);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()
+
+// dsgd::trainer (over TCP) takes the user type as is: every member of the trainer compiles with it.
+template class dsgd::trainer<dsgd::device::cpu, dsgd::placement::round_robin, update_concepts_test::user_rule>;

@@ -78,7 +78,8 @@ class shard_requests {
 
   static std::uint64_t key(std::uint32_t v, std::uint32_t s) { return (std::uint64_t{v} << 32) | s; }
   void log(const std::string& s) const { opts_.connection.log(s); }
-  bool ready() const { return expected_shards_ > 0 && shards_.size() >= expected_shards_; }
+  // Ready once a registration said how many shards it holds (a placement may leave it none).
+  bool ready() const { return placed_ && shards_.size() >= expected_shards_; }
 
   static transport::frame_header reply_header(const transport::frame_header& request, message type) {
     transport::frame_header h;
@@ -195,16 +196,18 @@ class shard_requests {
     if (r.replica >= replicas_)
       throw error(errc::invalid_argument,
                   r.task + " claims replica " + std::to_string(r.replica) + " of " + std::to_string(replicas_));
-    if (placement_.empty()) {
+    if (!placed_) {
+      placed_ = true;
       placement_ = r.placement;
       fingerprint_ = r.fingerprint;
       expected_shards_ = r.shards;
       for (auto& l : r.layouts) layouts_[key(l.variable, l.shard)] = l;
+      if (expected_shards_ == 0) log(self_ + " ready: 0 shards");
     } else if (r.fingerprint != fingerprint_ || r.placement != placement_) {
-      throw error(errc::placement_mismatch, "placement of " + r.task + " differs from the one " + self_ +
-                                                " holds (were variables created in another order or with other "
-                                                "shapes?)\n  " +
-                                                self_ + ": " + placement_ + "\n  " + r.task + ": " + r.placement);
+      throw error(errc::placement_mismatch,
+                  "placement of " + r.task + " differs from the one " + self_ + " holds (were variables created " +
+                      "in another order or with other shapes?)\n  " + self_ + ": " + placement_ + "\n  " + r.task +
+                      ": " + r.placement);
     }
     return r;
   }
@@ -367,7 +370,7 @@ class shard_requests {
   std::string why_waiting(const parked_request& r) const {
     if (r.kind == message::wait_ready)
       return self_ + ": variables not initialised before the deadline (" + std::to_string(shards_.size()) + " of " +
-             (expected_shards_ ? std::to_string(expected_shards_) : std::string("?")) +
+             (placed_ ? std::to_string(expected_shards_) : std::string("?")) +
              " shards created; is the chief running?)";
     auto it = shards_.find(key(r.request.variable, r.request.shard));
     return self_ + ": " +
@@ -390,6 +393,7 @@ class shard_requests {
   std::string placement_;
   std::uint64_t fingerprint_ = 0;
   std::size_t expected_shards_ = 0;
+  bool placed_ = false;  // a registration has set placement_, fingerprint_ and expected_shards_
   std::uint64_t generation_ = 0;     // restores so far
   std::uint64_t restored_step_ = 0;  // the checkpoint step of the last restore
   bool chief_seen_ = false;          // a chief has registered

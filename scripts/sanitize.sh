@@ -48,8 +48,10 @@ usage() {
 kind=$1
 shift
 exclude='slow|consumer|gpu|compile'
+build_slow=OFF  # the slow tests' executables are built only when they run
 if (($# >= 1)) && [[ $1 == --no-exclude-slow ]]; then
   exclude='consumer|gpu|compile'
+  build_slow=ON
   shift
 fi
 
@@ -102,6 +104,7 @@ cmake -S . -B "$build" -G Ninja \
   -DCMAKE_CXX_FLAGS="$flags" \
   -DCMAKE_EXE_LINKER_FLAGS="$link_flags" \
   -DDSGD_ENABLE_CUDA=OFF -DDSGD_BUILD_BENCH=OFF -DDSGD_BUILD_EXAMPLES=ON \
+  -DDSGD_BUILD_OPTIMISED_ONLY_TESTS=$build_slow \
   "${cmake_extra[@]}"
 if [[ -n ${DSGD_SANITIZE_TARGETS:-} ]]; then
   # shellcheck disable=SC2086  # a list of target names

@@ -15,6 +15,7 @@
 #include <dsgd/update/concepts.hpp>
 
 #include <support/error_checks.hpp>
+#include <support/temp_dir.hpp>
 
 #include <boost/test/unit_test.hpp>
 
@@ -39,25 +40,11 @@ using dsgd::test::contains;
 using dsgd::test::error_of;
 using cpu = dsgd::device::cpu;
 
-struct temp_dir {
-  fs::path path;
-  temp_dir() {
-    static std::atomic<int> counter{0};
-    path = fs::temp_directory_path() /
-           ("dsgd_format_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~temp_dir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
+struct temp_dir : dsgd::test::temp_dir {
+  temp_dir() : dsgd::test::temp_dir("dsgd_format_test_") {}
 };
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), {}};
-}
+using dsgd::test::slurp;
 void spit(const fs::path& p, const std::string& bytes) {
   std::ofstream out(p, std::ios::binary | std::ios::trunc);
   out << bytes;

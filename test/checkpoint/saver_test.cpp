@@ -8,6 +8,8 @@
 #include <dsgd/placement/partitioned.hpp>
 #include <dsgd/placement/round_robin.hpp>
 
+#include <support/temp_dir.hpp>
+
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>
@@ -33,19 +35,8 @@ using dsgd::checkpoint::shard_data;
 namespace {
 
 // A fresh directory per test, removed afterwards.
-struct temp_dir {
-  fs::path path;
-  temp_dir() {
-    static std::atomic<int> counter{0};
-    path = fs::temp_directory_path() /
-           ("dsgd_saver_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~temp_dir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
+struct temp_dir : dsgd::test::temp_dir {
+  temp_dir() : dsgd::test::temp_dir("dsgd_saver_test_") {}
 };
 
 std::vector<pl::variable_info> model_variables() {
@@ -89,10 +80,7 @@ void save_distributed(const saver& s, std::uint64_t step, const pl::plan& plan) 
   s.commit(step, plan);
 }
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), {}};
-}
+using dsgd::test::slurp;
 void spit(const fs::path& p, const std::string& bytes) {
   std::ofstream out(p, std::ios::binary | std::ios::trunc);
   out << bytes;

@@ -9,6 +9,8 @@
 // schedule's step on every shard, not only the values.
 #include <dsgd/checkpoint/saver.hpp>
 
+#include <support/temp_dir.hpp>
+
 #include <faults/process_cluster.hpp>
 
 #include <boost/test/unit_test.hpp>
@@ -32,25 +34,11 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
-struct temp_dir {
-  fs::path path;
-  temp_dir() {
-    static std::atomic<int> counter{0};
-    path = fs::temp_directory_path() /
-           ("dsgd_resume_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~temp_dir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
+struct temp_dir : dsgd::test::temp_dir {
+  temp_dir() : dsgd::test::temp_dir("dsgd_resume_test_") {}
 };
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), {}};
-}
+using dsgd::test::slurp;
 
 // Runs a whole cluster (ps:0, ps:1, worker:0) of resume_job with @p args to the end; @returns
 // the worker's output.

@@ -9,6 +9,8 @@
 #include <dsgd/train/progress.hpp>
 #include <dsgd/train/summary_writer.hpp>
 
+#include <support/temp_dir.hpp>
+
 #include <boost/crc.hpp>
 #include <boost/test/unit_test.hpp>
 
@@ -34,18 +36,8 @@ using dsgd::train::summary_writer;
 
 namespace {
 
-struct temp_dir {
-  fs::path path;
-  temp_dir() {
-    static std::atomic<int> counter{0};
-    path = fs::temp_directory_path() /
-           ("dsgd_summary_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    fs::remove_all(path);
-  }
-  ~temp_dir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
+struct temp_dir : dsgd::test::temp_dir {
+  temp_dir() : dsgd::test::temp_dir("dsgd_summary_test_", false) {}
 };
 
 // An independent CRC-32C (Boost.CRC), so the test does not check the library against itself.

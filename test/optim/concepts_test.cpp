@@ -44,13 +44,7 @@ namespace tt = boost::test_tools;
 using cpu = dsgd::device::cpu;
 using cpu_vector = cpu::vector<float>;
 
-std::vector<float> random_values(std::size_t n, std::uint32_t seed, float lo, float hi) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> dist(lo, hi);
-  std::vector<float> out(n);
-  for (float& x : out) x = dist(gen);
-  return out;
-}
+using dsgd::test::random_values;
 
 std::vector<float> to_std(const cpu_vector& v) { return {v.begin(), v.end()}; }
 

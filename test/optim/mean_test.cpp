@@ -24,13 +24,7 @@ namespace {
 namespace tt = boost::test_tools;
 using cpu = dsgd::device::cpu;
 
-std::vector<float> random_values(std::size_t n, std::uint32_t seed) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> dist(-1.f, 1.f);
-  std::vector<float> out(n);
-  for (float& x : out) x = dist(gen);
-  return out;
-}
+using dsgd::test::random_values;
 
 std::vector<std::vector<float>> random_inputs(std::size_t k, std::size_t n, std::uint32_t seed) {
   std::vector<std::vector<float>> inputs;

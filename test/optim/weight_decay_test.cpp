@@ -12,6 +12,7 @@
 #include <dsgd/optim/exponential_decay.hpp>
 #include <dsgd/optim/momentum.hpp>
 #include <dsgd/optim/sgd.hpp>
+#include <support/reference_optim.hpp>
 
 #include <boost/test/unit_test.hpp>
 
@@ -33,13 +34,7 @@ using dsgd::optim::adam;
 using dsgd::optim::momentum;
 using dsgd::optim::sgd;
 
-std::vector<float> random_values(std::size_t n, std::uint32_t seed, float lo, float hi) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> dist(lo, hi);
-  std::vector<float> out(n);
-  for (float& x : out) x = dist(gen);
-  return out;
-}
+using dsgd::test::random_values;
 
 // One optimizer of each kind, with weight decay and without (otherwise alike).
 template <class O>

@@ -19,6 +19,7 @@
 
 #include <support/inproc_cluster.hpp>
 #include <support/loopback_cluster.hpp>
+#include <support/reference_optim.hpp>
 
 #include <boost/test/unit_test.hpp>
 
@@ -94,13 +95,7 @@ std::unique_ptr<client_type> join_cluster(const dsgd::test::test_net<inproc>& ne
   return c;
 }
 
-std::vector<float> random_values(std::size_t n, unsigned seed) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> d(-1.f, 1.f);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(gen);
-  return v;
-}
+using dsgd::test::random_values;
 
 // The dense gradient a sparse one stands for: rows of duplicate keys added in key order.
 std::vector<float> scatter(std::size_t rows, std::size_t dim, const std::vector<std::uint64_t>& keys,

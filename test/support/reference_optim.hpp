@@ -11,9 +11,19 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <random>
 #include <vector>
 
 namespace dsgd::test {
+
+/// @p n values drawn uniformly from [@p lo, @p hi) by a generator seeded with @p seed.
+inline std::vector<float> random_values(std::size_t n, std::uint32_t seed, float lo = -1.f, float hi = 1.f) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> out(n);
+  for (float& x : out) x = dist(gen);
+  return out;
+}
 
 /// w <- w - lr * g, with g = grad_scale * grad.
 struct reference_sgd {

@@ -131,8 +131,8 @@ class shard_requests {
     return fits ? chunk_of(std::as_writable_bytes(std::span(s.incoming)), h, ec) : fail(ec);
   }
 
-  // Checks a sparse request from its first header and sizes its buffer, or marks it rejected:
-  // its payload is then read into a scratch chunk and the error answered at its last chunk.
+  // Checks a sparse request from its first header and sizes its buffer, or marks it rejected
+  // (its payload is then read into a scratch chunk, the error answered at its last chunk).
   std::span<std::byte> sparse_destination(peer_state& s, message kind, const transport::frame_header& h,
                                           error_code& ec) {
     const bool pull = kind == message::sparse_pull;
@@ -171,8 +171,8 @@ class shard_requests {
     return whole.subspan(static_cast<std::size_t>(h.chunk_offset), static_cast<std::size_t>(h.payload_length));
   }
 
-  // The layout of the shard a sparse request names, with every check that needs only the
-  // header. @throws dsgd::error naming the request, the variable and this ps
+  // The shard layout a sparse request names, checked as far as the header allows.
+  // @throws dsgd::error naming the request, the variable and this ps
   const shard_layout& sparse_shard(const peer_state& s, message kind, const transport::frame_header& h) const {
     const char* what = to_string(kind);
     if (!s.registered) throw error(errc::invalid_argument, std::string(what) + " before register_worker");
@@ -212,8 +212,7 @@ class shard_requests {
     return r;
   }
 
-  // Registers @p s as @p r; @returns the reply's payload: for each shard of r.layouts, the
-  // pushes of its replica received so far (u64 LE).
+  // Registers @p s as @p r; @returns per shard of r.layouts its replica's pushes received (u64 LE).
   std::shared_ptr<std::vector<std::uint64_t>> complete_registration(peer_state& s, const register_request& r) {
     s.replica = r.replica;
     s.registered = true;
@@ -243,11 +242,10 @@ class shard_requests {
     if (shards_.size() == expected_shards_) log(self_ + " ready: " + std::to_string(shards_.size()) + " shards");
   }
 
-  // A chunk of a push other than its last: applied now, out of place, where the shard can (see
-  // streams_pushes), so that the apply overlaps the rest of the push arriving. The push is
-  // published, or applied whole, at its last chunk (push). Not for a worker on this host:
-  // through shared memory a chunk arrives in the time of a copy, nothing is left to overlap,
-  // and applying in place once is cheaper than streaming out of place.
+  // A push's chunk other than its last: applied now, out of place, where the shard can
+  // (streams_pushes), overlapping the rest of the push; published or applied whole at its last
+  // chunk (push). Not for a worker on this host: through shared memory a chunk arrives in the
+  // time of a copy, and applying in place once is cheaper than streaming out of place.
   void push_chunk(peer_state& s, const transport::frame_header& h) {
     if constexpr (update::streams_pushes<shard_type>) {
       if (h.chunk_offset == 0)
@@ -316,9 +314,9 @@ class shard_requests {
     write_shard_checkpoint(dir, h.step, ps_index_, ps_tasks_, held);
   }
 
-  // Overwrites (or creates) every shard this task holds from checkpoint h.step. Over existing
-  // shards it starts a new generation (@returns true): requests of workers registered before
-  // it are answered errc::aborted; @p s, which asked for it, belongs to the new one.
+  // Overwrites (or creates) every shard this task holds from checkpoint h.step; over existing
+  // shards it starts a new generation (@returns true), aborting requests of workers registered
+  // before it, while @p s, which asked for it, belongs to the new one.
   bool restore(peer_state& s, const transport::frame_header& h) {
     auto dir = checkpoint_directory(s.control, "restore");
     checkpoint::checkpoint_reader reader(dir, h.step);  // verifies every file and checksum
@@ -336,8 +334,7 @@ class shard_requests {
       log(self_ + ": checkpoint " + std::to_string(h.step) + " is of format version " +
           std::to_string(reader.format_version()) + " and holds no " + names + ": they start afresh");
     }
-    // Over shards that existed, a restore re-creates the session; into a fresh ps task (first
-    // start, or restarted after a crash) nobody has read anything yet, so nobody is aborted.
+    // Over existing shards a restore re-creates the session; a fresh ps task has no readers yet.
     const bool recreated = !shards_.empty();
     for (auto& [k, state] : states) {
       auto it = shards_.find(k);

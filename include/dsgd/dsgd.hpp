@@ -78,6 +78,7 @@
 #include <dsgd/data/fashion_mnist.hpp>
 
 #include <dsgd/train/monitored_session.hpp>
+#include <dsgd/train/session_hooks.hpp>
 #include <dsgd/train/overlap.hpp>
 #include <dsgd/train/progress.hpp>
 #include <dsgd/train/ps_task.hpp>

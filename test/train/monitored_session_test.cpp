@@ -5,6 +5,7 @@
 // tasks and workers, each a dsgd::trainer) trains, checkpoints, stops, and a second cluster
 // with another number of ps tasks restores from the checkpoint and goes on.
 #include <dsgd/optim/adam.hpp>
+#include <dsgd/optim/clip.hpp>
 #include <dsgd/optim/momentum.hpp>
 #include <dsgd/placement/partitioned.hpp>
 #include <dsgd/tensor/init.hpp>
@@ -83,6 +84,9 @@ struct run_settings {
   // When the chief first reaches this step, ps task 0 is stopped, and started again 300 ms later
   // with nothing in memory.
   std::optional<std::uint64_t> restart_ps_at;
+  bool views = false;        // the workers' variables are their own buffers, as views
+  float clip_norm = 0;       // session_options::clip_norm
+  float clip_by_hand = 0;    // > 0: each worker clips its gradients itself before run()
 };
 
 // Runs a cluster of @p r.ps ps tasks and 2 workers until step @p r.last, checkpointing every 5
@@ -117,30 +121,53 @@ result run_cluster(const run_settings& r, const std::filesystem::path& dir, O op
         trainer_of<O> t(spec, {"worker", k}, options(optimizer));
         auto vars = fresh_variables();
         auto grads = fresh_variables();
+        // A session of views trains the same numbers in the worker's own buffers.
+        std::vector<std::vector<float>> own_values, own_gradients;
+        for (auto& v : vars) {
+          own_values.push_back(v.to_host());
+          own_gradients.emplace_back(v.size());
+        }
+        const auto own = dsgd::views(own_values, own_gradients, names, {dsgd::shape{4, 3}, dsgd::shape{3}});
         hooks h;
         h.push_back(std::make_unique<dsgd::train::stop_at_step_hook<cpu>>(r.last));
         h.push_back(std::make_unique<dsgd::train::nan_guard_hook<cpu>>());
         if (k == 0 && r.restart_ps_at) h.push_back(std::make_unique<at_step_hook>(*r.restart_ps_at, [&] {
           restart.set_value();
         }));
-        dsgd::train::monitored_session<trainer_of<O>> s(
-            t, vars, names, std::move(h),
-            {.checkpoint_dir = dir, .save_checkpoint_steps = 5, .log = [](std::string_view) {}});
-        while (!s.should_stop()) {
+        const dsgd::train::session_options so{
+            .checkpoint_dir = dir, .save_checkpoint_steps = 5, .clip_norm = r.clip_norm, .log = [](std::string_view) {}};
+        using session_type = dsgd::train::monitored_session<trainer_of<O>>;
+        auto s = r.views ? std::make_unique<session_type>(t, own, std::move(h), so)
+                         : std::make_unique<session_type>(t, vars, names, std::move(h), so);
+        while (!s->should_stop()) {
           for (std::size_t v = 0; v < vars.size(); ++v) {
-            auto w = vars[v].to_host();
+            auto w = r.views ? own_values[v] : vars[v].to_host();
             for (auto& x : w) x = x - float(k + 1) + (k == 1 ? r.poison : 0.f);
-            grads[v].assign(w);
+            if (r.views)
+              own_gradients[v] = w;
+            else
+              grads[v].assign(w);
           }
-          s.run(0.5f, grads);
+          if (r.clip_by_hand > 0) {
+            if (r.views)
+              dsgd::optim::clip_by_global_norm(cpu{}, own_gradients, r.clip_by_hand);
+            else
+              dsgd::optim::clip_by_global_norm(cpu{}, grads, r.clip_by_hand);
+          }
+          if (r.views)
+            s->run(0.5f);
+          else
+            s->run(0.5f, grads);
         }
-        s.close();
+        s->close();
+        if (r.views)
+          for (std::size_t v = 0; v < vars.size(); ++v) vars[v].assign(own_values[v]);
         std::lock_guard lock(m);
-        out.recoveries += s.recoveries();
+        out.recoveries += s->recoveries();
         if (k == 0) {
           for (auto& v : vars) out.values.push_back(v.to_host());
-          out.restored = s.restored_step();
-          out.step = s.step();
+          out.restored = s->restored_step();
+          out.step = s->step();
         }
       } catch (...) {
         std::lock_guard lock(m);
@@ -252,6 +279,65 @@ BOOST_AUTO_TEST_CASE(a_ps_lost_and_restarted_mid_run_is_recovered_from_the_last_
   BOOST_TEST(recovered.recoveries >= 2u);  // each worker at least once
   for (std::size_t v = 0; v < 2; ++v)
     BOOST_TEST(recovered.values[v] == uninterrupted.values[v], boost::test_tools::per_element());
+}
+
+// A session of the workers' own buffers (views) trains the same numbers as one of tensors, bit
+// for bit, through a checkpoint restore onto another number of ps tasks and a ps restart.
+BOOST_AUTO_TEST_CASE(a_session_of_views_ends_where_a_session_of_tensors_does) {
+  temp_dir tensors_dir, views_dir, cut_dir;
+  const dsgd::optim::momentum optimizer{0.05f, 0.9f, false};
+  auto of_tensors = run_cluster({.ps = 2, .last = 30}, tensors_dir.path, optimizer);
+  auto of_views = run_cluster({.ps = 2, .last = 30, .views = true}, views_dir.path, optimizer);
+  BOOST_TEST(of_views.step == 30u);
+  for (std::size_t v = 0; v < 2; ++v)
+    BOOST_TEST(of_views.values[v] == of_tensors.values[v], boost::test_tools::per_element());
+  run_cluster({.ps = 1, .last = 20, .views = true}, cut_dir.path, optimizer);
+  auto resumed = run_cluster({.ps = 2, .last = 30, .restart_ps_at = 24, .views = true}, cut_dir.path, optimizer);
+  BOOST_TEST(resumed.restored.value() == 20u);
+  BOOST_TEST(resumed.recoveries >= 2u);
+  for (std::size_t v = 0; v < 2; ++v)
+    BOOST_TEST(resumed.values[v] == of_tensors.values[v], boost::test_tools::per_element());
+}
+
+// session_options::clip_norm pushes exactly what clipping by hand pushes, in sessions of
+// tensors and of views; the clip bounds each step's move, so 20 steps end far from where the
+// unclipped run does.
+BOOST_AUTO_TEST_CASE(clip_norm_clips_each_push_by_its_global_norm) {
+  temp_dir a, b, c, d, e;
+  auto unclipped = run_cluster({.last = 20}, a.path);
+  auto by_session = run_cluster({.last = 20, .clip_norm = 0.05f}, b.path);
+  auto by_hand = run_cluster({.last = 20, .clip_by_hand = 0.05f}, c.path);
+  auto views_by_session = run_cluster({.last = 20, .views = true, .clip_norm = 0.05f}, d.path);
+  auto views_by_hand = run_cluster({.last = 20, .views = true, .clip_by_hand = 0.05f}, e.path);
+  for (std::size_t v = 0; v < 2; ++v) {
+    BOOST_TEST(by_session.values[v] == by_hand.values[v], boost::test_tools::per_element());
+    BOOST_TEST(views_by_session.values[v] == views_by_hand.values[v], boost::test_tools::per_element());
+    BOOST_TEST(views_by_session.values[v] == by_session.values[v], boost::test_tools::per_element());
+  }
+  // Each step moves the values by lr * (mean of two gradients of norm <= 0.05): at most 0.005,
+  // 0.1 in 20 steps, where the unclipped run moves b's elements from -1 to about 1.2.
+  const auto start = fresh_variables();
+  double moved = 0;
+  for (std::size_t v = 0; v < 2; ++v) {
+    const auto x0 = start[v].to_host();
+    for (std::size_t i = 0; i < x0.size(); ++i)
+      moved += double(by_session.values[v][i] - x0[i]) * double(by_session.values[v][i] - x0[i]);
+  }
+  BOOST_TEST(std::sqrt(moved) <= 20 * 0.1 * 0.05 + 1e-5);
+  BOOST_TEST(std::sqrt(moved) > 0.05);
+  BOOST_TEST(unclipped.values[1][0] > 1.f);
+}
+
+BOOST_AUTO_TEST_CASE(a_bad_clip_norm_is_named) {
+  auto spec = dsgd::test::loopback_cluster(1, 1);
+  trainer_of<dsgd::optim::sgd> t(spec, {"worker", 0}, options(dsgd::optim::sgd{0.1f}));
+  auto vars = fresh_variables();
+  BOOST_CHECK_EXCEPTION(
+      dsgd::train::monitored_session<trainer_of<dsgd::optim::sgd>>(t, vars, names, {}, {.clip_norm = -1.f}),
+      dsgd::error, [](const dsgd::error& e) {
+        return e.code() == dsgd::errc::invalid_argument &&
+               std::string(e.what()).find("session_options.clip_norm is -1") != std::string::npos;
+      });
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -2,26 +2,29 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 /// @file
-/// train::monitored_session: TensorFlow's MonitoredTrainingSession for a dsgd trainer. The
-/// chief restores the latest checkpoint (or initialises), the others wait until the variables
-/// are ready; every step is one push_pull exchange and runs hooks (stop at step, logging,
-/// checkpoints, TensorBoard summaries with weight histograms, a NaN guard); close() runs the final hooks and shuts the cluster down from the chief.
+/// train::monitored_session: TensorFlow's MonitoredTrainingSession for a dsgd trainer, over
+/// dsgd::tensor variables or a model's own buffers (variable_views). The chief restores the
+/// latest checkpoint (or initialises), the others wait until the variables are ready; every
+/// step is one push_pull exchange (gradients clipped by their global norm first, if asked) and
+/// runs the hooks (train/session_hooks.hpp: stop at step, logging, TensorBoard summaries with
+/// weight histograms, a NaN guard) and the chief's checkpoint schedule; close() runs the final
+/// hooks and shuts the cluster down from the chief.
 #pragma once
 
 #include <dsgd/detail/log.hpp>
+#include <dsgd/device/cpu.hpp>
 #include <dsgd/error.hpp>
+#include <dsgd/optim/clip.hpp>
 #include <dsgd/tensor/tensor.hpp>
-#include <dsgd/train/progress.hpp>
+#include <dsgd/tensor/view.hpp>
 #include <dsgd/train/saver.hpp>
-#include <dsgd/train/summary_writer.hpp>
+#include <dsgd/train/session_hooks.hpp>
 
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
 #include <cmath>
 #include <filesystem>
 #include <functional>
-#include <iostream>
 #include <memory>
 #include <optional>
 #include <string>
@@ -32,171 +35,6 @@
 
 namespace dsgd::train {
 
-/// What a hook sees after each step.
-template <Device D>
-struct run_values {
-  std::uint64_t step = 0;                           ///< the step of the values now held
-  float loss = 0;                                   ///< the loss the step computed
-  const std::vector<tensor<D>>* variables = nullptr;  ///< values after the step
-  const std::vector<tensor<D>>* gradients = nullptr;  ///< the gradients that were pushed
-  const std::vector<std::string>* names = nullptr;
-};
-
-/// A SessionRunHook: called at the start, after every step, and at the end. Hooks run once per
-/// step, never per element, so a virtual call is the right price for an open set of them.
-template <Device D>
-class session_hook {
- public:
-  virtual ~session_hook() = default;
-  /// After the session is created; @p step is the restored (or initial) step.
-  virtual void begin(std::uint64_t /*step*/, bool /*chief*/) {}
-  /// After each step; returns true to ask the session to stop.
-  virtual bool after_run(const run_values<D>&) { return false; }
-  /// At close(), with the last step's values.
-  virtual void end(const run_values<D>&) {}
-};
-
-/// Stops once the step reaches @p last_step (StopAtStepHook).
-template <Device D>
-class stop_at_step_hook final : public session_hook<D> {
- public:
-  explicit stop_at_step_hook(std::uint64_t last_step) : last_(last_step) {}
-  bool after_run(const run_values<D>& v) override { return v.step >= last_; }
-
- private:
-  std::uint64_t last_;
-};
-
-/// Prints "step N loss L steps/s S examples/s E" every @p every steps (LoggingTensorHook).
-template <Device D>
-class logging_hook final : public session_hook<D> {
- public:
-  logging_hook(std::ostream& out, std::size_t batch_size, std::uint64_t every, summary_writer* summaries = nullptr)
-      : logger_(out, batch_size, every, summaries) {}
-  bool after_run(const run_values<D>& v) override {
-    logger_.step(v.step, v.loss);
-    return false;
-  }
-
- private:
-  progress_logger logger_;
-};
-
-/// Stops with errc::invalid_argument naming the first variable (or the loss) that is NaN or
-/// infinite (NanTensorHook).
-template <Device D>
-class nan_guard_hook final : public session_hook<D> {
- public:
-  bool after_run(const run_values<D>& v) override {
-    if (!std::isfinite(v.loss))
-      throw error(errc::invalid_argument, "step " + std::to_string(v.step) + ": the loss is " + std::to_string(v.loss));
-    check(*v.gradients, "gradient of", v);
-    check(*v.variables, "variable", v);
-    return false;
-  }
-
- private:
-  static void check(const std::vector<tensor<D>>& ts, const char* what, const run_values<D>& v) {
-    for (std::size_t i = 0; i < ts.size(); ++i) {
-      auto host = ts[i].to_host();
-      for (std::size_t j = 0; j < host.size(); ++j)
-        if (!std::isfinite(host[j]))
-          throw error(errc::invalid_argument, "step " + std::to_string(v.step) + ": " + what + " " + (*v.names)[i] +
-                                                  " holds " + std::to_string(host[j]) + " at element " +
-                                                  std::to_string(j));
-    }
-  }
-};
-
-/// Calls @p f (an evaluation, say) at close() on the chief only, with the final values.
-template <Device D>
-class final_hook final : public session_hook<D> {
- public:
-  explicit final_hook(std::function<void(const run_values<D>&)> f) : f_(std::move(f)) {}
-  void begin(std::uint64_t, bool chief) override { chief_ = chief; }
-  void end(const run_values<D>& v) override {
-    if (chief_) f_(v);
-  }
-
- private:
-  std::function<void(const run_values<D>&)> f_;
-  bool chief_ = false;
-};
-
-/// Writes TensorBoard summaries every @p every steps, on the chief only (SummarySaverHook):
-/// "loss" (the mean since the last summary), "global_step/sec", "examples/sec", the scalars
-/// @p scalars returns for the step (a learning rate, say), and a histogram of every variable
-/// under its name. The variables are read (copied to the host) only at those steps, so the
-/// hook costs nothing on the others.
-template <Device D>
-class summary_hook final : public session_hook<D> {
- public:
-  /// Extra scalars for step @p step, as (tag, value) pairs.
-  using scalars_function = std::function<std::vector<std::pair<std::string, float>>(std::uint64_t step)>;
-
-  /// @param writer where the summaries go (kept by reference)
-  /// @param every steps between summaries (at least 1)
-  /// @param examples_per_step examples a step applies, for examples/sec
-  summary_hook(summary_writer& writer, std::uint64_t every, std::size_t examples_per_step,
-               scalars_function scalars = {})
-      : writer_(writer), every_(every == 0 ? 1 : every), examples_(examples_per_step), scalars_(std::move(scalars)) {}
-
-  void begin(std::uint64_t step, bool chief) override {
-    chief_ = chief;
-    last_step_ = step;
-    last_time_ = std::chrono::steady_clock::now();
-  }
-  bool after_run(const run_values<D>& v) override {
-    if (!chief_) return false;
-    // After a recovery the step goes back to the checkpoint's: measure from there.
-    if (v.step < last_step_) begin(v.step, chief_);
-    loss_sum_ += v.loss;
-    ++losses_;
-    if (v.step >= last_step_ + every_) write(v);
-    return false;
-  }
-  void end(const run_values<D>& v) override {
-    if (!chief_) return;
-    if (losses_ > 0) write(v);
-    writer_.flush();
-  }
-
- private:
-  void write(const run_values<D>& v) {
-    const auto now = std::chrono::steady_clock::now();
-    const double seconds = std::chrono::duration<double>(now - last_time_).count();
-    const double steps_per_second = seconds > 0 ? static_cast<double>(v.step - last_step_) / seconds : 0.0;
-    std::vector<std::pair<std::string, float>> values{
-        {"loss", static_cast<float>(loss_sum_ / static_cast<double>(std::max<std::uint64_t>(losses_, 1)))},
-        {"global_step/sec", static_cast<float>(steps_per_second)},
-        {"examples/sec", static_cast<float>(steps_per_second * static_cast<double>(examples_))}};
-    if (scalars_)
-      for (auto& extra : scalars_(v.step)) values.push_back(std::move(extra));
-    std::vector<scalar_value> encoded;
-    for (const auto& [tag, value] : values) encoded.push_back({tag, value});
-    const auto step = static_cast<std::int64_t>(v.step);
-    writer_.scalars(step, encoded);
-    for (std::size_t i = 0; i < v.variables->size(); ++i) {
-      const auto host = (*v.variables)[i].to_host();
-      writer_.histogram(i < v.names->size() ? (*v.names)[i] : "var" + std::to_string(i), host, step);
-    }
-    last_step_ = v.step;
-    last_time_ = now;
-    loss_sum_ = 0;
-    losses_ = 0;
-  }
-
-  summary_writer& writer_;
-  std::uint64_t every_;
-  std::size_t examples_;
-  scalars_function scalars_;
-  bool chief_ = false;
-  std::uint64_t last_step_ = 0;
-  std::chrono::steady_clock::time_point last_time_{};
-  double loss_sum_ = 0;
-  std::uint64_t losses_ = 0;
-};
-
 /// Settings of a monitored session (the arguments of MonitoredTrainingSession).
 struct session_options {
   std::filesystem::path checkpoint_dir;        ///< empty: no checkpoints, no restore
@@ -206,6 +44,10 @@ struct session_options {
   /// A recoverable failure (a ps lost or unreachable, a restore by the chief) re-creates the
   /// session, retrying for up to this long before the error is thrown; 0: thrown at once.
   std::chrono::seconds recovery_timeout{300};
+  /// > 0: every step's gradients are clipped by their global norm to at most this before they
+  /// are pushed (optim::clip_by_global_norm over all of this worker's gradients, as
+  /// `tf.clip_by_global_norm`); the clipped copy is made only on the steps that clip. 0: off.
+  float clip_norm = 0;
   /// Where the session reports a failure it recovers from; stderr by default.
   std::function<void(std::string_view)> log;
 };
@@ -221,6 +63,8 @@ struct session_options {
 /// }
 /// session.close();
 /// @endcode
+/// A session of a model's own buffers takes their views instead, and run() reads the gradients
+/// from them: `monitored_session s(t, dsgd::torch::views(net), std::move(hooks)); ... s.run(loss);`
 template <class Trainer>
 class monitored_session {
  public:
@@ -232,20 +76,19 @@ class monitored_session {
   /// initialises them with @p variables; every task then pulls the values it starts from.
   monitored_session(Trainer& trainer, std::vector<tensor<device_type>>& variables, std::vector<std::string> names,
                     std::vector<std::unique_ptr<hook_type>> hooks, session_options options = {})
-      : trainer_(trainer), variables_(variables), names_(std::move(names)), hooks_(std::move(hooks)),
+      : trainer_(trainer), tensors_(&variables), names_(std::move(names)), hooks_(std::move(hooks)),
         options_(std::move(options)) {
-    options_.log = dsgd::detail::or_stderr(std::move(options_.log));
-    if (trainer_.is_chief() && !options_.checkpoint_dir.empty()) {
-      saver_.emplace(options_.checkpoint_dir, options_.keep_checkpoints);
-      restored_ = saver_->latest();
-    }
-    if (restored_)
-      trainer_.restore_variables(variables_, names_, options_.checkpoint_dir, *restored_);
-    else
-      trainer_.create_variables(variables_, names_);
-    last_save_time_ = std::chrono::steady_clock::now();
-    last_save_step_ = trainer_.step();
-    for (auto& h : hooks_) h->begin(trainer_.step(), trainer_.is_chief());
+    open();
+  }
+  /// A session of a model's own buffers (their names, values and gradients: tensor/view.hpp,
+  /// adapt/): pulls land in the values in place, and run(loss) pushes the gradients. The
+  /// buffers must stay where they are for the session's life.
+  monitored_session(Trainer& trainer, variable_views variables, std::vector<std::unique_ptr<hook_type>> hooks,
+                    session_options options = {})
+      : trainer_(trainer), views_(variables.begin(), variables.end()), hooks_(std::move(hooks)),
+        options_(std::move(options)) {
+    for (const auto& v : views_) names_.push_back(v.name);
+    open();
   }
 
   monitored_session(const monitored_session&) = delete;
@@ -269,17 +112,82 @@ class monitored_session {
   /// @returns how many shards dropped the push as stale (a backup worker that came late; 0
   ///          after a recovery)
   /// @throws dsgd::error a non-recoverable error, or a recoverable one that lasted longer than
-  ///         session_options::recovery_timeout
+  ///         session_options::recovery_timeout; errc::invalid_argument in a session of views
   std::size_t run(float loss, const std::vector<tensor<device_type>>& gradients) {
+    if (!tensors_)
+      throw error(errc::invalid_argument, "monitored_session::run(loss, gradients): this session was created "
+                                          "with views; call run(loss), which pushes their gradients");
+    const auto& pushed = clipped(gradients);
+    return run_step(loss, [&] { return trainer_.push_pull(pushed, *tensors_); }, run_values_of(pushed));
+  }
+  /// run() of a session of views: pushes the gradients the views hold and pulls into their values.
+  /// @throws dsgd::error as run(loss, gradients); errc::invalid_argument in a session of tensors
+  std::size_t run(float loss) {
+    if (tensors_)
+      throw error(errc::invalid_argument, "monitored_session::run(loss): this session was created with tensors; "
+                                          "call run(loss, gradients)");
+    variable_views pushed = clipped_views();
+    return run_step(loss, [&] { return trainer_.push_pull(pushed); }, run_values_of(pushed));
+  }
+
+  /// Runs the final hooks, saves a last checkpoint (chief) and finishes this worker; the chief
+  /// then shuts the cluster down once every worker has finished.
+  void close() {
+    if (closed_) return;
+    closed_ = true;
+    if (saver_ && trainer_.step() != last_save_step_) save();
+    last_.step = trainer_.step();
+    if (tensors_) {
+      last_.variables = tensors_;
+      last_.names = &names_;
+    } else if (last_.views.empty()) {
+      last_.views = views_;
+    }
+    for (auto& h : hooks_) h->end(last_);
+    trainer_.finish();
+  }
+
+ private:
+  // The constructors' common part: restore or initialise, then the hooks' begin().
+  void open() {
+    options_.log = dsgd::detail::or_stderr(std::move(options_.log));
+    if (!(options_.clip_norm >= 0.f) || !std::isfinite(options_.clip_norm))
+      throw error(errc::invalid_argument, "session_options.clip_norm is " + std::to_string(options_.clip_norm) +
+                                              "; expected 0 (off) or a finite number > 0");
+    if (trainer_.is_chief() && !options_.checkpoint_dir.empty()) {
+      saver_.emplace(options_.checkpoint_dir, options_.keep_checkpoints);
+      restored_ = saver_->latest();
+    }
+    if (tensors_) {
+      if (restored_)
+        trainer_.restore_variables(*tensors_, names_, options_.checkpoint_dir, *restored_);
+      else
+        trainer_.create_variables(*tensors_, names_);
+    } else {
+      if (restored_)
+        trainer_.restore_variables(variable_views(views_), options_.checkpoint_dir, *restored_);
+      else
+        trainer_.create_variables(variable_views(views_));
+    }
+    last_save_time_ = std::chrono::steady_clock::now();
+    last_save_step_ = trainer_.step();
+    for (auto& h : hooks_) h->begin(trainer_.step(), trainer_.is_chief());
+  }
+
+  // One step: @p exchange (the push_pull), then the hooks on @p values and the checkpoint schedule.
+  template <class Exchange>
+  std::size_t run_step(float loss, Exchange exchange, run_values<device_type> values) {
     std::size_t dropped = 0;
     try {
-      dropped = trainer_.push_pull(gradients, variables_);
+      dropped = exchange();
     } catch (const dsgd::error& e) {
       if (!Trainer::recoverable(e.code()) || options_.recovery_timeout.count() == 0) throw;
       recover(e);
       return 0;
     }
-    last_ = {trainer_.step(), loss, &variables_, &gradients, &names_};
+    last_ = std::move(values);
+    last_.step = trainer_.step();
+    last_.loss = loss;
     for (auto& h : hooks_) stop_ = h->after_run(last_) || stop_;
     if (saver_ && due()) {
       try {
@@ -292,20 +200,39 @@ class monitored_session {
     return dropped;
   }
 
-  /// Runs the final hooks, saves a last checkpoint (chief) and finishes this worker; the chief
-  /// then shuts the cluster down once every worker has finished.
-  void close() {
-    if (closed_) return;
-    closed_ = true;
-    if (saver_ && trainer_.step() != last_save_step_) save();
-    last_.step = trainer_.step();
-    last_.variables = &variables_;
-    last_.names = &names_;
-    for (auto& h : hooks_) h->end(last_);
-    trainer_.finish();
+  run_values<device_type> run_values_of(const std::vector<tensor<device_type>>& gradients) const {
+    return {trainer_.step(), 0.f, tensors_, &gradients, &names_, {}};
+  }
+  run_values<device_type> run_values_of(variable_views views) const {
+    return {trainer_.step(), 0.f, nullptr, nullptr, &names_, views};
   }
 
- private:
+  // @p gradients, or a copy clipped to options_.clip_norm when their global norm exceeds it.
+  const std::vector<tensor<device_type>>& clipped(const std::vector<tensor<device_type>>& gradients) {
+    if (options_.clip_norm == 0.f || gradients.empty()) return gradients;
+    const auto& device = gradients.front().device();
+    if (!(optim::global_norm(device, gradients) > options_.clip_norm)) return gradients;
+    clipped_tensors_ = gradients;
+    optim::clip_by_global_norm(device, clipped_tensors_, options_.clip_norm);
+    return clipped_tensors_;
+  }
+  // The views, or views whose gradients are a copy clipped to options_.clip_norm when the
+  // gradients' global norm exceeds it.
+  variable_views clipped_views() {
+    if (options_.clip_norm == 0.f) return views_;
+    std::vector<std::span<const float>> grads;
+    for (const auto& v : views_) grads.push_back(v.gradients);
+    if (!(optim::global_norm(device::cpu{}, grads) > options_.clip_norm)) return views_;
+    clipped_buffers_.resize(views_.size());
+    clipped_views_ = views_;
+    for (std::size_t i = 0; i < views_.size(); ++i) {
+      clipped_buffers_[i].assign(views_[i].gradients.begin(), views_[i].gradients.end());
+      clipped_views_[i].gradients = clipped_buffers_[i];
+    }
+    optim::clip_by_global_norm(device::cpu{}, clipped_buffers_, options_.clip_norm);
+    return clipped_views_;
+  }
+
   bool due() const {
     auto s = trainer_.step();
     if (options_.save_checkpoint_steps && s >= last_save_step_ + options_.save_checkpoint_steps) return true;
@@ -336,7 +263,10 @@ class monitored_session {
         std::optional<std::pair<std::filesystem::path, std::uint64_t>> from;
         if (saver_)
           if (auto latest = saver_->latest()) from.emplace(options_.checkpoint_dir, *latest);
-        trainer_.recover(variables_, from);
+        if (tensors_)
+          trainer_.recover(*tensors_, from);
+        else
+          trainer_.recover(variable_views(views_), from);
         ++recoveries_;
         last_save_step_ = trainer_.step();
         last_save_time_ = std::chrono::steady_clock::now();
@@ -352,7 +282,8 @@ class monitored_session {
   }
 
   Trainer& trainer_;
-  std::vector<tensor<device_type>>& variables_;
+  std::vector<tensor<device_type>>* tensors_ = nullptr;  // a session of tensors
+  std::vector<variable_view> views_;                     // else a session of views
   std::vector<std::string> names_;
   std::vector<std::unique_ptr<hook_type>> hooks_;
   session_options options_;
@@ -364,6 +295,10 @@ class monitored_session {
   std::size_t recoveries_ = 0;
   bool stop_ = false;
   bool closed_ = false;
+  // The clipped gradients of the steps that clip (session_options::clip_norm).
+  std::vector<tensor<device_type>> clipped_tensors_;
+  std::vector<std::vector<float>> clipped_buffers_;
+  std::vector<variable_view> clipped_views_;
 };
 
 }  // namespace dsgd::train

@@ -13,8 +13,13 @@
 // bench/push_pull/table.py turns the rows into medians and ratios; bench/push_pull/run.sh runs both.
 //
 //   dsgd_bench_push_pull [--sizes=B,B,...] [--reps=N] [--warmup=N] [--latency-iters=N] [--smoke] [--tls]
+//                        [--ps-netns=NAME --ps-address=IP]
 //
 // --tls adds variants over TLS (dsgd_tls, dsgd_pull_tls), with certificates made at start-up.
+// --ps-netns puts every server (the ps tasks and the raw echo server) in network namespace NAME
+// (/run/netns/NAME; needs root), listening on its address IP, while the clients stay in this
+// process's namespace: run under `ip netns exec` of another host (bench/hosts/push_pull.sh), the
+// bytes cross a veth link between two hosts, where no shared memory is used.
 //
 // Exits with status 1 when a pulled value or an echoed byte is wrong.
 #include <dsgd/device/cpu.hpp>
@@ -29,7 +34,9 @@
 
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
+#include <sched.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -41,6 +48,8 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
+#include <future>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -63,7 +72,12 @@ struct settings {
   int warmup = 2;
   int latency_iters = 2000;
   bool tls = false;
+  std::string ps_netns;               // empty: the servers share the clients' namespace
+  std::string ps_address = "127.0.0.1";  // where the servers listen
 };
+
+// Where the servers run (settings::ps_netns, ps_address), set once by main().
+settings servers_at;
 
 // TLS settings for ps:0 and worker:0, from a CA made on first use (removed at exit).
 dsgd::transport::tls_options bench_tls(const std::string& task) {
@@ -135,21 +149,41 @@ bool recv_all(int fd, void* data, std::size_t n) {
   return true;
 }
 
+// A thread that runs @p f in the servers' network namespace (settings::ps_netns; this thread's
+// own when empty): a namespace is a property of each thread, and the sockets a thread opens
+// live in its namespace for good.
+std::thread in_server_namespace(std::function<void()> f) {
+  return std::thread([f = std::move(f)] {
+    if (!servers_at.ps_netns.empty()) {
+      const std::string path = "/run/netns/" + servers_at.ps_netns;
+      const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+      check_sys(fd, ("open " + path).c_str());
+      check_sys(::setns(fd, CLONE_NEWNET), ("setns " + path).c_str());
+      ::close(fd);
+    }
+    f();
+  });
+}
+
 // Blocking echo server: reads an 8-byte length, then that many bytes, and sends them back.
 // Length 0 ends it. Client side: ping_pong() sends the length and bytes, reads them back.
 class raw_echo {
  public:
   raw_echo() {
-    int listener = ::socket(AF_INET, SOCK_STREAM, 0);
-    check_sys(listener, "socket");
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    check_sys(::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr), "bind");
-    check_sys(::listen(listener, 1), "listen");
-    socklen_t len = sizeof addr;
-    check_sys(::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len), "getsockname");
-    server_ = std::thread([listener] {
+    std::promise<sockaddr_in> listening;
+    auto address = listening.get_future();
+    server_ = in_server_namespace([&listening] {
+      int listener = ::socket(AF_INET, SOCK_STREAM, 0);
+      check_sys(listener, "socket");
+      sockaddr_in addr{};
+      addr.sin_family = AF_INET;
+      if (::inet_pton(AF_INET, servers_at.ps_address.c_str(), &addr.sin_addr) != 1)
+        fail("--ps-address=" + servers_at.ps_address + " is not an IPv4 address");
+      check_sys(::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr), "bind");
+      check_sys(::listen(listener, 1), "listen");
+      socklen_t len = sizeof addr;
+      check_sys(::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len), "getsockname");
+      listening.set_value(addr);
       int fd = ::accept(listener, nullptr, nullptr);
       check_sys(fd, "accept");
       ::close(listener);
@@ -163,9 +197,10 @@ class raw_echo {
       }
       ::close(fd);
     });
+    const sockaddr_in addr = address.get();
     fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
     check_sys(fd_, "socket");
-    check_sys(::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr), "connect");
+    check_sys(::connect(fd_, reinterpret_cast<const sockaddr*>(&addr), sizeof addr), "connect");
     tune(fd_);
   }
   ~raw_echo() {
@@ -201,9 +236,10 @@ struct ps_variant {
   std::size_t ring_bytes = std::size_t{4} << 20;  // tcp_options::shared_memory_bytes
 };
 
+// A port free on the servers' address (called in their namespace).
 std::uint16_t free_port() {
   boost::asio::io_context ctx;
-  boost::asio::ip::tcp::acceptor a(ctx, {boost::asio::ip::make_address("127.0.0.1"), 0});
+  boost::asio::ip::tcp::acceptor a(ctx, {boost::asio::ip::make_address(servers_at.ps_address), 0});
   return a.local_endpoint().port();
 }
 
@@ -223,10 +259,29 @@ class ps_pair {
     if (v.tls) o.connection.tls = bench_tls("ps");
     // A cluster spec names fixed ports: take one the system reports free (the worker's port is
     // never listened on).
-    const dsgd::cluster::cluster_spec spec(
-        {{"ps", {"127.0.0.1:" + std::to_string(free_port())}}, {"worker", {"127.0.0.1:1"}}});
-    ps_ = std::make_unique<async_ps>(spec, 0, o);
-    thread_ = std::thread([this] { ps_->join(); });
+    // The ps is made (its listener opened) and served on a thread of the servers' namespace.
+    std::promise<dsgd::cluster::cluster_spec> made;
+    auto listening = made.get_future();
+    thread_ = in_server_namespace([this, o, &made] {
+      try {
+        const dsgd::cluster::cluster_spec spec({{"ps", {servers_at.ps_address + ":" + std::to_string(free_port())}},
+                                                {"worker", {"127.0.0.1:1"}}});
+        ps_ = std::make_unique<async_ps>(spec, 0, o);
+        made.set_value(spec);
+      } catch (...) {
+        made.set_exception(std::current_exception());
+        return;
+      }
+      ps_->join();
+    });
+    const auto spec = [&] {
+      try {
+        return listening.get();
+      } catch (...) {
+        thread_.join();
+        throw;
+      }
+    }();
     dsgd::server::client_options c;
     c.connection.token = "bench";
     c.connection.chunk_bytes = v.chunk_bytes;
@@ -392,6 +447,10 @@ int main(int argc, char** argv) {
         s.reps = std::stoi(value("--reps="));
       } else if (a.starts_with("--warmup=")) {
         s.warmup = std::stoi(value("--warmup="));
+      } else if (a.starts_with("--ps-netns=")) {
+        s.ps_netns = value("--ps-netns=");
+      } else if (a.starts_with("--ps-address=")) {
+        s.ps_address = value("--ps-address=");
       } else if (a.starts_with("--latency-iters=")) {
         s.latency_iters = std::stoi(value("--latency-iters="));
       } else {
@@ -400,13 +459,16 @@ int main(int argc, char** argv) {
     }
     if (s.reps < 1 || s.warmup < 0 || s.latency_iters < 1)
       throw std::invalid_argument("--reps and --latency-iters must be at least 1, --warmup at least 0");
+    if (!s.ps_netns.empty() && s.ps_address == "127.0.0.1")
+      throw std::invalid_argument("--ps-netns needs --ps-address (an address of that namespace)");
   } catch (const std::exception& e) {
     std::fprintf(stderr,
                  "dsgd_bench_push_pull: %s\nusage: dsgd_bench_push_pull [--sizes=B,B,...] [--reps=N] "
-                 "[--warmup=N] [--latency-iters=N] [--smoke] [--tls]\n",
+                 "[--warmup=N] [--latency-iters=N] [--smoke] [--tls] [--ps-netns=NAME --ps-address=IP]\n",
                  e.what());
     return 2;
   }
+  servers_at = s;
   try {
     std::printf("workload,variant,bytes,seconds,rep,chunk_bytes,checksum\n");
     for (auto bytes : s.sizes) push_pull_size(s, bytes);

@@ -72,6 +72,7 @@ struct settings {
   bool demo = false;
   std::string rule = "sync";
   std::string model = "mlp";
+  std::vector<std::size_t> hidden{256, 128};  // the MLP's hidden widths
   std::size_t epochs = 12;
   std::size_t batch = 64;
   float lr = 0.05f;
@@ -101,6 +102,7 @@ which one it is. The default job trains the Fashion-MNIST MLP data-parallel over
   --demo                 the article's case 3: w + b, w * b, w / b on ps-held variables
   --rule R               sync | async | ssp (bounded staleness 2)           [sync]
   --model M              mlp (784-256-128-10) | softmax                     [mlp]
+  --hidden W,W,...       the MLP's hidden widths, e.g. 1024,1024            [256,128]
   --epochs N             passes over the training set                      [12]
   --batch N              examples per worker and step                      [64]
   --lr X                 learning rate (> 0)                                [0.05]
@@ -149,6 +151,18 @@ std::uint64_t parse_whole(const std::string& option, const std::string& v, std::
     throw usage_error(option + " " + v + ": expected a whole number from " + std::to_string(min) +
                       (max == std::numeric_limits<std::uint64_t>::max() ? " up" : " to " + std::to_string(max)));
   return n;
+}
+
+// "--hidden 1024,1024": whole numbers of at least 1, separated by commas.
+std::vector<std::size_t> parse_widths(const std::string& option, const std::string& v) {
+  std::vector<std::size_t> widths;
+  std::size_t at = 0;
+  while (true) {
+    const auto comma = v.find(',', at);
+    widths.push_back(parse_whole(option, v.substr(at, comma == std::string::npos ? comma : comma - at), 1, 1 << 20));
+    if (comma == std::string::npos) return widths;
+    at = comma + 1;
+  }
 }
 
 // 0.05 as "0.05", 1e9 as "1e+09".
@@ -271,6 +285,15 @@ double slowdown_for(const settings& s, const dsgd::cluster::task_id& task) {
   return who == task.to_string() ? s.slowdown_factor : 1;
 }
 
+// The model of @p s: the MLP with its --hidden widths, or softmax regression.
+template <class Model>
+Model make_model(const settings& s) {
+  if constexpr (std::is_same_v<Model, dsgd::model::mlp<cpu>>)
+    return Model(cpu{}, {.hidden = s.hidden});
+  else
+    return Model(cpu{});
+}
+
 template <class Model, class Rule>
 int train(const settings& s) {
   using optimizer = dsgd::optim::exponential_decay<dsgd::optim::momentum>;
@@ -306,7 +329,7 @@ int train(const settings& s) {
   const auto train_set = dsgd::data::fashion_mnist::load(dsgd::data::fashion_mnist::split::train);
   const auto test_set = dsgd::data::fashion_mnist::load(dsgd::data::fashion_mnist::split::test);
   csv_log csv(t.is_chief() ? s : settings{});
-  Model net(cpu{});
+  Model net = make_model<Model>(s);
   dsgd::model::shuffled_batches batches(
       train_set, {.batch = s.batch, .seed = 1000 + t.replica(), .shard = t.replica(), .shards = t.replicas()});
   if (slowdown > 1) std::printf("straggler: every step sleeps %.1fx its compute time\n", slowdown - 1);
@@ -445,6 +468,7 @@ bool parse(settings& s, int argc, char** argv) {
     else if (a == "--demo") s.demo = true;
     else if (a == "--rule") s.rule = value();
     else if (a == "--model") s.model = value();
+    else if (a == "--hidden") s.hidden = parse_widths(a, value());
     else if (a == "--epochs") s.epochs = parse_whole(a, value(), 1);
     else if (a == "--batch") s.batch = parse_whole(a, value(), 1);
     else if (a == "--lr") s.lr = static_cast<float>(parse_real(a, value(), 0, inf, true));

@@ -49,6 +49,9 @@ expect_usage_error "--decay 0:" --decay 0
 expect_usage_error "--target 1.5:" --target 1.5
 expect_usage_error "--rule sideways: expected sync, async or ssp" --rule sideways
 expect_usage_error "--model cnn: expected mlp or softmax" --model cnn
+expect_usage_error "--hidden 0: expected a whole number from 1" --hidden 0
+expect_usage_error "--hidden x: expected a whole number" --hidden 1024,x
+expect_usage_error "--hidden : expected a whole number" --hidden 1024,
 expect_usage_error "--backup 1: backup workers need --rule sync, not async" --backup 1 --rule async
 expect_usage_error "--slowdown worker:2: expected TASK=FACTOR" --slowdown worker:2
 expect_usage_error "--slowdown worker:2=0.5: factor" --slowdown worker:2=0.5

@@ -5,8 +5,9 @@
 Every process is started by dsgd-launch, which gives it TF_CONFIG (the cluster and this task),
 exactly as it starts 03_cluster. The work is the same as 03_cluster's:
 
-  model     784-256-128-10, ReLU, softmax cross-entropy; kernels Glorot uniform, biases zero,
-            drawn once from seed 0 (every system starts from the same kind of point)
+  model     784-256-128-10 (--hidden 1024,1024: 784-1024-1024-10), ReLU, softmax cross-entropy;
+            kernels Glorot uniform, biases zero, drawn once from seed 0 (every system starts
+            from the same kind of point)
   data      /usr/share/datasets/fashion-mnist (DSGD_FASHION_MNIST_DIR overrides), pixels / 255;
             worker k of n trains on examples k, k + n, ..., reshuffled every pass (seed 1000 + k),
             64 per batch, the last batch of a pass short
@@ -144,9 +145,16 @@ def torch_setup():
     return torch
 
 
+def widths(args):
+    """The layer widths: 784 inputs, the --hidden widths, 10 classes."""
+    return (784, *args.hidden, 10)
+
+
 def torch_model(torch, params):
-    net = torch.nn.Sequential(torch.nn.Linear(784, 256), torch.nn.ReLU(), torch.nn.Linear(256, 128),
-                              torch.nn.ReLU(), torch.nn.Linear(128, 10))
+    layers = []
+    for kernel in params[0::2]:
+        layers += [torch.nn.Linear(kernel.shape[0], kernel.shape[1]), torch.nn.ReLU()]
+    net = torch.nn.Sequential(*layers[:-1])  # no ReLU after the output layer
     with torch.no_grad():
         for p, value in zip(net.parameters(), torch_layout(params)):
             p.copy_(torch.from_numpy(value))
@@ -176,7 +184,7 @@ def run_ddp(args):
                             world_size=workers)
     images, labels = load("train")
     test = tuple(torch.from_numpy(a) for a in load("test"))
-    net = torch_model(torch, initial_parameters())
+    net = torch_model(torch, initial_parameters(widths(args)))
     model = DistributedDataParallel(net)  # broadcasts rank 0's parameters
     optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=args.momentum)
     loss_fn = torch.nn.CrossEntropyLoss()
@@ -208,7 +216,7 @@ class ParameterServer:
     def __init__(self, torch, args, workers):
         import threading
         self.torch, self.args, self.workers = torch, args, workers
-        self.params = [torch.from_numpy(p) for p in torch_layout(initial_parameters())]
+        self.params = [torch.from_numpy(p) for p in torch_layout(initial_parameters(widths(args)))]
         self.velocity = [torch.zeros_like(p) for p in self.params]
         self.step = 0
         self.per_epoch = steps_per_epoch(args.rule, workers, args.batch)
@@ -285,7 +293,7 @@ def run_rpc(args):
     push = globals()["ps_push_sync"] if args.rule == "sync" else ps_push_async
     images, labels = load("train")
     test = tuple(torch.from_numpy(a) for a in load("test"))
-    net = torch_model(torch, initial_parameters())
+    net = torch_model(torch, initial_parameters(widths(args)))
     loss_fn = torch.nn.CrossEntropyLoss()
     batches = Batches(images, labels, args.batch, index, workers, 1000 + index)
     per_epoch = steps_per_epoch(args.rule, workers, args.batch)
@@ -345,16 +353,17 @@ def run_tf(args):
 
     per_epoch = steps_per_epoch(args.rule, workers, args.batch)
     last_step = args.epochs * per_epoch
-    init = initial_parameters()
+    init = initial_parameters(widths(args))
     with v1.device(v1.train.replica_device_setter(worker_device=f"/job:worker/task:{index}", cluster=spec)):
         global_step = v1.train.get_or_create_global_step()
         weights = [tf.Variable(p, name=f"p{i}") for i, p in enumerate(init)]
         x = v1.placeholder(tf.float32, [None, 784])
         y = v1.placeholder(tf.int64, [None])
         h = x
-        for layer in range(3):
+        layers = len(init) // 2
+        for layer in range(layers):
             h = tf.matmul(h, weights[2 * layer]) + weights[2 * layer + 1]
-            if layer < 2:
+            if layer < layers - 1:
                 h = tf.nn.relu(h)
         loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=h))
         correct = tf.reduce_mean(tf.cast(tf.equal(tf.argmax(h, 1), y), tf.float32))
@@ -412,7 +421,11 @@ def main():
     p.add_argument("--momentum", type=float, default=0.9)
     p.add_argument("--decay", type=float, default=0.7)
     p.add_argument("--csv", default="")
+    p.add_argument("--hidden", type=lambda v: [int(w) for w in v.split(",")], default=[256, 128],
+                   help="widths of the hidden layers, e.g. 1024,1024 (default 256,128)")
     args = p.parse_args()
+    if not args.hidden or min(args.hidden) < 1:
+        p.error("--hidden: expected positive widths separated by commas, e.g. 1024,1024")
     if args.system == "ddp" and args.rule != "sync":
         p.error("ddp is synchronous only")
     {"ddp": run_ddp, "rpc": run_rpc, "tf": run_tf}[args.system](args)

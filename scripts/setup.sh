@@ -14,7 +14,7 @@ packages=(
   python3 python3-yaml iproute2
   slurm-client slurmctld slurmd munge openmpi-bin libopenmpi-dev
   clang libclang-rt-dev libomp-dev lld
-  libeigen3-dev libtorch-dev
+  libeigen3-dev libtorch-dev python3-torch
 )
 # Thrust: the CUDA toolkit ships it (CCCL); without one, Debian's libthrust-dev is the fallback.
 if [[ ! -f /usr/local/cuda/include/cccl/thrust/version.h && ! -f /usr/local/cuda/include/thrust/version.h ]]; then

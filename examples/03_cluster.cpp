@@ -73,6 +73,7 @@ struct settings {
   std::string rule = "sync";
   std::string model = "mlp";
   std::vector<std::size_t> hidden{256, 128};  // the MLP's hidden widths
+  std::uint64_t seed = 0;  // the initial weights' seed; worker k shuffles with 1000 + k + 100 * seed
   std::size_t epochs = 12;
   std::size_t batch = 64;
   float lr = 0.05f;
@@ -103,6 +104,7 @@ which one it is. The default job trains the Fashion-MNIST MLP data-parallel over
   --rule R               sync | async | ssp (bounded staleness 2)           [sync]
   --model M              mlp (784-256-128-10) | softmax                     [mlp]
   --hidden W,W,...       the MLP's hidden widths, e.g. 1024,1024            [256,128]
+  --seed N               seed of the initial weights and the data order     [0]
   --epochs N             passes over the training set                      [12]
   --batch N              examples per worker and step                      [64]
   --lr X                 learning rate (> 0)                                [0.05]
@@ -289,9 +291,9 @@ double slowdown_for(const settings& s, const dsgd::cluster::task_id& task) {
 template <class Model>
 Model make_model(const settings& s) {
   if constexpr (std::is_same_v<Model, dsgd::model::mlp<cpu>>)
-    return Model(cpu{}, {.hidden = s.hidden});
+    return Model(cpu{}, {.hidden = s.hidden, .seed = s.seed});
   else
-    return Model(cpu{});
+    return Model(cpu{}, {.seed = s.seed});
 }
 
 template <class Model, class Rule>
@@ -331,7 +333,7 @@ int train(const settings& s) {
   csv_log csv(t.is_chief() ? s : settings{});
   Model net = make_model<Model>(s);
   dsgd::model::shuffled_batches batches(
-      train_set, {.batch = s.batch, .seed = 1000 + t.replica(), .shard = t.replica(), .shards = t.replicas()});
+      train_set, {.batch = s.batch, .seed = 1000 + t.replica() + 100 * s.seed, .shard = t.replica(), .shards = t.replicas()});
   if (slowdown > 1) std::printf("straggler: every step sleeps %.1fx its compute time\n", slowdown - 1);
   if (t.is_chief()) std::printf("matrix products: %s\n", dsgd::model::blas_description().c_str());
 
@@ -469,6 +471,7 @@ bool parse(settings& s, int argc, char** argv) {
     else if (a == "--rule") s.rule = value();
     else if (a == "--model") s.model = value();
     else if (a == "--hidden") s.hidden = parse_widths(a, value());
+    else if (a == "--seed") s.seed = parse_whole(a, value(), 0, 1'000'000);
     else if (a == "--epochs") s.epochs = parse_whole(a, value(), 1);
     else if (a == "--batch") s.batch = parse_whole(a, value(), 1);
     else if (a == "--lr") s.lr = static_cast<float>(parse_real(a, value(), 0, inf, true));

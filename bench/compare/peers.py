@@ -6,10 +6,10 @@ Every process is started by dsgd-launch, which gives it TF_CONFIG (the cluster a
 exactly as it starts 03_cluster. The work is the same as 03_cluster's:
 
   model     784-256-128-10 (--hidden 1024,1024: 784-1024-1024-10), ReLU, softmax cross-entropy;
-            kernels Glorot uniform, biases zero, drawn once from seed 0 (every system starts
-            from the same kind of point)
+            kernels Glorot uniform, biases zero, drawn once from seed --seed (default 0; every
+            system starts from the same kind of point)
   data      /usr/share/datasets/fashion-mnist (DSGD_FASHION_MNIST_DIR overrides), pixels / 255;
-            worker k of n trains on examples k, k + n, ..., reshuffled every pass (seed 1000 + k),
+            worker k of n trains on examples k, k + n, ..., reshuffled every pass (seed 1000 + k + 100 * --seed),
             64 per batch, the last batch of a pass short
   optimizer momentum 0.9 (v <- 0.9 v + g, w <- w - lr v) on the averaged (sync) or single
             (async) gradient, lr = base * decay ^ floor(step / steps_per_epoch)
@@ -184,11 +184,11 @@ def run_ddp(args):
                             world_size=workers)
     images, labels = load("train")
     test = tuple(torch.from_numpy(a) for a in load("test"))
-    net = torch_model(torch, initial_parameters(widths(args)))
+    net = torch_model(torch, initial_parameters(widths(args), args.seed))
     model = DistributedDataParallel(net)  # broadcasts rank 0's parameters
     optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=args.momentum)
     loss_fn = torch.nn.CrossEntropyLoss()
-    batches = Batches(images, labels, args.batch, index, workers, 1000 + index)
+    batches = Batches(images, labels, args.batch, index, workers, 1000 + index + 100 * args.seed)
     per_epoch = steps_per_epoch("sync", workers, args.batch)
     log = CsvLog(args.csv if index == 0 else None, "ddp")
     dist.barrier()
@@ -216,7 +216,7 @@ class ParameterServer:
     def __init__(self, torch, args, workers):
         import threading
         self.torch, self.args, self.workers = torch, args, workers
-        self.params = [torch.from_numpy(p) for p in torch_layout(initial_parameters(widths(args)))]
+        self.params = [torch.from_numpy(p) for p in torch_layout(initial_parameters(widths(args), args.seed))]
         self.velocity = [torch.zeros_like(p) for p in self.params]
         self.step = 0
         self.per_epoch = steps_per_epoch(args.rule, workers, args.batch)
@@ -293,9 +293,9 @@ def run_rpc(args):
     push = globals()["ps_push_sync"] if args.rule == "sync" else ps_push_async
     images, labels = load("train")
     test = tuple(torch.from_numpy(a) for a in load("test"))
-    net = torch_model(torch, initial_parameters(widths(args)))
+    net = torch_model(torch, initial_parameters(widths(args), args.seed))
     loss_fn = torch.nn.CrossEntropyLoss()
-    batches = Batches(images, labels, args.batch, index, workers, 1000 + index)
+    batches = Batches(images, labels, args.batch, index, workers, 1000 + index + 100 * args.seed)
     per_epoch = steps_per_epoch(args.rule, workers, args.batch)
     last_step = args.epochs * per_epoch
     log = CsvLog(args.csv if index == 0 else None, f"torch_rpc_{args.rule}")
@@ -353,7 +353,7 @@ def run_tf(args):
 
     per_epoch = steps_per_epoch(args.rule, workers, args.batch)
     last_step = args.epochs * per_epoch
-    init = initial_parameters(widths(args))
+    init = initial_parameters(widths(args), args.seed)
     with v1.device(v1.train.replica_device_setter(worker_device=f"/job:worker/task:{index}", cluster=spec)):
         global_step = v1.train.get_or_create_global_step()
         weights = [tf.Variable(p, name=f"p{i}") for i, p in enumerate(init)]
@@ -378,7 +378,7 @@ def run_tf(args):
     done = done_queue().enqueue(1)
     images, labels = load("train")
     test_x, test_y = load("test")
-    batches = Batches(images, labels, args.batch, index, workers, 1000 + index)
+    batches = Batches(images, labels, args.batch, index, workers, 1000 + index + 100 * args.seed)
     log = CsvLog(args.csv if index == 0 else None, f"tf_ps_{args.rule}")
     # A sync step of a worker blocks until the others' gradients arrive: after the last step
     # one worker may wait for a step that never comes, so every step has a deadline.
@@ -421,6 +421,7 @@ def main():
     p.add_argument("--momentum", type=float, default=0.9)
     p.add_argument("--decay", type=float, default=0.7)
     p.add_argument("--csv", default="")
+    p.add_argument("--seed", type=int, default=0, help="initial draws and data order (default 0)")
     p.add_argument("--hidden", type=lambda v: [int(w) for w in v.split(",")], default=[256, 128],
                    help="widths of the hidden layers, e.g. 1024,1024 (default 256,128)")
     args = p.parse_args()

@@ -8,12 +8,15 @@
 # interleaved; summarize.py then prints per system the median examples/s, time to 0.88 test
 # accuracy and final accuracy, and the dsgd/peer ratios; plot.py draws docs/img/compare.png.
 #
-#   bench/compare/run.sh [--reps N] [--epochs E] [--hidden W,W] [--out DIR] [--png FILE] [--only NAME...]
+#   bench/compare/run.sh [--reps N] [--epochs E] [--hidden W,W] [--vary-seed] [--out DIR] [--png FILE]
+#                        [--only NAME...]
 #
 #   --reps N     runs per system (default 3)
 #   --epochs E   epochs of the schedule per run (default 8)
 #   --hidden W,W the MLP's hidden widths, for dsgd and every peer alike (default 256,128;
 #                1024,1024 is the 1.86M-parameter model)
+#   --vary-seed  rep r of every system starts from seed r - 1 (initial draws and data order; the
+#                default is seed 0 for every rep), for the spread of the final accuracies
 #   --out DIR    logs, per-run CSV files, runs.csv and summary.md (default build-compare/compare)
 #   --png FILE   the plot (default DIR/compare.png; docs use docs/img/compare.png)
 #   --only NAME  run only these systems (dsgd_sync dsgd_async torch_ddp torch_rpc_sync
@@ -30,6 +33,7 @@ root=$(cd "$here/../.." && pwd)
 reps=3
 epochs=8
 hidden=256,128
+vary_seed=0
 out=""
 png=""
 only=""
@@ -38,6 +42,7 @@ while [ $# -gt 0 ]; do
     --reps) reps=$2; shift 2 ;;
     --epochs) epochs=$2; shift 2 ;;
     --hidden) hidden=$2; shift 2 ;;
+    --vary-seed) vary_seed=1; shift ;;
     --out) out=$2; shift 2 ;;
     --png) png=$2; shift 2 ;;
     --only) only="$only $2"; shift 2 ;;
@@ -80,7 +85,8 @@ run() {
   shift 3
   file="$out/${name}_r$rep"
   echo "== $name (rep $rep): dsgd-launch --ps $ps --workers 2 -- $*"
-  "$launch" --ps "$ps" --workers 2 --timeout 1800 -- "$@" --epochs "$epochs" --hidden "$hidden" --csv "$file.csv" \
+  "$launch" --ps "$ps" --workers 2 --timeout 1800 -- "$@" --epochs "$epochs" --hidden "$hidden" \
+    --seed $((vary_seed * (rep - 1))) --csv "$file.csv" \
     >"$file.log" 2>&1 || echo "   (exit status $?; see $file.log)"
   grep -E "^\[worker:0\] epoch" "$file.log" | tail -1 | sed 's/^/   /'
 }

@@ -36,6 +36,11 @@
 //   dsgd-launch --ps 1 --workers 2 -- step_profile --push-pull        # push and pull as one exchange
 //   dsgd-launch --ps 1 --workers 2 -- step_profile --session          # monitored session vs bare push_pull
 //   step_profile --local [--steps N] ...   # compute alone in one process, no cluster (baseline)
+//   step_profile --solo ...                # one process training alone: compute + the momentum
+//                                          # update in place (the rate that 2 workers should double)
+//   ... --hidden 1024,1024                 # the MLP's hidden widths (default 256,128), any mode
+//   ... --rule async                       # the cluster under update::async (03_cluster's async
+//                                          # rate: lr 0.01, decay 0.8 per epoch of 938 steps)
 //
 // bench/compare/step_profile.sh runs these next to a gloo allreduce of the same bytes.
 #include <dsgd/data/fashion_mnist.hpp>
@@ -48,6 +53,7 @@
 #include <dsgd/train/monitored_session.hpp>
 #include <dsgd/train/summary_writer.hpp>
 #include <dsgd/trainer.hpp>
+#include <dsgd/update/async.hpp>
 #include <dsgd/update/sync_average.hpp>
 
 #include <algorithm>
@@ -58,6 +64,7 @@
 #include <memory>
 #include <numeric>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <unistd.h>
@@ -73,6 +80,9 @@ struct settings {
   bool overlap = false;        // the step through trainer::overlap
   bool push_pull = false;      // push then pull as one exchange (trainer::push_pull)
   bool session = false;        // the monitored session against bare push_pull, in alternating blocks
+  bool solo = false;           // one process: compute and the momentum update, no cluster
+  bool async = false;          // the cluster under update::async
+  std::vector<std::size_t> hidden{256, 128};
   std::size_t steps = 500;
   std::size_t warmup = 100;
   std::size_t batch = 64;
@@ -108,10 +118,14 @@ std::string token() {
 }
 
 // The baseline: the same batches (shard 0 of 2) and forward/backward, nothing else.
+// With --solo, each step also applies optim::momentum to the parameters in place, as a ps would.
 int run_local(const settings& s) {
   std::printf("matrix products: %s\n", dsgd::model::blas_description().c_str());
   const auto train_set = dsgd::data::fashion_mnist::load(dsgd::data::fashion_mnist::split::train);
-  dsgd::model::mlp<cpu> net(cpu{});
+  dsgd::model::mlp<cpu> net(cpu{}, {.hidden = s.hidden});
+  const dsgd::optim::momentum momentum{0.05f, 0.9f, false};
+  std::vector<dsgd::optim::momentum::state<cpu>> slots;
+  for (const auto& w : net.parameters()) slots.emplace_back(cpu{}, w.size());
   dsgd::model::shuffled_batches batches(train_set, {.batch = s.batch, .seed = 1000, .shard = 0, .shards = 2});
   phases p;
   for (std::size_t i = 0; i < s.warmup + s.steps; ++i) {
@@ -120,14 +134,18 @@ int run_local(const settings& s) {
     const auto t1 = clock_type::now();
     net.forward_backward(b.images, b.labels, b.size);
     const auto t2 = clock_type::now();
+    if (s.solo)
+      for (std::size_t v = 0; v < slots.size(); ++v)
+        momentum.apply(cpu{}, slots[v], net.parameters()[v].data(), net.gradients()[v].data(), slots[v].velocity.size());
+    const auto t3 = clock_type::now();
     if (i < s.warmup) continue;
     p.data.push_back(ms(t1 - t0));
     p.compute.push_back(ms(t2 - t1));
-    p.push.push_back(0);
+    p.push.push_back(ms(t3 - t2));  // --solo: the update
     p.pull.push_back(0);
-    p.step.push_back(ms(t2 - t0));
+    p.step.push_back(ms(t3 - t0));
   }
-  print_row("local", "local", p);
+  print_row(s.solo ? "solo" : "local", s.solo ? "solo" : "local", p);
   return 0;
 }
 
@@ -183,24 +201,28 @@ int run_session(const settings& s, Trainer& t, Net& net, Batches& batches, std::
   return 0;
 }
 
-// One task of the sync cluster, set up as 03_cluster --rule sync sets it up.
+// One task of the cluster, set up as 03_cluster --rule sync (or async) sets it up.
+template <class Rule>
 int run_cluster(const settings& s) {
   using optimizer = dsgd::optim::exponential_decay<dsgd::optim::momentum>;
-  using trainer = dsgd::trainer<cpu, dsgd::placement::greedy_by_bytes, dsgd::update::sync_average, optimizer>;
+  using trainer = dsgd::trainer<cpu, dsgd::placement::greedy_by_bytes, Rule, optimizer>;
+  constexpr bool sync = std::is_same_v<Rule, dsgd::update::sync_average>;
   auto role = dsgd::cluster::resolve_from_environment();
   const std::size_t replicas = dsgd::cluster::replicas::count(role.cluster);
   const std::size_t shard = (dsgd::data::fashion_mnist::train_images.count + replicas - 1) / replicas;
-  const std::size_t steps_per_epoch = (shard + s.batch - 1) / s.batch;  // sync: one batch per worker a step
-  trainer::options o;
+  // sync: a step averages one batch of every worker; async: a step is one batch.
+  const std::size_t steps_per_epoch = (shard + s.batch - 1) / s.batch * (sync ? 1 : replicas);
+  typename trainer::options o;
   o.connection.token = token();
-  o.optimizer = {{0.05f, 0.9f, false}, 0.7f, steps_per_epoch, true};
+  o.optimizer = sync ? optimizer{{0.05f, 0.9f, false}, 0.7f, steps_per_epoch, true}
+                     : optimizer{{0.01f, 0.9f, false}, 0.8f, steps_per_epoch, true};
   trainer t(role.cluster, role.task, o);
   if (t.is_ps()) {
     t.join();
     return 0;
   }
   const auto train_set = dsgd::data::fashion_mnist::load(dsgd::data::fashion_mnist::split::train);
-  dsgd::model::mlp<cpu> net(cpu{});
+  dsgd::model::mlp<cpu> net(cpu{}, {.hidden = s.hidden});
   if (!s.session) t.create_variables(net.parameters(), net.names());  // the session creates them
   dsgd::model::shuffled_batches batches(
       train_set, {.batch = s.batch, .seed = 1000 + t.replica(), .shard = t.replica(), .shards = t.replicas()});
@@ -251,7 +273,7 @@ int run_cluster(const settings& s) {
   }
   t.finish();
   const char* mode = s.overlap ? "overlap" : s.exchange_only ? "exchange" : s.push_pull ? "push_pull" : "sync";
-  print_row(mode, t.task().to_string(), p);
+  print_row(sync ? mode : (std::string("async_") + mode).c_str(), t.task().to_string(), p);
   return 0;
 }
 
@@ -281,6 +303,23 @@ int main(int argc, char** argv) {
       else if (a == "--overlap") s.overlap = true;
       else if (a == "--push-pull") s.push_pull = true;
       else if (a == "--session") s.session = true;
+      else if (a == "--solo") s.local = s.solo = true;
+      else if (a == "--rule") {
+        const std::string r = i + 1 < argc ? argv[++i] : "";
+        if (r != "sync" && r != "async") throw dsgd::error(dsgd::errc::invalid_argument, "--rule " + r + ": expected sync or async");
+        s.async = r == "async";
+      } else if (a == "--hidden") {
+        const std::string v = i + 1 < argc ? argv[++i] : "";
+        s.hidden.clear();
+        for (std::size_t at = 0; at <= v.size();) {
+          const auto comma = std::min(v.find(',', at), v.size());
+          const auto w = v.substr(at, comma - at);
+          if (w.empty() || w.find_first_not_of("0123456789") != std::string::npos || std::stoul(w) == 0)
+            throw dsgd::error(dsgd::errc::invalid_argument, "--hidden " + v + ": expected widths like 1024,1024");
+          s.hidden.push_back(std::stoul(w));
+          at = comma + 1;
+        }
+      }
       else if (a == "--steps") s.steps = count();
       else if (a == "--warmup") s.warmup = count();
       else if (a == "--batch") s.batch = count();
@@ -292,7 +331,8 @@ int main(int argc, char** argv) {
   }
   try {
     if (s.steps == 0 || s.batch == 0) throw dsgd::error(dsgd::errc::invalid_argument, "--steps and --batch must be > 0");
-    return s.local ? run_local(s) : run_cluster(s);
+    if (s.local) return run_local(s);
+    return s.async ? run_cluster<dsgd::update::async>(s) : run_cluster<dsgd::update::sync_average>(s);
   } catch (const dsgd::error& e) {
     std::fprintf(stderr, "step_profile: %s\n", e.what());
     return 1;

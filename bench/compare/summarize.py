@@ -111,18 +111,20 @@ def main():
             # A run that never reached the target counts as infinitely slow in the median.
             "time_to_target_s": statistics.median([r["time_to_target_s"] or float("inf") for r in rs]),
             "final_accuracy": median([r["final_accuracy"] for r in rs]),
+            "final_range": (min(r["final_accuracy"] for r in rs), max(r["final_accuracy"] for r in rs)),
             "best_accuracy": median([r["best_accuracy"] for r in rs]),
             "epochs": median([r["epochs"] for r in rs]),
         }
     lines = [f"| system | runs | examples/s (median) | time to {args.target} (median, reached/runs) | "
-             "final accuracy (median) | best accuracy (median) | eval share |",
+             "final accuracy (median; min-max) | best accuracy (median) | eval share |",
              "|---|---|---|---|---|---|---|"]
     for s in systems:
         m = med[s]
         t = m["time_to_target_s"]
         lines.append(f"| {s} | {m['runs']} | {fmt(m['examples_per_s'], '.0f')} | "
                      f"{'not reached' if t == float('inf') else format(t, '.1f') + ' s'} ({m['reached']}/{m['runs']}) | "
-                     f"{m['final_accuracy']:.4f} | {m['best_accuracy']:.4f} | "
+                     f"{m['final_accuracy']:.4f}; {m['final_range'][0]:.4f}-{m['final_range'][1]:.4f} | "
+                     f"{m['best_accuracy']:.4f} | "
                      f"{fmt(m['eval_share'] and 100 * m['eval_share'], '.1f')}{'' if m['eval_share'] is None else ' %'} |")
     ratio_lines = []
     for mine in ("dsgd_sync", "dsgd_async"):

@@ -190,7 +190,7 @@ double train_passes(const settings& s, cnn_impl& net, const data_set& d, std::in
   if (chief && !s.csv.empty()) {
     csv = std::fopen(s.csv.c_str(), "w");
     if (!csv) throw std::runtime_error("--csv " + s.csv + ": cannot open it for writing: " + std::strerror(errno));
-    std::fputs("system,epoch,wall_s,global_step,steps_per_epoch,eval_s,test_accuracy,examples\n", csv);
+    std::fputs("system,epoch,wall_s,global_step,steps_per_epoch,eval_s,test_accuracy,examples,compute_s,step_s\n", csv);
   }
   // This worker's shard: every replicas-th example, reshuffled each epoch.
   const auto mine = torch::arange(replica, d.train_x.size(0), replicas);
@@ -200,30 +200,42 @@ double train_passes(const settings& s, cnn_impl& net, const data_set& d, std::in
   for (std::size_t e = 1; e <= s.epochs; ++e) {
     const auto shuffled = mine.index_select(0, torch::randperm(mine.size(0), order, torch::kInt64));
     double loss_sum = 0;
+    clock_type::duration compute{}, stepping{};  // this pass's forward and backward, and step()s
     for (std::int64_t b = 0; b < batches; ++b) {
+      const auto t0 = clock_type::now();
       const auto idx = shuffled.slice(0, b * s.batch, (b + 1) * s.batch);
       net.zero_grad();
       auto loss = torch::nn::functional::cross_entropy(net.forward(d.train_x.index_select(0, idx)),
                                                        d.train_y.index_select(0, idx));
       loss.backward();
       loss_sum += loss.item<double>();
+      const auto t1 = clock_type::now();
       step();
+      compute += t1 - t0, stepping += clock_type::now() - t1;
     }
+    const double compute_s = std::chrono::duration<double>(compute).count();
+    const double step_s = std::chrono::duration<double>(stepping).count();
     const double seconds = std::chrono::duration<double>(clock_type::now() - start).count();
     if (chief) {
       last = accuracy(net, d.test_x, d.test_y);
       const double done = std::chrono::duration<double>(clock_type::now() - start).count();
-      std::printf("epoch %2zu  %7.1f s  step %6llu  %6.0f examples/s (this worker)  loss %.4f  test accuracy %.4f\n", e,
-                  seconds, static_cast<unsigned long long>(global()),
-                  static_cast<double>(e * batches * s.batch) / seconds, loss_sum / batches, last);
+      std::printf("epoch %2zu  %7.1f s  step %6llu  %6.0f examples/s (this worker)  loss %.4f  test accuracy %.4f"
+                  "  (per step: compute %.2f ms, %s %.2f ms)\n",
+                  e, seconds, static_cast<unsigned long long>(global()),
+                  static_cast<double>(e * batches * s.batch) / seconds, loss_sum / batches, last,
+                  1e3 * compute_s / static_cast<double>(batches), s.solo ? "update" : "push_pull",
+                  1e3 * step_s / static_cast<double>(batches));
       if (csv) {
-        std::fprintf(csv, "%s,%zu,%.3f,%llu,%llu,%.3f,%.4f,%lld\n", s.solo ? "dsgd_solo" : ("dsgd_" + s.rule).c_str(), e,
-                     done, static_cast<unsigned long long>(global()), static_cast<unsigned long long>(steps_per_epoch),
-                     done - seconds, last, static_cast<long long>(e * batches * s.batch * replicas));
+        std::fprintf(csv, "%s,%zu,%.3f,%llu,%llu,%.3f,%.4f,%lld,%.3f,%.3f\n",
+                     s.solo ? "dsgd_solo" : ("dsgd_" + s.rule).c_str(), e, done,
+                     static_cast<unsigned long long>(global()), static_cast<unsigned long long>(steps_per_epoch),
+                     done - seconds, last, static_cast<long long>(e * batches * s.batch * replicas), compute_s, step_s);
         std::fflush(csv);
       }
     } else {
-      std::printf("pass %2zu over its shard  %7.1f s  loss %.4f\n", e, seconds, loss_sum / batches);
+      std::printf("pass %2zu over its shard  %7.1f s  loss %.4f  (per step: compute %.2f ms, push_pull %.2f ms)\n", e,
+                  seconds, loss_sum / batches, 1e3 * compute_s / static_cast<double>(batches),
+                  1e3 * step_s / static_cast<double>(batches));
     }
     std::fflush(stdout);
   }

@@ -24,8 +24,10 @@ installs for 04_libtorch_cnn): both sides then run the same libtorch kernels. Th
   python3 cnn_peers.py ddp             # DistributedDataParallel, gloo: dsgd-launch --ps 0 --workers 2
   python3 cnn_peers.py rpc --rule R    # torch.distributed.rpc ps (peers.py's): --ps 1 --workers 2
 
-The chief writes --csv: system,epoch,wall_s,global_step,steps_per_epoch,eval_s,test_accuracy,examples
-(examples: trained by all workers so to that evaluation), the columns 04_libtorch_cnn --csv writes.
+The chief writes --csv, the columns 04_libtorch_cnn --csv writes: system, epoch, wall_s,
+global_step, steps_per_epoch, eval_s, test_accuracy, examples (trained by all workers up to that
+evaluation), compute_s and step_s (the chief's seconds in forward and backward, and in the step
+after them: the update, or the RPC push and pull, over that pass).
 """
 
 import argparse
@@ -87,34 +89,38 @@ def train_passes(args, net, forward, replica, replicas, chief, step, global_step
     order.manual_seed(100 + replica)
     csv = open(args.csv, "w") if chief and args.csv else None
     if csv:
-        csv.write("system,epoch,wall_s,global_step,steps_per_epoch,eval_s,test_accuracy,examples\n")
+        csv.write("system,epoch,wall_s,global_step,steps_per_epoch,eval_s,test_accuracy,examples,compute_s,step_s\n")
     if args.ready:
         args.ready()
     start = time.perf_counter()
     last = 0.0
     for e in range(1, args.epochs + 1):
         shuffled = mine[torch.randperm(mine.size(0), generator=order)]
-        loss_sum = 0.0
+        loss_sum = compute = stepping = 0.0  # this pass's forward and backward, and step()s
         for b in range(batches):
+            t0 = time.perf_counter()
             idx = shuffled[b * args.batch:(b + 1) * args.batch]
             net.zero_grad(set_to_none=False)
             loss = F.cross_entropy(forward(train_x[idx]), train_y[idx])
             loss.backward()
             loss_sum += float(loss)
+            t1 = time.perf_counter()
             step()
+            compute, stepping = compute + t1 - t0, stepping + time.perf_counter() - t1
         seconds = time.perf_counter() - start
+        per_step = f"(per step: compute {1e3 * compute / batches:.2f} ms, {args.step_name} {1e3 * stepping / batches:.2f} ms)"
         if chief:
             last = accuracy(net, test_x, test_y)
             done = time.perf_counter() - start
             print(f"epoch {e:2d}  {seconds:7.1f} s  step {global_step():6d}  "
                   f"{e * batches * args.batch / seconds:6.0f} examples/s (this worker)  "
-                  f"loss {loss_sum / batches:.4f}  test accuracy {last:.4f}", flush=True)
+                  f"loss {loss_sum / batches:.4f}  test accuracy {last:.4f}  {per_step}", flush=True)
             if csv:
                 csv.write(f"{system},{e},{done:.3f},{global_step()},{per_epoch},{done - seconds:.3f},"
-                          f"{last:.4f},{e * batches * args.batch * replicas}\n")
+                          f"{last:.4f},{e * batches * args.batch * replicas},{compute:.3f},{stepping:.3f}\n")
                 csv.flush()
         else:
-            print(f"pass {e:2d} over its shard  {seconds:7.1f} s  loss {loss_sum / batches:.4f}", flush=True)
+            print(f"pass {e:2d} over its shard  {seconds:7.1f} s  loss {loss_sum / batches:.4f}  {per_step}", flush=True)
     if csv:
         csv.close()
     return last
@@ -228,6 +234,8 @@ def main():
     p.add_argument("--csv", default="")
     args = p.parse_args()
     args.ready = None
+    # What step() does after backward(): DDP's allreduce runs inside backward() (its hooks).
+    args.step_name = {"solo": "update", "ddp": "update", "rpc": "rpc push+pull"}[args.system]
     if args.system != "rpc" and args.rule != "sync":
         p.error(f"{args.system} is synchronous only")
     {"solo": run_solo, "ddp": run_ddp, "rpc": run_rpc}[args.system](args)

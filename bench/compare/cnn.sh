@@ -18,9 +18,11 @@
 # examples/s, time to 0.90 test accuracy, final accuracy and communication efficiency (2-worker
 # examples/s over twice the framework's solo examples/s), and dsgd / best peer ratios.
 #
-#   bench/compare/cnn.sh [--reps N] [--epochs E] [--solo-epochs E] [--out DIR] [--only NAME...]
+#   bench/compare/cnn.sh [--reps N] [--first-rep N] [--epochs E] [--solo-epochs E] [--out DIR]
+#                        [--only NAME...]
 #
 #   --reps N         runs per system (default 3)
+#   --first-rep N    number the runs from N (default 1): more runs into an --out directory
 #   --epochs E       passes over the training set per 2-worker run (default 12)
 #   --solo-epochs E  passes per solo run (default 3: their examples/s is what they are for)
 #   --out DIR        logs, per-run CSV files, cnn_runs.csv, cnn_summary.md (default BUILD/compare-cnn)
@@ -34,6 +36,7 @@ set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 reps=3
+first=1
 epochs=12
 solo_epochs=3
 out=""
@@ -41,6 +44,7 @@ only=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --reps) reps=$2; shift 2 ;;
+    --first-rep) first=$2; shift 2 ;;
     --epochs) epochs=$2; shift 2 ;;
     --solo-epochs) solo_epochs=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
@@ -113,8 +117,8 @@ solo() {
 
 wanted() { [ -z "$only" ] || case " $only " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 
-rep=1
-while [ "$rep" -le "$reps" ]; do
+rep=$first
+while [ "$rep" -lt "$((first + reps))" ]; do
   wanted dsgd_sync && run dsgd_sync "$rep" 1 "$cnn" --rule sync
   wanted torch_ddp && run torch_ddp "$rep" 0 "$py" "$peers" ddp
   wanted torch_rpc_sync && run torch_rpc_sync "$rep" 1 "$py" "$peers" rpc --rule sync

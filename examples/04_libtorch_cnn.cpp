@@ -11,7 +11,8 @@
 //   dsgd-launch --ps 1 --workers 2 -- ./04_libtorch_cnn --rule sync --target 0.90
 //
 // Sync, 2 workers of one libtorch thread each, 12 epochs: test accuracy 0.9065, 2500
-// examples/s per worker on 2 shared cores (140 s).
+// examples/s per worker on 2 shared cores (140 s); 46 to 79 s on the 2 cores left to it, against
+// PyTorch DDP and RPC on the same libtorch in docs/compare.md (bench/compare/cnn.sh).
 //
 // Options: --rule sync|async, --epochs N (passes over the training set, split over the
 //          workers), --batch N (per worker), --lr X, --decay X (learning rate multiplier per

@@ -11,17 +11,21 @@
 //   dsgd-launch --ps 1 --workers 2 -- ./04_libtorch_cnn --rule sync --target 0.90
 //
 // Sync, 2 workers of one libtorch thread each, 12 epochs: test accuracy 0.9065, 2500
-// examples/s per worker on 2 shared cores (140 s).
+// examples/s per worker on 2 shared cores (140 s); 46 to 79 s on the 2 cores left to it, against
+// PyTorch DDP and RPC on the same libtorch in docs/compare.md (bench/compare/cnn.sh).
 //
 // Options: --rule sync|async, --epochs N (passes over the training set, split over the
 //          workers), --batch N (per worker), --lr X, --decay X (learning rate multiplier per
 //          epoch), --momentum X (momentum SGD on the ps),
 //          --threads N (libtorch compute threads per worker; default 1: tasks share the cores),
-//          --target ACC (the chief exits 1 below it), --help.
+//          --target ACC (the chief exits 1 below it), --csv FILE (the chief's evaluations, for
+//          bench/compare/cnn.sh), --solo (one process, no cluster: the same steps with the same
+//          optimizer applied in place, the one-process figure of bench/compare/cnn.sh), --help.
 // Every task reads its role from TF_CONFIG (dsgd-launch sets it); the chief prints the test
 // accuracy after each epoch. Usage errors exit 2, naming the option.
 #include <dsgd/adapt/torch.hpp>
 #include <dsgd/data/fashion_mnist.hpp>
+#include <dsgd/device/cpu.hpp>
 #include <dsgd/optim/exponential_decay.hpp>
 #include <dsgd/optim/momentum.hpp>
 #include <dsgd/placement/greedy_by_bytes.hpp>
@@ -38,9 +42,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <stdexcept>
 #include <string>
+#include <tuple>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 namespace {
 
@@ -55,11 +62,13 @@ struct settings {
   float decay = 0.8f;  // learning rate multiplier per epoch
   int threads = 1;
   double target = 0;
+  std::string csv;
+  bool solo = false;
 };
 
 const char* usage =
     "usage: 04_libtorch_cnn [--rule sync|async] [--epochs N] [--batch N] [--lr X] [--decay X]\n"
-    "                       [--momentum X] [--threads N] [--target ACC]\n"
+    "                       [--momentum X] [--threads N] [--target ACC] [--csv FILE] [--solo]\n"
     "  run every task of a cluster with it: dsgd-launch --ps 1 --workers 2 -- ./04_libtorch_cnn\n";
 
 struct usage_error {
@@ -73,6 +82,10 @@ settings parse(int argc, char** argv) {
     if (a == "--help" || a == "-h") {
       std::fputs(usage, stdout);
       std::exit(0);
+    }
+    if (a == "--solo") {
+      s.solo = true;
+      continue;
     }
     if (i + 1 >= argc) throw usage_error{a + ": needs a value"};
     const std::string v = argv[++i];
@@ -100,6 +113,8 @@ settings parse(int argc, char** argv) {
       s.threads = static_cast<int>(number(1));
     } else if (a == "--target") {
       s.target = number(0);
+    } else if (a == "--csv") {
+      s.csv = v;
     } else {
       throw usage_error{a + ": unknown option"};
     }
@@ -142,11 +157,96 @@ double accuracy(cnn_impl& net, const torch::Tensor& x, const torch::Tensor& y) {
   return static_cast<double>(right) / static_cast<double>(x.size(0));
 }
 
+using optimizer = dsgd::optim::exponential_decay<dsgd::optim::momentum>;
+using clock_type = std::chrono::steady_clock;
+
+// Momentum SGD at s.lr, times s.decay after every @p steps_per_epoch updates.
+optimizer schedule_of(const settings& s, std::uint64_t steps_per_epoch) {
+  return {.base = {.learning_rate = s.lr, .momentum = s.momentum},
+          .decay_rate = s.decay,
+          .decay_steps = steps_per_epoch,
+          .staircase = true};
+}
+
+struct data_set {
+  torch::Tensor train_x, train_y, test_x, test_y;
+};
+
+data_set load_data() {
+  const auto train_set = fm::load(fm::split::train), test_set = fm::load(fm::split::test);
+  data_set d;
+  std::tie(d.train_x, d.train_y) = tensors_of(train_set);
+  std::tie(d.test_x, d.test_y) = tensors_of(test_set);
+  return d;
+}
+
+// Trains @p net for s.epochs passes over shard @p replica of @p replicas of the training set,
+// `batches` batches of s.batch each per pass; `step()` follows every backward() and `global()`
+// says the global step after it. The chief evaluates after each pass (and writes s.csv); the
+// clock starts here, once the variables are ready. @returns the last test accuracy (0 elsewhere).
+template <class Step, class Global>
+double train_passes(const settings& s, cnn_impl& net, const data_set& d, std::int64_t replica, std::int64_t replicas,
+                    std::int64_t batches, std::uint64_t steps_per_epoch, bool chief, Step&& step, Global&& global) {
+  std::FILE* csv = nullptr;
+  if (chief && !s.csv.empty()) {
+    csv = std::fopen(s.csv.c_str(), "w");
+    if (!csv) throw std::runtime_error("--csv " + s.csv + ": cannot open it for writing: " + std::strerror(errno));
+    std::fputs("system,epoch,wall_s,global_step,steps_per_epoch,eval_s,test_accuracy,examples,compute_s,step_s\n", csv);
+  }
+  // This worker's shard: every replicas-th example, reshuffled each epoch.
+  const auto mine = torch::arange(replica, d.train_x.size(0), replicas);
+  torch::Generator order = at::detail::createCPUGenerator(static_cast<std::uint64_t>(100 + replica));
+  const auto start = clock_type::now();
+  double last = 0;
+  for (std::size_t e = 1; e <= s.epochs; ++e) {
+    const auto shuffled = mine.index_select(0, torch::randperm(mine.size(0), order, torch::kInt64));
+    double loss_sum = 0;
+    clock_type::duration compute{}, stepping{};  // this pass's forward and backward, and step()s
+    for (std::int64_t b = 0; b < batches; ++b) {
+      const auto t0 = clock_type::now();
+      const auto idx = shuffled.slice(0, b * s.batch, (b + 1) * s.batch);
+      net.zero_grad();
+      auto loss = torch::nn::functional::cross_entropy(net.forward(d.train_x.index_select(0, idx)),
+                                                       d.train_y.index_select(0, idx));
+      loss.backward();
+      loss_sum += loss.item<double>();
+      const auto t1 = clock_type::now();
+      step();
+      compute += t1 - t0, stepping += clock_type::now() - t1;
+    }
+    const double compute_s = std::chrono::duration<double>(compute).count();
+    const double step_s = std::chrono::duration<double>(stepping).count();
+    const double seconds = std::chrono::duration<double>(clock_type::now() - start).count();
+    if (chief) {
+      last = accuracy(net, d.test_x, d.test_y);
+      const double done = std::chrono::duration<double>(clock_type::now() - start).count();
+      std::printf("epoch %2zu  %7.1f s  step %6llu  %6.0f examples/s (this worker)  loss %.4f  test accuracy %.4f"
+                  "  (per step: compute %.2f ms, %s %.2f ms)\n",
+                  e, seconds, static_cast<unsigned long long>(global()),
+                  static_cast<double>(e * batches * s.batch) / seconds, loss_sum / batches, last,
+                  1e3 * compute_s / static_cast<double>(batches), s.solo ? "update" : "push_pull",
+                  1e3 * step_s / static_cast<double>(batches));
+      if (csv) {
+        std::fprintf(csv, "%s,%zu,%.3f,%llu,%llu,%.3f,%.4f,%lld,%.3f,%.3f\n",
+                     s.solo ? "dsgd_solo" : ("dsgd_" + s.rule).c_str(), e, done,
+                     static_cast<unsigned long long>(global()), static_cast<unsigned long long>(steps_per_epoch),
+                     done - seconds, last, static_cast<long long>(e * batches * s.batch * replicas), compute_s, step_s);
+        std::fflush(csv);
+      }
+    } else {
+      std::printf("pass %2zu over its shard  %7.1f s  loss %.4f  (per step: compute %.2f ms, push_pull %.2f ms)\n", e,
+                  seconds, loss_sum / batches, 1e3 * compute_s / static_cast<double>(batches),
+                  1e3 * step_s / static_cast<double>(batches));
+    }
+    std::fflush(stdout);
+  }
+  if (csv) std::fclose(csv);
+  return last;
+}
+
 template <class Rule>
 int train(const settings& s) {
-  using optimizer = dsgd::optim::exponential_decay<dsgd::optim::momentum>;
   using trainer = dsgd::trainer<dsgd::device::cpu, dsgd::placement::greedy_by_bytes, Rule, optimizer>;
-  using clock = std::chrono::steady_clock;
   typename trainer::options o;
   const char* token = std::getenv("DSGD_CLUSTER_TOKEN");
   o.connection.token = token ? token : "dsgd-example-token";
@@ -158,10 +258,7 @@ int train(const settings& s) {
   const std::int64_t batches = static_cast<std::int64_t>(fm::train_images.count) / replicas / s.batch;
   const auto steps_per_epoch = static_cast<std::uint64_t>(std::is_same_v<Rule, dsgd::update::sync_average> ? batches
                                                                                                      : batches * replicas);
-  o.optimizer = {.base = {.learning_rate = s.lr, .momentum = s.momentum},
-                 .decay_rate = s.decay,
-                 .decay_steps = steps_per_epoch,
-                 .staircase = true};
+  o.optimizer = schedule_of(s, steps_per_epoch);
   trainer t(role.cluster, role.task, o);
   if (t.is_ps()) {
     t.join();
@@ -169,46 +266,46 @@ int train(const settings& s) {
   }
   torch::set_num_threads(s.threads);
   torch::manual_seed(1);  // every worker builds the same net; the chief's values are used
-  const auto train_set = fm::load(fm::split::train), test_set = fm::load(fm::split::test);
-  const auto [train_x, train_y] = tensors_of(train_set);
-  const auto [test_x, test_y] = tensors_of(test_set);
+  const auto d = load_data();
   auto net = std::make_shared<cnn_impl>();
   dsgd::adapt::libtorch::module_views params(*net);
   t.create_variables(params.values());
-
-  // This worker's shard: every replicas()-th example, reshuffled each epoch.
-  const auto mine = torch::arange(static_cast<std::int64_t>(t.replica()), train_x.size(0),
-                                  static_cast<std::int64_t>(t.replicas()));
-  torch::Generator order = at::detail::createCPUGenerator(100 + t.replica());
-  const auto start = clock::now();
-  double last = 0;
-  for (std::size_t e = 1; e <= s.epochs; ++e) {
-    const auto shuffled = mine.index_select(0, torch::randperm(mine.size(0), order, torch::kInt64));
-    double loss_sum = 0;
-    for (std::int64_t b = 0; b < batches; ++b) {
-      const auto idx = shuffled.slice(0, b * s.batch, (b + 1) * s.batch);
-      net->zero_grad();
-      auto loss = torch::nn::functional::cross_entropy(net->forward(train_x.index_select(0, idx)),
-                                                       train_y.index_select(0, idx));
-      loss.backward();
-      loss_sum += loss.item<double>();
-      t.push_pull(params.with_gradients());  // .grad() out, the next values into the parameters
-    }
-    const double seconds = std::chrono::duration<double>(clock::now() - start).count();
-    if (t.is_chief()) {
-      last = accuracy(*net, test_x, test_y);
-      std::printf("epoch %2zu  %7.1f s  step %6llu  %6.0f examples/s (this worker)  loss %.4f  test accuracy %.4f\n", e,
-                  seconds, static_cast<unsigned long long>(t.step()),
-                  static_cast<double>(e * batches * s.batch) / seconds, loss_sum / batches, last);
-    } else {
-      std::printf("pass %2zu over its shard  %7.1f s  loss %.4f\n", e, seconds, loss_sum / batches);
-    }
-    std::fflush(stdout);
-  }
+  const double last = train_passes(
+      s, *net, d, static_cast<std::int64_t>(t.replica()), static_cast<std::int64_t>(t.replicas()), batches,
+      steps_per_epoch, t.is_chief(),
+      [&] { t.push_pull(params.with_gradients()); },  // .grad() out, the next values into the parameters
+      [&] { return t.step(); });
   t.finish();
   if (!t.is_chief()) return 0;
   std::printf("final test accuracy %.4f (%s, %zu workers, %zu ps, %llu global steps)\n", last, s.rule.c_str(),
               t.replicas(), t.cluster().num_tasks("ps"), static_cast<unsigned long long>(t.step()));
+  return last >= s.target ? 0 : 1;
+}
+
+// --solo: one process and no cluster; after each backward() the same optimizer and schedule as
+// the ps's updates every parameter in place through the same views (no copy, no network).
+int train_solo(const settings& s) {
+  torch::set_num_threads(s.threads);
+  torch::manual_seed(1);
+  const auto d = load_data();
+  auto net = std::make_shared<cnn_impl>();
+  dsgd::adapt::libtorch::module_views params(*net);
+  const std::int64_t batches = static_cast<std::int64_t>(fm::train_images.count) / s.batch;
+  const auto opt = schedule_of(s, static_cast<std::uint64_t>(batches));
+  const dsgd::device::cpu cpu{};
+  std::vector<optimizer::state<dsgd::device::cpu>> slots;
+  for (const auto& v : params.values()) slots.emplace_back(cpu, v.values.size());
+  std::uint64_t steps = 0;
+  const double last = train_passes(
+      s, *net, d, 0, 1, batches, static_cast<std::uint64_t>(batches), true,
+      [&] {
+        const auto views = params.with_gradients();
+        for (std::size_t i = 0; i < views.size(); ++i)
+          opt.apply(cpu, slots[i], views[i].values.data(), views[i].gradients.data(), views[i].values.size());
+        ++steps;
+      },
+      [&] { return steps; });
+  std::printf("final test accuracy %.4f (solo, one process, %llu steps)\n", last, static_cast<unsigned long long>(steps));
   return last >= s.target ? 0 : 1;
 }
 
@@ -223,6 +320,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
+    if (s.solo) return train_solo(s);
     return s.rule == "sync" ? train<dsgd::update::sync_average>(s) : train<dsgd::update::async>(s);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "04_libtorch_cnn: %s\n", e.what());

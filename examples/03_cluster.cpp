@@ -40,6 +40,7 @@
 #include <dsgd/placement/greedy_by_bytes.hpp>
 #include <dsgd/tensor/init.hpp>
 #include <dsgd/tensor/ops.hpp>
+#include <dsgd/train/local_sgd.hpp>
 #include <dsgd/train/monitored_session.hpp>
 #include <dsgd/train/summary_writer.hpp>
 #include <dsgd/trainer.hpp>
@@ -74,6 +75,7 @@ struct settings {
   std::string model = "mlp";
   std::vector<std::size_t> hidden{256, 128};  // the MLP's hidden widths
   std::uint64_t seed = 0;  // the initial weights' seed; worker k shuffles with 1000 + k + 100 * seed
+  std::size_t local_steps = 8;  // --rule local: local steps between averages
   std::size_t epochs = 12;
   std::size_t batch = 64;
   float lr = 0.05f;
@@ -101,7 +103,10 @@ Every task of the cluster runs this program; TF_CONFIG (dsgd-launch), Open MPI o
 which one it is. The default job trains the Fashion-MNIST MLP data-parallel over the workers.
 
   --demo                 the article's case 3: w + b, w * b, w / b on ps-held variables
-  --rule R               sync | async | ssp (bounded staleness 2)           [sync]
+  --rule R               sync | async | ssp (bounded staleness 2) | local (local SGD:
+                         each worker steps alone, the models averaged every
+                         --local-steps steps)                               [sync]
+  --local-steps K        --rule local: local steps between averages (>= 1)  [8]
   --model M              mlp (784-256-128-10) | softmax                     [mlp]
   --hidden W,W,...       the MLP's hidden widths, e.g. 1024,1024            [256,128]
   --seed N               seed of the initial weights and the data order     [0]
@@ -315,12 +320,20 @@ int train(const settings& s) {
   // An epoch of the schedule, in global steps, is about one pass over the training set: under
   // sync a step averages `aggregated` batches; async and SSP apply every batch as a step.
   const std::size_t aggregated = sync ? replicas - s.backup : 1;
-  const std::size_t steps_per_epoch = (batches_per_epoch * replicas + aggregated - 1) / aggregated;
+  // Local SGD: a global step averages the models, each K local steps on, so K times fewer.
+  const bool local = s.rule == "local";
+  const std::size_t k = local ? s.local_steps : 1;
+  const std::size_t steps_per_epoch = ((batches_per_epoch * replicas + aggregated - 1) / aggregated + k - 1) / k;
+  const std::size_t examples_per_step = aggregated * s.batch * k;
+  // Local SGD's workers run the optimizer, its rate decayed per pass over their shard; the ps
+  // only averages (train/local_sgd.hpp: a plain step of 1 on the mean of the moves).
+  const optimizer worker_optimizer{{s.lr, s.momentum, false}, s.decay, batches_per_epoch, true};
   typename trainer::options o;
   o.connection.token = token();
   o.serving.listen = s.listen;
   o.requests.startup_timeout = std::chrono::milliseconds(static_cast<long long>(s.startup_timeout_s * 1000));
-  o.optimizer = {{s.lr, s.momentum, false}, s.decay, steps_per_epoch, true};
+  o.optimizer = local ? optimizer{{1.f, 0.f, false}, 1.f, steps_per_epoch, true} : worker_optimizer;
+  if (!local) o.optimizer.decay_steps = steps_per_epoch;
   if constexpr (sync) o.rule.replicas_to_aggregate = s.backup > 0 ? aggregated : 0;
   trainer t(role.cluster, role.task, o);
   if (t.is_ps()) {
@@ -347,14 +360,16 @@ int train(const settings& s) {
   std::vector<std::unique_ptr<dsgd::train::session_hook<cpu>>> hooks;
   hooks.push_back(std::make_unique<dsgd::train::stop_at_step_hook<cpu>>(last_step));
   if (t.is_chief() && s.log_steps > 0)
-    hooks.push_back(std::make_unique<dsgd::train::logging_hook<cpu>>(std::cout, aggregated * s.batch, s.log_steps));
+    hooks.push_back(std::make_unique<dsgd::train::logging_hook<cpu>>(std::cout, examples_per_step, s.log_steps));
   if (t.is_chief() && !s.logdir.empty()) {
     summaries = std::make_unique<dsgd::train::summary_writer>(s.logdir);
     hooks.push_back(std::make_unique<dsgd::train::summary_hook<cpu>>(
-        *summaries, s.summary_steps, aggregated * s.batch, [schedule = o.optimizer](std::uint64_t step) {
+        *summaries, s.summary_steps, examples_per_step,
+        [schedule = local ? worker_optimizer : o.optimizer, k](std::uint64_t step) {
           // Under sync a global step is one update of every variable; under async and SSP
-          // one gradient applied: the count the schedule decays by.
-          return std::vector<std::pair<std::string, float>>{{"learning_rate", schedule.learning_rate_at(step)}};
+          // one gradient applied: the count the schedule decays by. Local SGD's workers
+          // decay by their own steps, k a global step.
+          return std::vector<std::pair<std::string, float>>{{"learning_rate", schedule.learning_rate_at(step * k)}};
         }));
   }
   dsgd::train::session_options so;
@@ -373,6 +388,8 @@ int train(const settings& s) {
     std::printf("checkpoints and summaries in %s (tensorboard --logdir %s)\n", s.logdir.c_str(), s.logdir.c_str());
   std::fflush(stdout);
 
+  std::optional<dsgd::train::local_sgd<optimizer, cpu>> local_sgd;
+  if (local) local_sgd.emplace(cpu{}, worker_optimizer, k, net.parameters());
   const std::uint64_t first_step = session.step();
   const auto start = clock::now();
   auto since_start = [&] { return std::chrono::duration<double>(clock::now() - start).count(); };
@@ -391,7 +408,7 @@ int train(const settings& s) {
     const double steps_per_second = e.seconds > 0 ? (e.step - first_step) / e.seconds : 0.0;
     std::printf("epoch %2zu  %7.1f s  step %6llu  %6.1f steps/s  %7.0f examples/s  loss %.4f  test accuracy %.4f\n",
                 e.epoch, e.seconds, static_cast<unsigned long long>(e.step), steps_per_second,
-                steps_per_second * static_cast<double>(aggregated * s.batch), e.loss, e.accuracy);
+                steps_per_second * static_cast<double>(examples_per_step), e.loss, e.accuracy);
     csv.write(s, t.replicas(), e);
     if (summaries) summaries->scalar("accuracy", static_cast<float>(accuracy), static_cast<std::int64_t>(e.step));
     evaluated_at = e.step;
@@ -403,8 +420,12 @@ int train(const settings& s) {
     const float loss = net.forward_backward(b.images, b.labels, b.size);
     if (slowdown > 1) std::this_thread::sleep_for((clock::now() - compute_start) * (slowdown - 1));
     // Push, and pull the values of the next step, as one exchange; then the hooks and the
-    // chief's checkpoints. A dropped push: some shard had moved on, a backup came late.
-    if (session.run(loss, net.gradients()) > 0) ++dropped;
+    // chief's checkpoints. A dropped push: some shard had moved on, a backup came late. Local
+    // SGD steps alone and exchanges its move every k-th step, then goes on from the average.
+    if (!local_sgd || local_sgd->step(net.gradients(), net.parameters())) {
+      if (session.run(loss, local_sgd ? local_sgd->deltas() : net.gradients()) > 0) ++dropped;
+      if (local_sgd) local_sgd->restart_from(net.parameters());
+    }
     ++local_steps;
     ++interval_steps;
     interval_examples += b.size;
@@ -446,7 +467,7 @@ int train(const settings& s) {
 
 template <class Model>
 int train_with_rule(const settings& s) {
-  if (s.rule == "sync") return train<Model, dsgd::update::sync_average>(s);
+  if (s.rule == "sync" || s.rule == "local") return train<Model, dsgd::update::sync_average>(s);
   if (s.rule == "async") return train<Model, dsgd::update::async>(s);
   if (s.rule == "ssp") return train<Model, dsgd::update::bounded_staleness<2>>(s);
   throw usage_error("--rule " + s.rule + ": expected sync, async or ssp");
@@ -472,6 +493,7 @@ bool parse(settings& s, int argc, char** argv) {
     else if (a == "--model") s.model = value();
     else if (a == "--hidden") s.hidden = parse_widths(a, value());
     else if (a == "--seed") s.seed = parse_whole(a, value(), 0, 1'000'000);
+    else if (a == "--local-steps") s.local_steps = parse_whole(a, value(), 1, 1'000'000);
     else if (a == "--epochs") s.epochs = parse_whole(a, value(), 1);
     else if (a == "--batch") s.batch = parse_whole(a, value(), 1);
     else if (a == "--lr") s.lr = static_cast<float>(parse_real(a, value(), 0, inf, true));
@@ -494,8 +516,8 @@ bool parse(settings& s, int argc, char** argv) {
     else if (a == "--base-port") s.layout.base_port = static_cast<std::uint16_t>(parse_whole(a, value(), 1, 65535));
     else throw usage_error("unknown option " + a);
   }
-  if (s.rule != "sync" && s.rule != "async" && s.rule != "ssp")
-    throw usage_error("--rule " + s.rule + ": expected sync, async or ssp");
+  if (s.rule != "sync" && s.rule != "async" && s.rule != "ssp" && s.rule != "local")
+    throw usage_error("--rule " + s.rule + ": expected sync, async, ssp or local");
   if (s.model != "mlp" && s.model != "softmax") throw usage_error("--model " + s.model + ": expected mlp or softmax");
   if (s.backup > 0 && s.rule != "sync")
     throw usage_error("--backup " + std::to_string(s.backup) + ": backup workers need --rule sync, not " + s.rule);

@@ -47,7 +47,8 @@ expect_usage_error "--lr nan:" --lr nan
 expect_usage_error "--momentum 1: expected a number in [0" --momentum 1
 expect_usage_error "--decay 0:" --decay 0
 expect_usage_error "--target 1.5:" --target 1.5
-expect_usage_error "--rule sideways: expected sync, async or ssp" --rule sideways
+expect_usage_error "--rule sideways: expected sync, async, ssp or local" --rule sideways
+expect_usage_error "--local-steps 0: expected a whole number from 1" --local-steps 0
 expect_usage_error "--model cnn: expected mlp or softmax" --model cnn
 expect_usage_error "--hidden 0: expected a whole number from 1" --hidden 0
 expect_usage_error "--hidden x: expected a whole number" --hidden 1024,x

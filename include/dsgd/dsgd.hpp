@@ -77,6 +77,7 @@
 
 #include <dsgd/data/fashion_mnist.hpp>
 
+#include <dsgd/train/local_sgd.hpp>
 #include <dsgd/train/monitored_session.hpp>
 #include <dsgd/train/session_hooks.hpp>
 #include <dsgd/train/overlap.hpp>

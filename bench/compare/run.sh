@@ -19,7 +19,7 @@
 #                default is seed 0 for every rep), for the spread of the final accuracies
 #   --out DIR    logs, per-run CSV files, runs.csv and summary.md (default build-compare/compare)
 #   --png FILE   the plot (default DIR/compare.png; docs use docs/img/compare.png)
-#   --only NAME  run only these systems (dsgd_sync dsgd_async torch_ddp torch_rpc_sync
+#   --only NAME  run only these systems (dsgd_sync dsgd_async dsgd_local torch_ddp torch_rpc_sync
 #                torch_rpc_async tf_ps_sync tf_ps_async), then summarize all found in DIR
 #
 # On a fresh Debian machine it first installs the build's packages (scripts/setup.sh). The peers
@@ -100,6 +100,7 @@ while [ "$rep" -le "$reps" ]; do
   wanted torch_rpc_sync && run torch_rpc_sync "$rep" 1 "$py" "$peers" rpc --rule sync
   wanted tf_ps_sync && run tf_ps_sync "$rep" 1 "$py" "$peers" tf --rule sync
   wanted dsgd_async && run dsgd_async "$rep" 1 "$cluster" $async
+  wanted dsgd_local && run dsgd_local "$rep" 1 "$cluster" --rule local --local-steps 8
   wanted torch_rpc_async && run torch_rpc_async "$rep" 1 "$py" "$peers" rpc $async
   wanted tf_ps_async && run tf_ps_async "$rep" 1 "$py" "$peers" tf $async
   rep=$((rep + 1))

@@ -22,7 +22,7 @@ import statistics
 
 TRAIN_EXAMPLES = 60000
 ORDER = ["dsgd_sync", "torch_ddp", "torch_rpc_sync", "tf_ps_sync",
-         "dsgd_async", "torch_rpc_async", "tf_ps_async"]
+         "dsgd_async", "torch_rpc_async", "tf_ps_async", "dsgd_local"]
 
 
 def steps_per_epoch(rule, workers, batch=64):
@@ -44,8 +44,10 @@ def read_run(path):
         else:  # peers.py --csv
             per_epoch = int(r["steps_per_epoch"])
             eval_s = float(r["eval_s"])
-        points.append((float(r["wall_s"]), int(r["global_step"]) / per_epoch, eval_s,
-                       float(r["test_accuracy"])))
+        # Local SGD's global step averages K local steps of every worker; it evaluates at its
+        # epochs, which the CSV names.
+        epochs = float(r["epoch"]) if r.get("rule") == "local" else int(r["global_step"]) / per_epoch
+        points.append((float(r["wall_s"]), epochs, eval_s, float(r["test_accuracy"])))
     return points
 
 
@@ -127,7 +129,7 @@ def main():
                      f"{m['best_accuracy']:.4f} | "
                      f"{fmt(m['eval_share'] and 100 * m['eval_share'], '.1f')}{'' if m['eval_share'] is None else ' %'} |")
     ratio_lines = []
-    for mine in ("dsgd_sync", "dsgd_async"):
+    for mine in ("dsgd_sync", "dsgd_async", "dsgd_local"):
         if mine not in med:
             continue
         for peer in systems:

@@ -23,9 +23,12 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <cstdio>
 #include <random>
 #include <string>
 #include <vector>
+
+#include <unistd.h>
 
 BOOST_AUTO_TEST_SUITE(asio_tcp_test)
 
@@ -175,11 +178,15 @@ struct cluster_fixture : dsgd::test::loopback_listener {
   }
 
   // The names of dsgd segments in /dev/shm (none once every handshake has finished).
+  // This process's segments: their names start with its pid in 8 hex digits (other tests'
+  // processes make segments of their own meanwhile).
   static std::vector<std::string> shm_names() {
+    char prefix[16];
+    std::snprintf(prefix, sizeof prefix, "dsgd-%08x", static_cast<unsigned>(::getpid()));
     std::vector<std::string> out;
     std::error_code ec;
     for (const auto& e : std::filesystem::directory_iterator("/dev/shm", ec))
-      if (e.path().filename().string().starts_with("dsgd-")) out.push_back(e.path().filename().string());
+      if (e.path().filename().string().starts_with(prefix)) out.push_back(e.path().filename().string());
     return out;
   }
 

@@ -47,7 +47,7 @@ inline bool starts_with(std::span<const std::byte> in, const std::array<std::byt
 /// shm_open name (16..45, NUL padded) and a random cookie (48..63) that the segment also holds.
 struct ring_offer {
   static constexpr std::size_t size = 64;
-  static constexpr std::size_t name_size = 30;  // "/dsgd-" and 24 hex digits
+  static constexpr std::size_t name_size = 30;  // "/dsgd-", 8 hex digits of the pid, 16 random
   static constexpr std::array<std::byte, 4> magic{std::byte{'D'}, std::byte{'S'}, std::byte{'G'},
                                                   std::byte{'M'}};
   using bytes_type = std::array<std::byte, size>;
@@ -157,9 +157,13 @@ class shared_ring {
       reason = "RAND_bytes failed";
       return std::nullopt;
     }
+    // "/dsgd-", the creator's pid in 8 hex digits, 16 random ones: a segment left behind by a
+    // killed process names it (tests and leak checks tell theirs from another process's).
+    constexpr char hex[] = "0123456789abcdef";
     std::string name = "/dsgd-";
-    for (std::size_t i = 0; i < 12; ++i) {
-      constexpr char hex[] = "0123456789abcdef";
+    const auto pid = static_cast<std::uint32_t>(::getpid());
+    for (int shift = 28; shift >= 0; shift -= 4) name += hex[(pid >> shift) & 15];
+    for (std::size_t i = 0; i < 8; ++i) {
       name += hex[random[i] >> 4];
       name += hex[random[i] & 15];
     }

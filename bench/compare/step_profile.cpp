@@ -56,6 +56,8 @@
 #include <dsgd/update/async.hpp>
 #include <dsgd/update/sync_average.hpp>
 
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -109,6 +111,28 @@ void print_row(const char* mode, const std::string& task, const phases& p) {
   const double mean = p.step.empty() ? 0 : std::accumulate(p.step.begin(), p.step.end(), 0.0) / p.step.size();
   std::printf("profile,%s,%s,%zu,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f\n", mode, task.c_str(), p.step.size(),
               median(p.step), median(p.compute), median(p.push), median(p.pull), median(p.data), median(comm), mean);
+  std::fflush(stdout);
+}
+
+// CPU time and context switches of this process so far (getrusage): what a step costs beyond
+// its wall time, and how often it sleeps (voluntary switches: a wait for a message) or is
+// preempted (involuntary: another process wanted the core).
+struct usage {
+  double user_ms = 0, sys_ms = 0;
+  long voluntary = 0, involuntary = 0;
+};
+usage usage_now() {
+  rusage r{};
+  ::getrusage(RUSAGE_SELF, &r);
+  auto ms = [](const timeval& t) { return double(t.tv_sec) * 1e3 + double(t.tv_usec) / 1e3; };
+  return {ms(r.ru_utime), ms(r.ru_stime), r.ru_nvcsw, r.ru_nivcsw};
+}
+// usage,task,steps,user_ms_per_step,sys_ms_per_step,voluntary_per_step,involuntary_per_step
+// (a ps prints its totals with steps 1: its rows are divided by the workers' step count later).
+void print_usage(const char* what, const std::string& task, const usage& a, const usage& b, std::size_t steps) {
+  const double n = double(steps == 0 ? 1 : steps);
+  std::printf("%s,%s,%zu,%.4f,%.4f,%.3f,%.3f\n", what, task.c_str(), steps, (b.user_ms - a.user_ms) / n,
+              (b.sys_ms - a.sys_ms) / n, double(b.voluntary - a.voluntary) / n, double(b.involuntary - a.involuntary) / n);
   std::fflush(stdout);
 }
 
@@ -218,7 +242,11 @@ int run_cluster(const settings& s) {
                      : optimizer{{0.01f, 0.9f, false}, 0.8f, steps_per_epoch, true};
   trainer t(role.cluster, role.task, o);
   if (t.is_ps()) {
+    // The ps's whole life: serving, applying, waiting; per global step once the workers say
+    // how many there were (the usage rows of the workers and the ps are read together).
+    const auto before = usage_now();
     t.join();
+    print_usage("ps_usage", t.task().to_string(), before, usage_now(), 1);
     return 0;
   }
   const auto train_set = dsgd::data::fashion_mnist::load(dsgd::data::fashion_mnist::split::train);
@@ -227,8 +255,10 @@ int run_cluster(const settings& s) {
   dsgd::model::shuffled_batches batches(
       train_set, {.batch = s.batch, .seed = 1000 + t.replica(), .shard = t.replica(), .shards = t.replicas()});
   phases p;
+  usage measured_from = usage_now();
   auto record = [&](std::size_t i, clock_type::time_point t0, clock_type::time_point t1, clock_type::time_point t2,
                     clock_type::time_point t3, clock_type::time_point t4) {
+    if (i + 1 == s.warmup) measured_from = usage_now();  // the usage of the measured steps only
     if (i < s.warmup) return;
     p.data.push_back(ms(t1 - t0));
     p.compute.push_back(ms(t2 - t1));
@@ -272,6 +302,7 @@ int run_cluster(const settings& s) {
     }
   }
   t.finish();
+  print_usage("usage", t.task().to_string(), measured_from, usage_now(), s.steps);
   const char* mode = s.overlap ? "overlap" : s.exchange_only ? "exchange" : s.push_pull ? "push_pull" : "sync";
   print_row(sync ? mode : (std::string("async_") + mode).c_str(), t.task().to_string(), p);
   return 0;

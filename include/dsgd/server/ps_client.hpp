@@ -132,7 +132,9 @@ class basic_ps_client {
   /// process of this replica died, and none later. A restarted or reconnected worker resumes its
   /// data there. A push that reached only some shards (the worker died between them) is
   /// completed by the next push() made with `skip_received`, which sends it to the shards still
-  /// missing it and skips those that have it.
+  /// missing it and skips those that have it. After a restore the counts are the checkpoint's
+  /// (the pushes its values hold), where shards may differ by more than one push: each shard
+  /// ahead is skipped until the others reach it.
   std::uint64_t pushes_received() const noexcept {
     return received_.empty() ? 0 : *std::min_element(received_.begin(), received_.end());
   }
@@ -379,8 +381,10 @@ class basic_ps_client {
     for (auto s : shards) lowest = std::min(lowest, received_[s]);
     return lowest;
   }
+  // A shard ahead by more than one (a checkpoint's counts: its ps tasks saved at different
+  // moments) keeps its count until the others catch up.
   void count_received(const std::vector<std::size_t>& shards, bool skip_received, std::uint64_t lowest) {
-    for (auto s : shards) received_[s] = skip_received ? lowest + 1 : received_[s] + 1;
+    for (auto s : shards) received_[s] = skip_received ? std::max(received_[s], lowest + 1) : received_[s] + 1;
   }
   // Pushes are counted per shard of @p plan (a fresh count for a plan of another size).
   void track(const placement::plan& plan) {

@@ -12,7 +12,6 @@
 #include <dsgd/checkpoint/saver.hpp>
 #include <dsgd/cluster/cluster_spec.hpp>
 #include <dsgd/device/cpu.hpp>
-#include <dsgd/update/concepts.hpp>
 #include <dsgd/server/detail/shard_checkpoint.hpp>
 #include <dsgd/server/detail/sparse_layout.hpp>
 #include <dsgd/server/protocol.hpp>
@@ -306,12 +305,18 @@ class shard_requests {
 
   // --- checkpoints --------------------------------------------------------------------------
 
-  // Writes this task's data file of checkpoint h.step: every shard's values, slots, counters.
+  // Writes this task's data file of checkpoint h.step: every shard's values, slots, counters
+  // and pushes received per replica, read together (the counts are those the values hold).
   void save(const peer_state& s, const transport::frame_header& h) {
     auto dir = checkpoint_directory(s.control, "save");
     std::vector<std::pair<shard_layout, typename shard_type::saved_state>> held;
-    for (auto& [k, shard] : shards_) held.emplace_back(layouts_.at(k), shard->save());
-    write_shard_checkpoint(dir, h.step, ps_index_, ps_tasks_, held);
+    std::vector<std::vector<std::uint64_t>> pushes;
+    for (auto& [k, shard] : shards_) {
+      held.emplace_back(layouts_.at(k), shard->save());
+      pushes_received(k, 0);  // sized for every replica
+      pushes.push_back(received_.at(k));
+    }
+    write_shard_checkpoint(dir, h.step, ps_index_, ps_tasks_, held, pushes);
   }
 
   // Overwrites (or creates) every shard this task holds from checkpoint h.step; over existing
@@ -322,11 +327,13 @@ class shard_requests {
     checkpoint::checkpoint_reader reader(dir, h.step);  // verifies every file and checksum
     typename O::template state<D> probe(device_, 0);
     std::vector<std::pair<std::uint64_t, typename shard_type::saved_state>> states;
+    std::map<std::uint64_t, std::vector<std::uint64_t>> pushes;  // what the restored values hold
     std::vector<std::string> missing;  // slots and counters a version 1 checkpoint lacks
     for (const auto& [k, layout] : layouts_) {
       std::size_t elements = layout.rows * layout.row_elements();
       states.emplace_back(
           k, read_shard_checkpoint<typename shard_type::saved_state>(reader, layout, probe, elements, missing));
+      pushes[k] = read_pushes_received(reader, layout, replicas_);
     }
     if (!missing.empty()) {
       std::string names;
@@ -343,8 +350,10 @@ class shard_requests {
                  .first;
       it->second->restore(state);
     }
+    received_ = std::move(pushes);
     log(self_ + " restored checkpoint " + std::to_string(h.step) + " from " + dir.string() + " (" +
-        std::to_string(states.size()) + " shards)" + (recreated ? "; workers register again" : ""));
+        std::to_string(states.size()) + " shards)" + (recreated ? "; workers register again" : "") +
+        (reader.format_version() < 3 ? "; it holds no push counts (format version < 3): they start at 0" : ""));
     if (!recreated) return false;
     ++generation_;
     restored_step_ = h.step;

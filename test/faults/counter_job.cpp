@@ -10,7 +10,7 @@
 //   counter_job [--rule sync|async] [--backup N] [--steps N] [--step-ms MS] [--vars N]
 //               [--step-timeout-ms MS] [--ready-timeout-ms MS] [--startup-timeout-ms MS]
 //               [--chief-timeout-ms MS] [--dead-peer-timeout-s S] [--recover] [--session DIR]
-//               [--save-steps N]
+//               [--save-steps N] [--token T] [--recovery-timeout-s S]
 //
 //   --rule           sync (update::sync_average), async (update::async) or ssp
 //                    (update::bounded_staleness<2>); default sync
@@ -34,6 +34,8 @@
 //                    resuming after each recovery at trainer::pushes_received() ("resume K"),
 //                    and prints push and ack lines as outside a session
 //   --save-steps N   --session: checkpoint every N global steps instead of 5
+//   --token T        the cluster token, instead of DSGD_CLUSTER_TOKEN's
+//   --recovery-timeout-s S  --session: the session's recovery deadline (default 60 s)
 //
 // A worker prints one line per event, written straight to fd 1 so that nothing is lost when it
 // is killed:
@@ -89,6 +91,8 @@ struct settings {
   bool recover = false;
   std::string session_dir;  // --session: run in a monitored_session checkpointing here
   std::size_t save_steps = 5;  // --save-steps
+  std::string token;           // --token: instead of DSGD_CLUSTER_TOKEN's
+  long recovery_timeout_s = 60;  // --recovery-timeout-s
 };
 
 void emit(std::string line) {
@@ -158,7 +162,7 @@ Rule make_rule(const settings& s, std::size_t replicas) {
 template <class Options, class Rule>
 Options common_options(const settings& s, const dsgd::cluster::role& me) {
   Options o;
-  o.connection.token = token();
+  o.connection.token = s.token.empty() ? token() : s.token;
   o.optimizer = dsgd::optim::sgd{1.f};
   o.rule = make_rule<Rule>(s, dsgd::cluster::replicas::count(me.cluster));
   o.serving.step_timeout = std::chrono::milliseconds(s.step_timeout_ms);
@@ -200,7 +204,7 @@ int work_in_session(const settings& s, Trainer& t, Tensors& values, const Tensor
   dsgd::train::monitored_session<Trainer> session(
       t, values, names, std::move(hooks),
       {.checkpoint_dir = s.session_dir, .save_checkpoint_steps = s.save_steps,
-       .recovery_timeout = std::chrono::seconds(60),
+       .recovery_timeout = std::chrono::seconds(s.recovery_timeout_s),
        .log = [](std::string_view line) { emit("log " + std::string(line)); }});
   const std::string task = t.task().to_string();
   emit("start " + task + " replica " + std::to_string(t.replica()) + " at " + std::to_string(session.step()) +
@@ -328,6 +332,11 @@ int main(int argc, char** argv) {
       } else if (a == "--session") {
         if (i + 1 >= argc) throw dsgd::error(dsgd::errc::invalid_argument, "option --session needs a directory");
         s.session_dir = argv[++i];
+      } else if (a == "--recovery-timeout-s") {
+        s.recovery_timeout_s = number(argc, argv, i);
+      } else if (a == "--token") {
+        if (i + 1 >= argc) throw dsgd::error(dsgd::errc::invalid_argument, "option --token needs a value");
+        s.token = argv[++i];
       } else if (a == "--save-steps") {
         s.save_steps = static_cast<std::size_t>(number(argc, argv, i));
       } else if (a == "--recover") {

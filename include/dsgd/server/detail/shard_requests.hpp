@@ -12,6 +12,7 @@
 #include <dsgd/checkpoint/saver.hpp>
 #include <dsgd/cluster/cluster_spec.hpp>
 #include <dsgd/device/cpu.hpp>
+#include <dsgd/server/detail/absent_replicas.hpp>
 #include <dsgd/server/detail/shard_checkpoint.hpp>
 #include <dsgd/server/detail/sparse_layout.hpp>
 #include <dsgd/server/protocol.hpp>
@@ -72,6 +73,7 @@ class shard_requests {
         ps_index_(static_cast<std::size_t>(self.index)),
         ps_tasks_(ps_tasks),
         replicas_(replicas),
+        absent_(replicas),
         opts_(std::move(opts)),
         device_(std::move(device)) {}
 
@@ -215,6 +217,7 @@ class shard_requests {
   std::shared_ptr<std::vector<std::uint64_t>> complete_registration(peer_state& s, const register_request& r) {
     s.replica = r.replica;
     s.registered = true;
+    absent_.registered(r.replica);
     if constexpr (update::tracks_departures<shard_type>)
       for (auto& [k, shard] : shards_) shard->rejoin(r.replica);
     s.chief = r.chief;
@@ -381,13 +384,15 @@ class shard_requests {
     auto it = shards_.find(key(r.request.variable, r.request.shard));
     return self_ + ": " +
            (it == shards_.end() ? std::string("no such shard")
-                                : it->second->wait_reason(peers_.at(r.from).replica, r.request.step));
+                                : it->second->wait_reason(peers_.at(r.from).replica, r.request.step)) +
+           absent_.describe();
   }
 
   std::string self_;  // "ps:0"
   std::size_t ps_index_;
   std::size_t ps_tasks_;
   std::size_t replicas_;
+  absent_replicas absent_;  // why replicas that are not there are not
   options opts_;
   D device_;
   std::map<peer_id, peer_state> peers_;

@@ -63,6 +63,7 @@
 #include <dsgd/update/concepts.hpp>
 #include <dsgd/update/sync_average.hpp>
 
+#include <chrono>
 #include <filesystem>
 #include <optional>
 #include <span>
@@ -181,12 +182,14 @@ class trainer {
   void save_shards(const std::filesystem::path& dir) { as_worker("save_shards()").save_shards(dir); }
   /// Re-creates this task's session after a recoverable failure (train::worker::recover).
   void recover(std::vector<tensor<D>>& variables,
-               const std::optional<std::pair<std::filesystem::path, std::uint64_t>>& checkpoint = std::nullopt) {
-    as_worker("recover()").recover(variables, checkpoint);
+               const std::optional<std::pair<std::filesystem::path, std::uint64_t>>& checkpoint = std::nullopt,
+               std::chrono::steady_clock::time_point until = std::chrono::steady_clock::time_point::max()) {
+    as_worker("recover()").recover(variables, checkpoint, until);
   }
   /// recover() into a model's own buffers (train::worker::recover).
-  void recover(variable_views variables, const std::optional<checkpoint_at>& checkpoint = std::nullopt) {
-    as_worker("recover()").recover(variables, checkpoint);
+  void recover(variable_views variables, const std::optional<checkpoint_at>& checkpoint = std::nullopt,
+               std::chrono::steady_clock::time_point until = std::chrono::steady_clock::time_point::max()) {
+    as_worker("recover()").recover(variables, checkpoint, until);
   }
   /// @returns true for the errors recover() is for (train::worker::recoverable).
   static bool recoverable(const error_code& ec) noexcept { return worker_type::recoverable(ec); }

@@ -2,8 +2,9 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // Tests for the checkpoint format's version (docs/checkpoints.md, "Versions"): this build writes
-// version 2, in which a ps's data file holds every slot and counter of its optimizer's state;
-// it still reads version 1 (the values and whatever slots it holds, the rest starting afresh,
+// version 3, in which a ps's data file holds every slot and counter of its optimizer's state
+// (from 2 on) and its push counts (test/server/push_counts_test.cpp); it still reads 2 (push
+// counts zero) and 1 (the values and whatever slots it holds, the rest starting afresh,
 // named), refuses a version it does not know, a data file whose version differs from its
 // manifest's, and a version 2 checkpoint that lacks a slot the optimizer needs, naming it.
 #include <dsgd/checkpoint/saver.hpp>
@@ -106,12 +107,23 @@ dsgd::update::shard_state read_w(const fs::path& dir, std::vector<std::string>& 
 
 }  // namespace
 
-BOOST_AUTO_TEST_CASE(this_build_writes_version_2) {
+BOOST_AUTO_TEST_CASE(this_build_writes_version_3) {
   temp_dir dir;
   write_checkpoint(dir.path, true);
-  BOOST_TEST(ck::saver(dir.path).open(7).format_version() == 2u);
-  BOOST_TEST(contains(slurp(dir.path / "ckpt-7.manifest"), "\nversion 2\n"));
-  BOOST_TEST(slurp(dir.path / "ckpt-7.ps-0-of-1")[8] == 2);
+  BOOST_TEST(ck::saver(dir.path).open(7).format_version() == 3u);
+  BOOST_TEST(contains(slurp(dir.path / "ckpt-7.manifest"), "\nversion 3\n"));
+  BOOST_TEST(slurp(dir.path / "ckpt-7.ps-0-of-1")[8] == 3);
+}
+
+BOOST_AUTO_TEST_CASE(a_version_2_checkpoint_still_opens_and_reads) {
+  temp_dir dir;
+  write_checkpoint(dir.path, false);
+  rewrite_as(dir.path, 7, 2, 2);
+  auto reader = ck::saver(dir.path).open(7);
+  BOOST_TEST(reader.format_version() == 2u);
+  BOOST_TEST(reader.read("w") == w_values, boost::test_tools::per_element());
+  BOOST_TEST(dsgd::server::detail::read_pushes_received(reader, w_layout(), 2) == (std::vector<std::uint64_t>{0, 0}),
+             boost::test_tools::per_element());
 }
 
 BOOST_AUTO_TEST_CASE(a_version_1_checkpoint_still_opens_and_reads) {
@@ -128,17 +140,17 @@ BOOST_AUTO_TEST_CASE(a_version_1_checkpoint_still_opens_and_reads) {
 BOOST_AUTO_TEST_CASE(an_unknown_version_or_versions_that_disagree_are_refused_by_name) {
   temp_dir dir;
   write_checkpoint(dir.path, false);
-  rewrite_as(dir.path, 7, 3, 2);
+  rewrite_as(dir.path, 7, 4, 3);
   auto msg = error_of([&] { ck::saver(dir.path).open(7); }, dsgd::errc::checkpoint_corrupt);
-  BOOST_TEST(contains(msg, "ckpt-7.ps-0-of-1: unsupported format version 3 (this build reads 1 to 2)"), msg);
+  BOOST_TEST(contains(msg, "ckpt-7.ps-0-of-1: unsupported format version 4 (this build reads 1 to 3)"), msg);
 
   rewrite_as(dir.path, 7, 1, 2);
   msg = error_of([&] { ck::saver(dir.path).open(7); }, dsgd::errc::checkpoint_corrupt);
   BOOST_TEST(contains(msg, "ckpt-7.ps-0-of-1: format version 1, but ckpt-7.manifest says 2"), msg);
 
-  rewrite_as(dir.path, 7, 2, 3);  // last: a manifest of version 3 no longer parses
+  rewrite_as(dir.path, 7, 3, 4);  // last: a manifest of version 4 no longer parses
   msg = error_of([&] { ck::saver(dir.path).open(7); }, dsgd::errc::checkpoint_corrupt);
-  BOOST_TEST(contains(msg, "ckpt-7.manifest: unsupported format version 3"), msg);
+  BOOST_TEST(contains(msg, "ckpt-7.manifest: unsupported format version 4"), msg);
 }
 
 BOOST_AUTO_TEST_CASE(a_ps_restores_every_slot_and_counter_a_version_2_checkpoint_holds) {

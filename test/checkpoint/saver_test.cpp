@@ -261,7 +261,7 @@ BOOST_AUTO_TEST_CASE(damage_to_a_header_a_magic_a_version_or_the_manifest_is_nam
   };
   for (const auto& d : std::vector<damage>{{24, 41, "header checksum mismatch"},  // step 40 -> 41
                                            {0, 'X', "wrong magic"},
-                                           {8, 3, "unsupported format version 3"}}) {
+                                           {8, 4, "unsupported format version 4"}}) {
     auto bad = good;
     bad[d.at] = d.value;
     spit(file, bad);

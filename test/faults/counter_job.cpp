@@ -10,6 +10,7 @@
 //   counter_job [--rule sync|async] [--backup N] [--steps N] [--step-ms MS] [--vars N]
 //               [--step-timeout-ms MS] [--ready-timeout-ms MS] [--startup-timeout-ms MS]
 //               [--chief-timeout-ms MS] [--dead-peer-timeout-s S] [--recover] [--session DIR]
+//               [--save-steps N] [--token T] [--recovery-timeout-s S]
 //
 //   --rule           sync (update::sync_average), async (update::async) or ssp
 //                    (update::bounded_staleness<2>); default sync
@@ -28,7 +29,13 @@
 //                    instead of failing; it prints "recover ERRC" each time
 //   --session DIR    workers train in a train::monitored_session until the global step reaches
 //                    --steps, checkpointing every 5 steps into DIR (the chief restores the
-//                    latest there at start), recovering from a lost ps or a restore
+//                    latest there at start), recovering from a lost ps or a restore; with
+//                    --pushes N under async or SSP, each task stops after N pushes of its own,
+//                    resuming after each recovery at trainer::pushes_received() ("resume K"),
+//                    and prints push and ack lines as outside a session
+//   --save-steps N   --session: checkpoint every N global steps instead of 5
+//   --token T        the cluster token, instead of DSGD_CLUSTER_TOKEN's
+//   --recovery-timeout-s S  --session: the session's recovery deadline (default 60 s)
 //
 // A worker prints one line per event, written straight to fd 1 so that nothing is lost when it
 // is killed:
@@ -83,6 +90,9 @@ struct settings {
   long dead_peer_timeout_s = -1;  // -1: the transport's default
   bool recover = false;
   std::string session_dir;  // --session: run in a monitored_session checkpointing here
+  std::size_t save_steps = 5;  // --save-steps
+  std::string token;           // --token: instead of DSGD_CLUSTER_TOKEN's
+  long recovery_timeout_s = 60;  // --recovery-timeout-s
 };
 
 void emit(std::string line) {
@@ -152,7 +162,7 @@ Rule make_rule(const settings& s, std::size_t replicas) {
 template <class Options, class Rule>
 Options common_options(const settings& s, const dsgd::cluster::role& me) {
   Options o;
-  o.connection.token = token();
+  o.connection.token = s.token.empty() ? token() : s.token;
   o.optimizer = dsgd::optim::sgd{1.f};
   o.rule = make_rule<Rule>(s, dsgd::cluster::replicas::count(me.cluster));
   o.serving.step_timeout = std::chrono::milliseconds(s.step_timeout_ms);
@@ -193,16 +203,32 @@ int work_in_session(const settings& s, Trainer& t, Tensors& values, const Tensor
   hooks.push_back(std::make_unique<dsgd::train::stop_at_step_hook<dsgd::device::cpu>>(s.steps));
   dsgd::train::monitored_session<Trainer> session(
       t, values, names, std::move(hooks),
-      {.checkpoint_dir = s.session_dir, .save_checkpoint_steps = 5, .recovery_timeout = std::chrono::seconds(60),
+      {.checkpoint_dir = s.session_dir, .save_checkpoint_steps = s.save_steps,
+       .recovery_timeout = std::chrono::seconds(s.recovery_timeout_s),
        .log = [](std::string_view line) { emit("log " + std::string(line)); }});
   const std::string task = t.task().to_string();
   emit("start " + task + " replica " + std::to_string(t.replica()) + " at " + std::to_string(session.step()) +
        (session.restored_step() ? " restored " + std::to_string(*session.restored_step()) : std::string()));
-  std::size_t k = 0;
-  while (!session.should_stop()) {
+  // --pushes N under async and SSP: N pushes of this task, exactly once, resumed after every
+  // recovery at the pushes the ps tasks hold (after a restore: those of the checkpoint).
+  const bool resumes = s.pushes > 0 && !std::is_same_v<typename Trainer::update_rule_type, dsgd::update::sync_average>;
+  std::size_t k = resumes ? t.pushes_received() : 0;
+  if (k > 0) emit("resume " + std::to_string(k));
+  std::size_t recoveries = 0;
+  while (!session.should_stop() && (s.pushes == 0 || k < s.pushes)) {
     if (s.step_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(s.step_ms));
+    if (resumes) emit("push " + std::to_string(k) + " at " + std::to_string(session.step()));
     session.run(0.f, grads);
-    ++k;
+    if (session.recoveries() == recoveries) {
+      if (resumes) emit("ack " + std::to_string(k) + " dropped 0");
+      ++k;
+      continue;
+    }
+    recoveries = session.recoveries();
+    if (resumes) {
+      k = t.pushes_received();  // the push that failed may have arrived
+      emit("resume " + std::to_string(k));
+    }
   }
   session.close();
   emit("done " + task + " pushes " + std::to_string(k) + " recoveries " + std::to_string(session.recoveries()));
@@ -306,6 +332,13 @@ int main(int argc, char** argv) {
       } else if (a == "--session") {
         if (i + 1 >= argc) throw dsgd::error(dsgd::errc::invalid_argument, "option --session needs a directory");
         s.session_dir = argv[++i];
+      } else if (a == "--recovery-timeout-s") {
+        s.recovery_timeout_s = number(argc, argv, i);
+      } else if (a == "--token") {
+        if (i + 1 >= argc) throw dsgd::error(dsgd::errc::invalid_argument, "option --token needs a value");
+        s.token = argv[++i];
+      } else if (a == "--save-steps") {
+        s.save_steps = static_cast<std::size_t>(number(argc, argv, i));
       } else if (a == "--recover") {
         s.recover = true;
       } else if (a == "--vars") {

@@ -94,7 +94,7 @@ void check_resume(const std::string& optimizer, std::uint64_t cut, std::uint64_t
 
   // The checkpoint holds each variable's slots and, from its first shard, its counters.
   auto reader = dsgd::checkpoint::saver(ckpt).open(cut);
-  BOOST_TEST(reader.format_version() == 2u);
+  BOOST_TEST(reader.format_version() == 3u);
   counters.push_back("schedule_step");
   for (const std::string v : {"dense0/kernel", "dense0/bias"}) {
     for (const auto& slot : slots) BOOST_TEST(reader.contains(v + "/" + slot), v << "/" << slot);

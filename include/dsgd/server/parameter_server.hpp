@@ -147,7 +147,7 @@ class parameter_server {
   }
 
   // The connection settings as given, with this task's identity and the peers it accepts.
-  typename T::options_type connection_options() const {
+  typename T::options_type connection_options() {
     typename T::options_type t = opts_.connection;
     t.identity = self_.to_string();
     auto spec = spec_;
@@ -162,7 +162,23 @@ class parameter_server {
         return false;
       }
     };
+    if constexpr (requires { t.on_refused; })
+      t.on_refused = [this](std::string_view who, std::string_view why) { on_refused(who, why); };
     return t;
+  }
+
+  // A peer claiming @p who failed the handshake: a replica of the spec is named to the table.
+  void on_refused(std::string_view who, std::string_view why) {
+    const auto colon = who.find(':');
+    if (closed_ || colon == std::string_view::npos) return;
+    try {
+      const cluster::task_id task{std::string(who.substr(0, colon)), std::stoi(std::string(who.substr(colon + 1)))};
+      if (!spec_.contains(task)) return;
+      replies out{*this};
+      table_.refused(cluster::replicas::index_of(spec_, task), task.to_string(), std::string(why), out);
+    } catch (const std::exception&) {
+      // Not a training replica of this cluster: the transport logged the refusal.
+    }
   }
 
   void log(const std::string& s) const { opts_.connection.log(s); }

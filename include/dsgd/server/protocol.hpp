@@ -51,7 +51,9 @@ namespace dsgd::server {
 /// them, and the one in flight when it died arrived or not, never both).
 ///
 /// A restore re-creates the session: every request from a worker that registered before it is
-/// answered with errc::aborted until that worker registers again.
+/// answered with errc::aborted until that worker registers again. It also sets the push counts
+/// to the checkpoint's (those its values hold; 0 in a checkpoint of format version < 3), so a
+/// worker registering after it resumes at the pushes the restored state holds.
 enum class message : std::uint16_t {
   register_worker = 1,
   init_shard = 2,

@@ -62,12 +62,17 @@ class basic_ps_client {
 
   std::size_t ps_tasks() const noexcept { return channel_.size(); }  ///< the number of ps tasks
 
+  /// Until bound_by(max), connect() and every request end by @p until: a recovery's overall
+  /// deadline (errc::peer_unreachable, errc::timed_out naming "the recovery deadline").
+  void bound_by(std::chrono::steady_clock::time_point until) { channel_.bound_by(until); }
+
   /// Connects to every ps task not connected now (all of them at first; after a failure, those
   /// whose connection broke), retrying with exponential backoff.
   /// @throws dsgd::error(errc::peer_unreachable) after startup_timeout, naming every ps task
   ///         (and address) not reached; errc::handshake_failed when a ps rejects the token
   void connect() {
-    auto deadline = std::chrono::steady_clock::now() + opts_.requests.startup_timeout;
+    const auto bound = channel_.bound();
+    auto deadline = std::min(std::chrono::steady_clock::now() + opts_.requests.startup_timeout, bound);
     std::vector<std::size_t> missing = channel_.disconnected();
     std::vector<int> handshake_failures(ps_tasks(), 0);
     auto backoff = opts_.requests.initial_backoff;
@@ -91,8 +96,10 @@ class basic_ps_client {
         std::string names;
         for (auto i : missing) names += (names.empty() ? "" : ", ") + named(i);
         throw error(errc::peer_unreachable, me_.to_string() + ": could not reach " + names + " within " +
-                                                std::to_string(opts_.requests.startup_timeout.count()) +
-                                                " ms (last error: " + last_error + ")");
+                                                (deadline == bound ? std::string("the recovery deadline")
+                                                                   : std::to_string(opts_.requests.startup_timeout.count()) +
+                                                                         " ms") +
+                                                " (last error: " + last_error + ")");
       }
       std::this_thread::sleep_for(backoff);
       backoff = std::min(backoff * 2, opts_.requests.max_backoff);
@@ -132,7 +139,8 @@ class basic_ps_client {
   /// process of this replica died, and none later. A restarted or reconnected worker resumes its
   /// data there. A push that reached only some shards (the worker died between them) is
   /// completed by the next push() made with `skip_received`, which sends it to the shards still
-  /// missing it and skips those that have it.
+  /// missing it and skips those that have it. After a restore they are the checkpoint's, where a
+  /// shard may be several pushes ahead: it is skipped until the others reach it.
   std::uint64_t pushes_received() const noexcept {
     return received_.empty() ? 0 : *std::min_element(received_.begin(), received_.end());
   }
@@ -379,8 +387,10 @@ class basic_ps_client {
     for (auto s : shards) lowest = std::min(lowest, received_[s]);
     return lowest;
   }
+  // A shard ahead by more than one (a checkpoint's counts: its ps tasks saved at different
+  // moments) keeps its count until the others catch up.
   void count_received(const std::vector<std::size_t>& shards, bool skip_received, std::uint64_t lowest) {
-    for (auto s : shards) received_[s] = skip_received ? lowest + 1 : received_[s] + 1;
+    for (auto s : shards) received_[s] = skip_received ? std::max(received_[s], lowest + 1) : received_[s] + 1;
   }
   // Pushes are counted per shard of @p plan (a fresh count for a plan of another size).
   void track(const placement::plan& plan) {

@@ -16,8 +16,10 @@
 #include <dsgd/server/protocol.hpp>
 #include <dsgd/server/ps_options.hpp>
 #include <dsgd/update/concepts.hpp>
+#include <dsgd/update/sync_average.hpp>
 
 #include <cstddef>
+#include <algorithm>
 #include <cstdint>
 #include <list>
 #include <map>
@@ -26,6 +28,7 @@
 #include <set>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -86,13 +89,31 @@ class shard_table : detail::shard_requests<U, O, D> {
     const auto gone = std::move(it->second);
     this->peers_.erase(it);
     std::erase_if(this->parked_, [&](const auto& r) { return r.from == p; });
+    if (!departs || !gone.registered || this->finished_.contains(gone.replica) || connected(gone.replica, out)) return;
+    this->absent_.departed(gone.replica, gone.identity);
     if constexpr (update::tracks_departures<shard_type>) {
-      bool still_here = false;
-      for (const auto& [q, s] : this->peers_) still_here |= s.registered && s.replica == gone.replica && out.is_open(q);
-      if (departs && gone.registered && !this->finished_.contains(gone.replica) && !still_here) {
-        for (auto& [k, s] : this->shards_) s->depart(gone.replica);
-        retry_parked(out);
+      for (auto& [k, s] : this->shards_) s->depart(gone.replica);
+      retry_parked(out);
+    }
+  }
+
+  /// A peer claiming to be replica @p replica (task @p task) failed the handshake: @p why.
+  /// Unless that replica is connected (a stranger claims it) or finished, errors of steps
+  /// waiting for it name it until it registers; where no step can complete without it
+  /// (stalled_by_refusals), pulls waiting for one, now or later, fail at once with
+  /// errc::handshake_failed naming it.
+  template <reply_sink S>
+  void refused(std::size_t replica, std::string task, std::string why, S& out) {
+    if (replica >= this->replicas_ || this->finished_.contains(replica) || connected(replica, out)) return;
+    if (!this->absent_.refused(replica, task, why)) return;
+    this->log(this->self_ + ": " + task + " (replica " + std::to_string(replica) + ") was refused at authentication: " + why);
+    for (auto it = this->parked_.begin(); it != this->parked_.end();) {
+      if ((it->kind != message::pull && it->kind != message::sparse_pull) || !stalled_by_refusals()) {
+        ++it;
+        continue;
       }
+      this->reply_error(out, it->from, it->request, make_error_code(errc::handshake_failed), cannot_complete(it->request));
+      it = this->parked_.erase(it);
     }
   }
 
@@ -295,7 +316,29 @@ class shard_table : detail::shard_requests<U, O, D> {
     if (try_answer(p, kind, h, rows, out)) return;
     const auto& serving = this->opts_.serving;
     auto timeout = kind == message::wait_ready ? serving.ready_timeout : serving.step_timeout;
+    if ((kind == message::pull || kind == message::sparse_pull) && stalled_by_refusals())
+      throw error(errc::handshake_failed, cannot_complete(h));
     this->parked_.push_back({p, kind, h, update::clock_type::now() + timeout, std::move(rows)});
+  }
+
+  template <reply_sink S>
+  bool connected(std::size_t replica, const S& out) const {
+    for (const auto& [q, s] : this->peers_)
+      if (s.registered && s.replica == replica && out.is_open(q)) return true;
+    return false;
+  }
+  // Whether no sync step can complete: more replicas refused at authentication than backups.
+  bool stalled_by_refusals() const {
+    if constexpr (std::is_same_v<U, update::sync_average>) {
+      const std::size_t aggregated = std::min<std::size_t>(this->opts_.rule.replicas_to_aggregate, this->replicas_);
+      return this->absent_.refused_count() > (aggregated == 0 ? 0 : this->replicas_ - aggregated);
+    } else {
+      return false;
+    }
+  }
+  std::string cannot_complete(const transport::frame_header& h) const {
+    return this->self_ + ": step " + std::to_string(h.step) + " cannot complete without every replica" +
+           this->absent_.describe();
   }
 
   template <reply_sink S>

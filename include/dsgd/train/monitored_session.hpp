@@ -42,7 +42,8 @@ struct session_options {
   std::chrono::seconds save_checkpoint_secs{0};  ///< and/or every N seconds (0: not by time)
   std::size_t keep_checkpoints = 5;
   /// A recoverable failure (a ps lost or unreachable, a restore by the chief) re-creates the
-  /// session, retrying for up to this long before the error is thrown; 0: thrown at once.
+  /// session, retrying for up to this long overall (an attempt in progress ends there too)
+  /// before the error is thrown; 0: thrown at once.
   std::chrono::seconds recovery_timeout{300};
   /// > 0: every step's gradients are clipped by their global norm to at most this before they
   /// are pushed (optim::clip_by_global_norm over all of this worker's gradients, as
@@ -251,7 +252,8 @@ class monitored_session {
   }
 
   // Re-creates the session after @p failure: the chief from its latest checkpoint (or its last
-  // values), everyone reconnecting and pulling anew; retried with backoff until the deadline.
+  // values), everyone reconnecting and pulling anew; retried with backoff until the deadline,
+  // which bounds each attempt too (its connecting and requests end there), so it is overall.
   void recover(const dsgd::error& failure) {
     const auto who = trainer_.task().to_string();
     options_.log(who + ": session lost at step " + std::to_string(trainer_.step()) + " (" + failure.what() +
@@ -264,9 +266,9 @@ class monitored_session {
         if (saver_)
           if (auto latest = saver_->latest()) from.emplace(options_.checkpoint_dir, *latest);
         if (tensors_)
-          trainer_.recover(*tensors_, from);
+          trainer_.recover(*tensors_, from, deadline);
         else
-          trainer_.recover(variable_views(views_), from);
+          trainer_.recover(variable_views(views_), from, deadline);
         ++recoveries_;
         last_save_step_ = trainer_.step();
         last_save_time_ = std::chrono::steady_clock::now();
@@ -274,7 +276,10 @@ class monitored_session {
                      (from ? " from checkpoint " + std::to_string(from->second) : std::string()));
         return;
       } catch (const dsgd::error& e) {
-        if (!Trainer::recoverable(e.code()) || std::chrono::steady_clock::now() + backoff > deadline) throw;
+        if (!Trainer::recoverable(e.code())) throw;
+        if (std::chrono::steady_clock::now() + backoff > deadline)
+          throw error(e.code(), who + ": the session was not re-created within the recovery deadline of " +
+                                    std::to_string(options_.recovery_timeout.count()) + " s: " + e.what());
       }
       std::this_thread::sleep_for(backoff);
       backoff = std::min(backoff * 2, std::chrono::milliseconds(5'000));

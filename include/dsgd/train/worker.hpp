@@ -28,6 +28,7 @@
 #include <dsgd/update/concepts.hpp>
 #include <dsgd/update/sync_average.hpp>
 
+#include <chrono>
 #include <filesystem>
 #include <functional>
 #include <memory>
@@ -178,14 +179,17 @@ class worker {
   /// restore by the chief): reconnects to every ps task it lost (retrying until the startup
   /// timeout), registers again, and pulls the values it computes on next, counting pushes
   /// afresh. The chief first restores checkpoint @p checkpoint (dir, step) if given, else
-  /// re-initialises every ps task from @p variables, its last pulled values, at step().
+  /// re-initialises every ps task from @p variables, its last pulled values, at step(). Every
+  /// wait in it (connecting, each request) ends by @p until: a recovery's overall deadline.
   /// @throws dsgd::error when a ps stays unreachable, or a non-recoverable error
-  void recover(std::vector<tensor<D>>& variables, const std::optional<checkpoint_at>& checkpoint = std::nullopt) {
-    open(variables, checkpoint, step_, false);
+  void recover(std::vector<tensor<D>>& variables, const std::optional<checkpoint_at>& checkpoint = std::nullopt,
+               std::chrono::steady_clock::time_point until = std::chrono::steady_clock::time_point::max()) {
+    bounded_by(until, [&] { open(variables, checkpoint, step_, false); });
   }
   /// recover() into a model's own buffers. @throws dsgd::error as pull(variable_views) too
-  void recover(variable_views variables, const std::optional<checkpoint_at>& checkpoint = std::nullopt) {
-    open(checked(variables, "train::worker::recover", false), checkpoint, step_, false);
+  void recover(variable_views variables, const std::optional<checkpoint_at>& checkpoint = std::nullopt,
+               std::chrono::steady_clock::time_point until = std::chrono::steady_clock::time_point::max()) {
+    bounded_by(until, [&] { open(checked(variables, "train::worker::recover", false), checkpoint, step_, false); });
   }
 
   /// @returns true for the errors recover() is for: a ps connection lost or unreachable, or a
@@ -360,6 +364,16 @@ class worker {
   // into @p variables.
   template <class Values>
   void open(Values& variables, const std::optional<checkpoint_at>& from, std::uint64_t step, bool say = true);
+  // Runs @p f with every wait of the client ending by @p until.
+  template <class F>
+  void bounded_by(std::chrono::steady_clock::time_point until, F f) {
+    client_->bound_by(until);
+    struct unbound {
+      client_type& c;
+      ~unbound() { c.bound_by(std::chrono::steady_clock::time_point::max()); }
+    } reset{*client_};
+    f();
+  }
   // Pulls whatever the ps tasks hold now and counts pushes afresh from there.
   template <class Values>
   void resync(Values& variables) {

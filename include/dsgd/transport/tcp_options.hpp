@@ -52,6 +52,10 @@ struct tcp_options {
   std::string token;
   /// Optional: returns false for a peer identity that must be rejected (unknown task).
   std::function<bool(std::string_view)> accept_peer;
+  /// Optional: called on the connection's executor for each handshake that fails after the
+  /// peer's hello named an identity, with that identity (claimed, never proven) and why it was
+  /// refused: a ps names a worker refused at authentication to the others.
+  std::function<void(std::string_view claimed_identity, std::string_view reason)> on_refused;
   /// Caps every received header is checked against before anything is read or allocated.
   limits caps;
   /// Connect plus handshake must finish within this; a silent peer is dropped after it.

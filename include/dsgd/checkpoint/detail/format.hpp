@@ -30,10 +30,12 @@ using namespace dsgd::detail;  // put_le, get_le, as_bytes, byte_reader
 
 inline constexpr std::string_view data_magic = "DSGDCKPT";
 inline constexpr std::string_view trailer_magic = "DSGDTAIL";
-/// The version this build writes. 2: a ps's data file holds every slot and counter of its
-/// optimizer's state (learning-rate schedules included), so a restore that misses one is an
-/// error; 1 (read, never written): a slot or counter it lacks starts afresh on restore.
-inline constexpr std::uint32_t format_version = 2;
+/// The version this build writes. 3: as 2, and a ps's data file holds each shard's pushes
+/// received per replica (server/detail/shard_checkpoint.hpp); 2 (read, never written): a ps's
+/// data file holds every slot and counter of its optimizer's state (learning-rate schedules
+/// included), so a restore that misses one is an error, and no push counts (they restore as
+/// 0); 1 (read): a slot or counter it lacks starts afresh on restore.
+inline constexpr std::uint32_t format_version = 3;
 /// The oldest version this build reads.
 inline constexpr std::uint32_t oldest_format_version = 1;
 inline constexpr std::uint32_t dtype_float32 = 1;

@@ -20,6 +20,7 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <concepts>
@@ -92,12 +93,18 @@ class client_channel {
   /// @returns the number of ps tasks.
   std::size_t size() const noexcept { return conns_.size(); }
 
-  /// @returns an operation's empty parts list, its deadline request_timeout from now.
+  /// @returns an operation's empty parts list, its deadline request_timeout from now (or the
+  /// bound, if sooner).
   request_parts open_parts() const {
     request_parts f;
-    f.deadline = std::chrono::steady_clock::now() + opts_->requests.request_timeout;
+    f.deadline = std::min(std::chrono::steady_clock::now() + opts_->requests.request_timeout, bound_);
     return f;
   }
+
+  /// No request waits past @p until (a recovery's overall deadline); max: none.
+  void bound_by(std::chrono::steady_clock::time_point until) { bound_ = until; }
+  /// @returns the bound bound_by() set.
+  std::chrono::steady_clock::time_point bound() const { return bound_; }
 
   /// Sends every request of @p batch (pipelined on each connection) and waits for all the
   /// answers. @returns them in batch order. @throws dsgd::error the first failure, once every
@@ -138,7 +145,9 @@ class client_channel {
       close_all();
       throw error(errc::timed_out, me_ + ": no answer from ps:" + std::to_string(p.ps) + " to " +
                                        to_string(p.type) + " within " +
-                                       std::to_string(opts_->requests.request_timeout.count()) + " ms");
+                                       (f.deadline == bound_ ? std::string("the recovery deadline")
+                                                             : std::to_string(opts_->requests.request_timeout.count()) +
+                                                                   " ms"));
     }
     f.settle(p, std::move(*table_.take(p.ps, p.id)));
   }
@@ -316,6 +325,7 @@ class client_channel {
   std::vector<connection> conns_;
   request_table table_;
   std::uint64_t next_id_ = 0;
+  std::chrono::steady_clock::time_point bound_ = std::chrono::steady_clock::time_point::max();
 };
 
 }  // namespace dsgd::server::detail

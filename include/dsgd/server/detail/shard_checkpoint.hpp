@@ -17,6 +17,12 @@
 /// restore that misses one (a checkpoint written with another optimizer) is refused, naming it;
 /// a version 1 checkpoint (written before schedules saved their state) restores its values and
 /// what slots it holds, and the rest start afresh, named in the ps's log.
+///
+/// From version 3 on, each shard also writes how many pushes of each replica it had received
+/// (ps_client::pushes_received()), as `dense0/kernel/pushes_received/R0-R1` for the shard of
+/// rows [R0, R1), shape [replicas, 2], each count as two 32-bit halves like a counter: read
+/// back on restore, they are the pushes the restored values hold, so a worker that registers
+/// again resumes exactly there. Absent (older versions) they are zero.
 // IWYU pragma: private, include <dsgd/server/parameter_server.hpp>
 #pragma once
 
@@ -26,8 +32,10 @@
 #include <dsgd/server/protocol.hpp>
 #include <dsgd/tensor/shape.hpp>
 
+#include <algorithm>
 #include <bit>
 #include <cstdint>
+#include <exception>
 #include <filesystem>
 #include <span>
 #include <string>
@@ -58,27 +66,42 @@ inline std::filesystem::path checkpoint_directory(std::span<const std::byte> con
   return r.directory;
 }
 
+/// @returns the name of the record holding the push counts of the shard @p l (format 3 on).
+inline std::string pushes_record(const shard_layout& l) {
+  return l.name + "/pushes_received/" + std::to_string(l.first_row) + "-" + std::to_string(l.first_row + l.rows);
+}
+
 /// Writes ps task @p ps_task's data file of checkpoint @p step in @p dir: for each shard, its
-/// values, its slots and (at offset 0) its counters.
+/// values, its slots, (at offset 0) its counters, and, where @p pushes has an entry for it,
+/// the pushes received per replica.
 /// @tparam State a shard_storage::saved_state
 /// @throws dsgd::error naming the directory when it cannot be written
 template <class State>
 void write_shard_checkpoint(const std::filesystem::path& dir, std::uint64_t step, std::size_t ps_task,
-                            std::size_t ps_tasks, const std::vector<std::pair<shard_layout, State>>& shards) {
+                            std::size_t ps_tasks, const std::vector<std::pair<shard_layout, State>>& shards,
+                            std::span<const std::vector<std::uint64_t>> pushes = {}) {
   std::vector<checkpoint::shard_data> records;
   // The counters' bits; each inner vector keeps its buffer when the outer one grows.
   std::vector<std::vector<float>> counter_bits;
-  for (const auto& [layout, state] : shards) {
+  auto bits_of = [&](std::span<const std::uint64_t> counts) -> std::span<const float> {
+    auto& bits = counter_bits.emplace_back();
+    for (auto value : counts) {
+      bits.push_back(std::bit_cast<float>(static_cast<std::uint32_t>(value)));
+      bits.push_back(std::bit_cast<float>(static_cast<std::uint32_t>(value >> 32)));
+    }
+    return bits;
+  };
+  for (std::size_t i = 0; i < shards.size(); ++i) {
+    const auto& [layout, state] = shards[i];
     const auto shape = variable_shape(layout);
     const auto offset = shard_offset(layout);
     records.push_back({layout.name, shape, offset, state.values});
     for (const auto& [slot, values] : state.slots) records.push_back({layout.name + "/" + slot, shape, offset, values});
+    if (i < pushes.size() && !pushes[i].empty())
+      records.push_back({pushes_record(layout), dsgd::shape{pushes[i].size(), 2}, 0, bits_of(pushes[i])});
     if (offset != 0) continue;
-    for (const auto& [counter, value] : state.counters) {
-      counter_bits.push_back({std::bit_cast<float>(static_cast<std::uint32_t>(value)),
-                              std::bit_cast<float>(static_cast<std::uint32_t>(value >> 32))});
-      records.push_back({layout.name + "/" + counter, dsgd::shape{2}, 0, counter_bits.back()});
-    }
+    for (const auto& [counter, value] : state.counters)
+      records.push_back({layout.name + "/" + counter, dsgd::shape{2}, 0, bits_of(std::span(&value, 1))});
   }
   try {
     checkpoint::saver(dir, 0).write_shard_file(step, ps_task, ps_tasks, records);
@@ -130,6 +153,47 @@ State read_shard_checkpoint(const checkpoint::checkpoint_reader& reader, const s
   };
   if constexpr (checkpointable_state<Probe>) probe.visit(visit);
   return s;
+}
+
+/// @returns the pushes of each of @p replicas replicas that the shard @p layout restored from
+/// @p reader holds: its own record's counts; for a shard whose rows were written by several
+/// shards (a checkpoint of another number of ps tasks), the lowest of theirs, per replica (a
+/// push may then be applied twice to some rows, never lost); zeros where the checkpoint holds
+/// no counts for all its rows (format versions before 3). A replica the record lacks counts 0.
+inline std::vector<std::uint64_t> read_pushes_received(const checkpoint::checkpoint_reader& reader,
+                                                       const shard_layout& layout, std::size_t replicas) {
+  std::vector<std::uint64_t> lowest(replicas, ~std::uint64_t{0});
+  const std::string prefix = layout.name + "/pushes_received/";
+  const std::uint64_t begin = layout.first_row, end = layout.first_row + layout.rows;
+  std::uint64_t covered = 0;
+  bool any = false;
+  for (const auto& v : reader.variables()) {
+    if (v.name.rfind(prefix, 0) != 0) continue;
+    const std::string range = v.name.substr(prefix.size());
+    const auto dash = range.find('-');
+    std::uint64_t first = 0, last = 0;
+    try {
+      if (dash == std::string::npos) continue;
+      first = std::stoull(range.substr(0, dash));
+      last = std::stoull(range.substr(dash + 1));
+    } catch (const std::exception&) {
+      continue;  // not a record of ours
+    }
+    const bool same = first == begin && last == end;
+    if (!same && !(first < end && begin < last)) continue;
+    covered += std::min(end, last) - std::max(begin, first);
+    any = true;
+    const auto bits = reader.read(v.name);
+    for (std::size_t r = 0; r < replicas; ++r) {
+      const std::uint64_t n = 2 * r + 1 < bits.size()
+                                  ? std::uint64_t{std::bit_cast<std::uint32_t>(bits[2 * r])} |
+                                        (std::uint64_t{std::bit_cast<std::uint32_t>(bits[2 * r + 1])} << 32)
+                                  : 0;
+      lowest[r] = std::min(lowest[r], n);
+    }
+  }
+  if (!any || covered < end - begin) lowest.assign(replicas, 0);
+  return lowest;
 }
 
 }  // namespace dsgd::server::detail

@@ -12,7 +12,7 @@
 #include <dsgd/checkpoint/saver.hpp>
 #include <dsgd/cluster/cluster_spec.hpp>
 #include <dsgd/device/cpu.hpp>
-#include <dsgd/update/concepts.hpp>
+#include <dsgd/server/detail/absent_replicas.hpp>
 #include <dsgd/server/detail/shard_checkpoint.hpp>
 #include <dsgd/server/detail/sparse_layout.hpp>
 #include <dsgd/server/protocol.hpp>
@@ -73,6 +73,7 @@ class shard_requests {
         ps_index_(static_cast<std::size_t>(self.index)),
         ps_tasks_(ps_tasks),
         replicas_(replicas),
+        absent_(replicas),
         opts_(std::move(opts)),
         device_(std::move(device)) {}
 
@@ -216,6 +217,7 @@ class shard_requests {
   std::shared_ptr<std::vector<std::uint64_t>> complete_registration(peer_state& s, const register_request& r) {
     s.replica = r.replica;
     s.registered = true;
+    absent_.registered(r.replica);
     if constexpr (update::tracks_departures<shard_type>)
       for (auto& [k, shard] : shards_) shard->rejoin(r.replica);
     s.chief = r.chief;
@@ -306,12 +308,18 @@ class shard_requests {
 
   // --- checkpoints --------------------------------------------------------------------------
 
-  // Writes this task's data file of checkpoint h.step: every shard's values, slots, counters.
+  // Writes this task's data file of checkpoint h.step: every shard's values, slots, counters
+  // and pushes received per replica, read together (the counts are those the values hold).
   void save(const peer_state& s, const transport::frame_header& h) {
     auto dir = checkpoint_directory(s.control, "save");
     std::vector<std::pair<shard_layout, typename shard_type::saved_state>> held;
-    for (auto& [k, shard] : shards_) held.emplace_back(layouts_.at(k), shard->save());
-    write_shard_checkpoint(dir, h.step, ps_index_, ps_tasks_, held);
+    std::vector<std::vector<std::uint64_t>> pushes;
+    for (auto& [k, shard] : shards_) {
+      held.emplace_back(layouts_.at(k), shard->save());
+      pushes_received(k, 0);  // sized for every replica
+      pushes.push_back(received_.at(k));
+    }
+    write_shard_checkpoint(dir, h.step, ps_index_, ps_tasks_, held, pushes);
   }
 
   // Overwrites (or creates) every shard this task holds from checkpoint h.step; over existing
@@ -322,11 +330,13 @@ class shard_requests {
     checkpoint::checkpoint_reader reader(dir, h.step);  // verifies every file and checksum
     typename O::template state<D> probe(device_, 0);
     std::vector<std::pair<std::uint64_t, typename shard_type::saved_state>> states;
+    std::map<std::uint64_t, std::vector<std::uint64_t>> pushes;  // what the restored values hold
     std::vector<std::string> missing;  // slots and counters a version 1 checkpoint lacks
     for (const auto& [k, layout] : layouts_) {
       std::size_t elements = layout.rows * layout.row_elements();
       states.emplace_back(
           k, read_shard_checkpoint<typename shard_type::saved_state>(reader, layout, probe, elements, missing));
+      pushes[k] = read_pushes_received(reader, layout, replicas_);
     }
     if (!missing.empty()) {
       std::string names;
@@ -343,8 +353,10 @@ class shard_requests {
                  .first;
       it->second->restore(state);
     }
+    received_ = std::move(pushes);
     log(self_ + " restored checkpoint " + std::to_string(h.step) + " from " + dir.string() + " (" +
-        std::to_string(states.size()) + " shards)" + (recreated ? "; workers register again" : ""));
+        std::to_string(states.size()) + " shards)" + (recreated ? "; workers register again" : "") +
+        (reader.format_version() < 3 ? "; it holds no push counts (format version < 3): they start at 0" : ""));
     if (!recreated) return false;
     ++generation_;
     restored_step_ = h.step;
@@ -372,13 +384,15 @@ class shard_requests {
     auto it = shards_.find(key(r.request.variable, r.request.shard));
     return self_ + ": " +
            (it == shards_.end() ? std::string("no such shard")
-                                : it->second->wait_reason(peers_.at(r.from).replica, r.request.step));
+                                : it->second->wait_reason(peers_.at(r.from).replica, r.request.step)) +
+           absent_.describe();
   }
 
   std::string self_;  // "ps:0"
   std::size_t ps_index_;
   std::size_t ps_tasks_;
   std::size_t replicas_;
+  absent_replicas absent_;  // why replicas that are not there are not
   options opts_;
   D device_;
   std::map<peer_id, peer_state> peers_;

@@ -62,6 +62,9 @@ void worker<D, P, U, T>::open(Values& variables, const std::optional<checkpoint_
     if (say) log_(task_.to_string() + ": variables placed\n" + report);
   }
   client_->wait_ready();
+  // Once ready the shards are those this worker trains on: a restore meanwhile (the chief's,
+  // onto a ps task that restarted empty) replaced the push counts its registration returned.
+  client_->register_worker(plan_, replica_, chief_);
   resync(variables);
 }
 

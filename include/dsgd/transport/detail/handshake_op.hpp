@@ -178,6 +178,7 @@ class handshake_op {
   static void finish(std::unique_ptr<handshake_op> op, error_code ec, const std::string& reason) {
     const auto conn = std::move(op->conn_);  // alive until the completion is delivered
     auto done = std::move(op->done_);
+    const std::string claimed = ec && op->hs_ ? op->hs_->peer_identity() : std::string();
     op.reset();  // drops the token copy and the nonces
     auto& c = *conn;
     c.disarm(c.read_timer_, c.read_seq_);
@@ -186,6 +187,7 @@ class handshake_op {
       c.close_with(ec, "handshake failed: " + reason);
       c.tx_ring_.reset();  // removes its name if the peer never got to map it
       c.rx_ring_.reset();
+      if (!claimed.empty() && c.options_.on_refused) c.options_.on_refused(claimed, reason);
     }
     done->complete(true, ec);
   }

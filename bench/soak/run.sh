@@ -5,14 +5,15 @@
 # The soak (docs/reliability.md, "Soak"): jobs of 2 ps + 4 workers under
 # `dsgd-launch --max-restarts`, a killer sending SIGKILL to a random running task (ps, the chief
 # worker:0, or another worker) every few seconds. Jobs:
-#   sync     03_cluster, softmax, sync with 1 backup worker, --logdir (checkpoints every 100 steps)
-#   async    03_cluster, softmax, async, --logdir
+#   sync     03_cluster, the MLP (--model), sync with 1 backup worker, --logdir (a checkpoint
+#            every 100 global steps)
+#   async    03_cluster, the MLP, async, --logdir
 #   counter  test/faults/counter_job, async in monitored sessions with --pushes: exactly once
 # For sync and async an undisturbed run of the same job comes first, in the same invocation.
 # At the end it checks and prints, per job: the launcher exited 0 (the job completed); the final
 # test accuracy within --tolerance points of the undisturbed run's; the counters (each equals
-# 4 x --pushes: every push applied once across the kills); no leaks: every ps incarnation's RSS
-# and open file descriptors (sampled every 0.5 s) do not grow past the bounds, no /dev/shm/dsgd-*
+# 4 x --pushes: every push applied once across the kills); no leaks: every ps incarnation's
+# private memory and open file descriptors (sampled every 0.5 s) do not grow past the bounds, no /dev/shm/dsgd-*
 # entry is left that was not there before, and none of the job's ports is still listening.
 # Exit status 0 when every check held, 1 otherwise, 2 on bad usage.
 #
@@ -22,13 +23,16 @@
 #
 #   --kills N        kills in all, spread over the jobs run (default 100: 40 sync, 40 async, 20
 #                    counter; with other --jobs, equal shares)
-#   --interval S     mean seconds between kills (each wait uniform in [S/2, 3S/2]; default 3)
-#   --epochs E       03_cluster epochs (default 4)
+#   --interval S     mean seconds between kills (each wait uniform in [S/2, 3S/2]; default 1.5)
+#   --epochs E       03_cluster epochs (default 10; the learning rate decays 0.7 per epoch)
+#   --model M        03_cluster --model: mlp or softmax (default mlp)
 #   --pushes N       counter job: pushes per worker (default 6000, 5 ms each)
 #   --time-limit S   each launcher's --timeout (default 1500); the killer stops there too
 #   --tolerance P    accuracy points the soaked run may be off the undisturbed one (default 0.5)
-#   --rss-mb M       the most a ps incarnation's RSS may grow, MiB (default 16)
-#   --fd-slack K     the most a ps incarnation's open fds may exceed their count 5 s in (default 4)
+#   --rss-mb M       the most a ps incarnation's private memory (RssAnon) may grow, MiB (default
+#                    8): median over the last third of its life against the middle third
+#   --fd-slack K     the most its open fds may grow, measured the same way (default 2)
+#   --leak-min-life S  only ps incarnations that lived S seconds are measured (default 20)
 #   --max-restarts N dsgd-launch --max-restarts (default 1000; 0 shows the soak failing)
 #   --out DIR        logs and samples (default build-rel/soak)
 # BUILD=dir: the build with 03_cluster, dsgd-launch and dsgd_faults_counter_job (default
@@ -38,14 +42,16 @@ set -u
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 kills=100
-interval=3
+interval=1.5
 jobs="sync async counter"
-epochs=4
+epochs=10
+model=mlp
+min_life=20
 pushes=6000
 time_limit=1500
 tolerance=0.5
-rss_mb=16
-fd_slack=4
+rss_mb=8
+fd_slack=2
 max_restarts=1000
 out=""
 while [ $# -gt 0 ]; do
@@ -54,6 +60,8 @@ while [ $# -gt 0 ]; do
     --interval) interval=$2; shift 2 ;;
     --jobs) jobs=$2; shift 2 ;;
     --epochs) epochs=$2; shift 2 ;;
+    --model) model=$2; shift 2 ;;
+    --leak-min-life) min_life=$2; shift 2 ;;
     --pushes) pushes=$2; shift 2 ;;
     --time-limit) time_limit=$2; shift 2 ;;
     --tolerance) tolerance=$2; shift 2 ;;
@@ -84,6 +92,7 @@ done
 out=${out:-"$build/soak"}
 rm -rf "$out"
 mkdir -p "$out"
+cores=$(nproc --all)  # before OMP_NUM_THREADS, which nproc honours
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 OMP_WAIT_POLICY=passive
 export DSGD_CLUSTER_TOKEN=dsgd-soak-token
 failures=0
@@ -106,11 +115,11 @@ share() {
 }
 
 job_args() {  # the program and its arguments for job $1, logdir/session dir $2
-  local common=(--model softmax --epochs "$epochs" --seed 0 --startup-timeout 120 --recovery-timeout 300
+  local common=(--model "$model" --epochs "$epochs" --seed 0 --startup-timeout 120 --recovery-timeout 300
                 --logdir "$2" --save-steps 100 --save-secs 0 --summary-steps 1000)
   case "$1" in
     sync) echo "$main_job" --rule sync --backup 1 --lr 0.05 --decay 0.7 "${common[@]}" ;;
-    async) echo "$main_job" --rule async --lr 0.02 --decay 0.6 "${common[@]}" ;;
+    async) echo "$main_job" --rule async --lr 0.02 --decay 0.7 "${common[@]}" ;;
     counter) echo "$counter_job" --rule async --vars 2 --steps 1000000000 --pushes "$pushes" --step-ms 5 \
                   --step-timeout-ms 60000 --session "$2" --save-steps 40 --recovery-timeout-s 300 ;;
   esac
@@ -137,7 +146,7 @@ soak_job() {
   tag=$([ "$want" -gt 0 ] && echo soak || echo calm)
   dir="$out/$name-$tag"
   log="$out/$name-$tag.log"
-  samples="$out/$name-$tag.samples"   # "T TASK PID RSS_KB FDS"
+  samples="$out/$name-$tag.samples"   # "T TASK PID VMRSS_KB FDS RSSANON_KB RSSSHMEM_KB"
   kills_log="$out/$name-$tag.kills"  # "T TASK PID"
   : > "$samples"; : > "$kills_log"
   mkdir -p "$dir"
@@ -161,9 +170,10 @@ soak_job() {
     echo "$tasks" | while read -r task pid; do
       [ -n "${task:-}" ] || continue
       case "$task" in ps:*) ;; *) continue ;; esac
-      rss=$(awk '/^VmRSS:/ {print $2}' "/proc/$pid/status" 2>/dev/null)
+      mem=$(awk '/^VmRSS:/ {r = $2} /^RssAnon:/ {a = $2} /^RssShmem:/ {s = $2} END {if (r != "") print r, a, s}' \
+            "/proc/$pid/status" 2>/dev/null)
       fds=$(ls "/proc/$pid/fd" 2>/dev/null | wc -l)
-      [ -n "$rss" ] && echo "$t $task $pid $rss $fds" >> "$samples"
+      [ -n "$mem" ] && set -- $mem && echo "$t $task $pid $1 $fds $2 $3" >> "$samples"
     done
     # Kills only while every task is still at work: once one exited 0 the job is ending (a ps
     # restarted after the chief shut the cluster down would wait for it in vain).
@@ -198,24 +208,35 @@ accuracy_of() { grep -a '^\[worker:0\] final test accuracy' "$1" | tail -1 | awk
 
 leak_checks() {  # name: the checks on the samples, /dev/shm and the ports of the soaked run
   local name=$1
-  # Per ps incarnation (pid): fds and RSS at its first sample at least 5 s after its start (its
-  # connections made), the most fds and the last RSS after that.
+  # Per ps incarnation (pid) that lived at least --leak-min-life s: its private memory (RssAnon:
+  # the heap, where a leak grows) and open fds over the middle and the last third of its life,
+  # as medians, so that warming up (the first third) and the moments a worker reconnects or a
+  # checkpoint is read do not count; a leak grows with the kills and shows as the last third
+  # above the middle one. VmRSS is reported too: it also counts the pages of the shared-memory
+  # rings (4 MiB each way per connection) as they are first used.
   local leaks
-  leaks=$(awk -v rss_mb="$rss_mb" -v slack="$fd_slack" '
-    { if (!($3 in t0)) t0[$3] = $1; task[$3] = $2
-      if ($1 - t0[$3] < 5) next
-      if (!($3 in rss0)) { rss0[$3] = $4; fd0[$3] = $5; fdmax[$3] = $5 }
-      if ($5 > fdmax[$3]) fdmax[$3] = $5
-      rss1[$3] = $4; t1[$3] = $1 }
-    END { worst_rss = 0; worst_fd = 0; longest = 0; n = 0
-      for (p in rss0) { n++; g = (rss1[p] - rss0[p]) / 1024; f = fdmax[p] - fd0[p]
-        if (g > worst_rss) worst_rss = g; if (f > worst_fd) worst_fd = f
-        if (t1[p] - t0[p] > longest) { longest = t1[p] - t0[p]; lp = p } }
-      bad = (worst_rss > rss_mb || worst_fd > slack) ? 1 : 0
-      printf "%d %d %.1f %d %.0f %s %s %d %d %d %d\n", bad, n, worst_rss, worst_fd, longest, task[lp], lp,
-             rss0[lp], rss1[lp], fd0[lp], fdmax[lp] }' "$job_samples")
-  read -r bad n worst_rss worst_fd longest ltask lpid lrss0 lrss1 lfd0 lfdmax <<< "$leaks"
-  check "$name ps memory and fds" "$n ps incarnations sampled; most RSS growth ${worst_rss} MiB (bound $rss_mb), most fds over the count 5 s in: ${worst_fd} (bound $fd_slack); longest-lived $ltask pid $lpid ${longest} s: RSS ${lrss0} -> ${lrss1} kB, fds ${lfd0} (max ${lfdmax})" "$bad"
+  leaks=$(sort -k3,3n -k1,1n "$job_samples" | awk -v rss_mb="$rss_mb" -v slack="$fd_slack" -v min_life="$min_life" '
+    function median(a, n,   i, j, t) {
+      for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
+      return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
+    function finish(   k, m, n1, n3, r1, r3, f1, f3, g, f) {
+      if (pid == "" || n < 6 || t[n] - t[1] < min_life) return
+      m = 0; for (k = 1; k <= n; k++) { m++; rr[m] = anon[k]; ff[m] = fds[k]; vv[m] = rss[k] }
+      if (m < 6) return
+      n1 = 0; for (k = int(m / 3) + 1; k <= m - int(m / 3); k++) { n1++; a1[n1] = rr[k]; b1[n1] = ff[k] }
+      n3 = 0; for (k = m - int(m / 3) + 1; k <= m; k++) { n3++; a3[n3] = rr[k]; b3[n3] = ff[k] }
+      r1 = median(a1, n1); r3 = median(a3, n3); f1 = median(b1, n1); f3 = median(b3, n3)
+      g = (r3 - r1) / 1024; f = f3 - f1; sampled++
+      if (g > worst_rss) worst_rss = g; if (f > worst_fd) worst_fd = f
+      if (t[n] - t[1] > longest) { longest = t[n] - t[1]; lt = task; lp = pid; lr1 = r1; lr3 = r3; lf1 = f1; lf3 = f3
+        lv1 = vv[int(m / 3) + 1]; lv3 = vv[m] } }
+    { if ($3 != pid) { finish(); pid = $3; task = $2; n = 0 }
+      n++; t[n] = $1; rss[n] = $4; fds[n] = $5; anon[n] = $6 }
+    END { finish(); bad = (sampled == 0 || worst_rss > rss_mb || worst_fd > slack) ? 1 : 0
+      printf "%d %d %.1f %d %.0f %s %s %d %d %d %d %d %d\n", bad, sampled, worst_rss, worst_fd, longest, lt, lp, lr1, lr3,
+             lf1, lf3, lv1, lv3 }')
+  read -r bad n worst_rss worst_fd longest ltask lpid lrss0 lrss1 lfd0 lfd1 lvm0 lvm1 <<< "$leaks"
+  check "$name ps memory and fds" "$n ps incarnations of ${min_life} s or more; most growth from the middle to the last third of one: RssAnon ${worst_rss} MiB (bound $rss_mb), fds ${worst_fd} (bound $fd_slack); longest-lived $ltask pid $lpid ${longest} s: RssAnon ${lrss0} -> ${lrss1} kB, fds ${lfd0} -> ${lfd1}, VmRSS ${lvm0} -> ${lvm1} kB (a third in, at the end)" "$bad"
   local leaked
   leaked=$(comm -13 "$out/$name-soak.shm-before" "$out/$name-soak.shm-after" | wc -l)
   check "$name /dev/shm" "$(wc -l < "$out/$name-soak.shm-before") dsgd-* entries before, $(wc -l < "$out/$name-soak.shm-after") after, $leaked new ones left" "$([ "$leaked" -eq 0 ]; echo $?)"
@@ -232,7 +253,7 @@ kill_counts() {  # by role: ps, chief (worker:0), worker (the others)
        END { printf "%d kills: %d ps, %d chief, %d worker", ps + c + w, ps, c, w }' "$job_kills_log"
 }
 
-report "soak: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores; kills $kills, interval ${interval} s, jobs: $jobs"
+report "soak: $(lscpu | sed -n 's/^Model name: *//p'), $cores cores; kills $kills, interval ${interval} s, jobs: $jobs"
 for name in $jobs; do
   want=$(share "$name")
   calm_acc=""

@@ -18,8 +18,8 @@
 #include <dsgd/update/concepts.hpp>
 #include <dsgd/update/sync_average.hpp>
 
-#include <cstddef>
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <list>
 #include <map>

@@ -37,13 +37,13 @@ template <class O>
 using trainer_of = dsgd::trainer<cpu, dsgd::placement::partitioned, dsgd::update::sync_average, O>;
 
 template <class O>
-typename trainer_of<O>::options options(O optimizer) {
+typename trainer_of<O>::options options(O optimizer, std::chrono::milliseconds startup_timeout = 30s) {
   typename trainer_of<O>::options o;
   o.connection.token = "t";
   o.optimizer = optimizer;
   o.placement = dsgd::placement::partitioned::fixed_size(2);  // w is cut in row slices
   o.serving.step_timeout = 30s;
-  o.requests.startup_timeout = 30s;
+  o.requests.startup_timeout = startup_timeout;
   o.connection.log = [](std::string_view) {};
   return o;
 }
@@ -87,6 +87,10 @@ struct run_settings {
   bool views = false;        // the workers' variables are their own buffers, as views
   float clip_norm = 0;       // session_options::clip_norm
   float clip_by_hand = 0;    // > 0: each worker clips its gradients itself before run()
+  // The ps tasks start this long after the workers, who give up connecting after
+  // startup_timeout (and then recover within the session's recovery deadline).
+  std::chrono::milliseconds ps_delay{0};
+  std::chrono::milliseconds startup_timeout{30'000};
 };
 
 // Runs a cluster of @p r.ps ps tasks and 2 workers until step @p r.last, checkpointing every 5
@@ -106,10 +110,13 @@ result run_cluster(const run_settings& r, const std::filesystem::path& dir, O op
   };
   std::vector<std::unique_ptr<ps_type>> servers;
   std::vector<std::thread> ps_threads, threads;
-  for (std::size_t i = 0; i < r.ps; ++i) {
-    servers.push_back(start_ps(i));
-    ps_threads.emplace_back([&s = *servers.back()] { s.join(); });
-  }
+  auto start_all_ps = [&] {
+    for (std::size_t i = 0; i < r.ps; ++i) {
+      servers.push_back(start_ps(i));
+      ps_threads.emplace_back([&s = *servers.back()] { s.join(); });
+    }
+  };
+  if (r.ps_delay.count() == 0) start_all_ps();
   std::promise<void> restart;
   auto restart_requested = restart.get_future();
   result out;
@@ -118,7 +125,7 @@ result run_cluster(const run_settings& r, const std::filesystem::path& dir, O op
   for (int k = 0; k < 2; ++k)
     threads.emplace_back([&, k] {
       try {
-        trainer_of<O> t(spec, {"worker", k}, options(optimizer));
+        trainer_of<O> t(spec, {"worker", k}, options(optimizer, r.startup_timeout));
         auto vars = fresh_variables();
         auto grads = fresh_variables();
         // A session of views trains the same numbers in the worker's own buffers.
@@ -174,6 +181,10 @@ result run_cluster(const run_settings& r, const std::filesystem::path& dir, O op
         if (!failure) failure = std::current_exception();
       }
     });
+  if (r.ps_delay.count() > 0) {
+    std::this_thread::sleep_for(r.ps_delay);
+    start_all_ps();
+  }
   if (r.restart_ps_at && restart_requested.wait_for(60s) == std::future_status::ready) {
     servers[0]->stop();  // every connection to it breaks, its shards are gone
     ps_threads[0].join();
@@ -338,6 +349,19 @@ BOOST_AUTO_TEST_CASE(a_bad_clip_norm_is_named) {
         return e.code() == dsgd::errc::invalid_argument &&
                std::string(e.what()).find("session_options.clip_norm is -1") != std::string::npos;
       });
+}
+
+// A ps that is not there yet when the sessions are made (it starts 2.5 s after the workers,
+// who stop trying to connect after 1 s): the sessions recover within their recovery deadline
+// instead of failing, and train to the same values as a cluster that was there from the start.
+BOOST_AUTO_TEST_CASE(a_ps_missing_while_the_session_is_made_is_recovered_from) {
+  temp_dir whole, late;
+  auto uninterrupted = run_cluster({.ps = 1, .last = 10}, whole.path);
+  auto recovered = run_cluster({.ps = 1, .last = 10, .ps_delay = 2500ms, .startup_timeout = 1000ms}, late.path);
+  BOOST_TEST(recovered.step == 10u);
+  BOOST_TEST(recovered.recoveries >= 2u);  // each worker's session was re-created
+  for (std::size_t v = 0; v < 2; ++v)
+    BOOST_TEST(recovered.values[v] == uninterrupted.values[v], boost::test_tools::per_element());
 }
 
 BOOST_AUTO_TEST_SUITE_END()

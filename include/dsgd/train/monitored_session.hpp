@@ -159,16 +159,23 @@ class monitored_session {
       saver_.emplace(options_.checkpoint_dir, options_.keep_checkpoints);
       restored_ = saver_->latest();
     }
-    if (tensors_) {
-      if (restored_)
-        trainer_.restore_variables(*tensors_, names_, options_.checkpoint_dir, *restored_);
-      else
-        trainer_.create_variables(*tensors_, names_);
-    } else {
-      if (restored_)
-        trainer_.restore_variables(variable_views(views_), options_.checkpoint_dir, *restored_);
-      else
-        trainer_.create_variables(variable_views(views_));
+    // A ps lost or unreachable while the session is being made is recovered from as in run():
+    // the variables are placed by then, and recover() opens the session anew.
+    try {
+      if (tensors_) {
+        if (restored_)
+          trainer_.restore_variables(*tensors_, names_, options_.checkpoint_dir, *restored_);
+        else
+          trainer_.create_variables(*tensors_, names_);
+      } else {
+        if (restored_)
+          trainer_.restore_variables(variable_views(views_), options_.checkpoint_dir, *restored_);
+        else
+          trainer_.create_variables(variable_views(views_));
+      }
+    } catch (const dsgd::error& e) {
+      if (!Trainer::recoverable(e.code()) || options_.recovery_timeout.count() == 0) throw;
+      recover(e);
     }
     last_save_time_ = std::chrono::steady_clock::now();
     last_save_step_ = trainer_.step();

@@ -1,0 +1,56 @@
+// SPDX-FileCopyrightText: Copyright (c) 2026 The dsgd authors
+// SPDX-License-Identifier: Apache-2.0
+//
+// Accuracy kept under compression: the MLP 784-256-128-10 on real Fashion-MNIST, trained by one
+// ps task and two workers (threads over transport::inproc) with every push compressed, under
+// sync and async, must reach 0.88 test accuracy with none, fp16, bf16 and top_k(0.01) with error
+// feedback, and 0.87 with two_bit. Each case prints its accuracy and bytes per push, the
+// figures of docs/compression.md. Optimised builds only (label slow): compress_cluster_test is
+// the one-epoch run the sanitizers afford.
+#include "compress_cluster.hpp"
+
+#include <dsgd/model/mlp.hpp>
+#include <dsgd/update/async.hpp>
+#include <dsgd/update/sync_average.hpp>
+
+#include <boost/test/unit_test.hpp>
+
+#include <cstdio>
+#include <type_traits>
+
+BOOST_AUTO_TEST_SUITE(compress_accuracy_test)
+
+namespace c = dsgd::compress;
+namespace {
+
+auto mlp() { return dsgd::model::mlp<dsgd::device::cpu>(dsgd::device::cpu{}, {.hidden = {256, 128}, .seed = 1}); }
+
+// Trains the MLP with @p codec on every variable for @p epochs passes of each worker over its
+// half; checks the final accuracy against @p target.
+template <class Rule>
+void reaches(const c::codec& codec, std::size_t epochs, double target) {
+  const char* rule = std::is_same_v<Rule, dsgd::update::async> ? "async" : "sync";
+  std::printf("%s %s, %zu epochs:\n", rule, c::describe(codec).c_str(), epochs);
+  const auto r = dsgd::test::train_compressed<Rule>(c::selection{.all = codec}, {.epochs = epochs}, mlp);
+  std::printf("%s %s: test accuracy %.4f after %zu epochs, %.0f bytes per push (none: %.0f), %.0f s\n", rule,
+              c::describe(codec).c_str(), r.accuracy, epochs, r.bytes_per_push(), 4.0 * 235146, r.seconds);
+  BOOST_TEST(r.accuracy >= target);
+}
+
+using sync = dsgd::update::sync_average;
+using async = dsgd::update::async;
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(none_sync) { reaches<sync>(c::none{}, 10, 0.88); }
+BOOST_AUTO_TEST_CASE(fp16_sync) { reaches<sync>(c::fp16{}, 10, 0.88); }
+BOOST_AUTO_TEST_CASE(bf16_sync) { reaches<sync>(c::bf16{}, 10, 0.88); }
+BOOST_AUTO_TEST_CASE(top_k_1_percent_sync) { reaches<sync>(c::top_k{0.01f}, 10, 0.88); }
+BOOST_AUTO_TEST_CASE(two_bit_sync) { reaches<sync>(c::two_bit{0.5f}, 10, 0.87); }
+BOOST_AUTO_TEST_CASE(none_async) { reaches<async>(c::none{}, 8, 0.88); }
+BOOST_AUTO_TEST_CASE(fp16_async) { reaches<async>(c::fp16{}, 8, 0.88); }
+BOOST_AUTO_TEST_CASE(bf16_async) { reaches<async>(c::bf16{}, 8, 0.88); }
+BOOST_AUTO_TEST_CASE(top_k_1_percent_async) { reaches<async>(c::top_k{0.01f}, 8, 0.88); }
+BOOST_AUTO_TEST_CASE(two_bit_async) { reaches<async>(c::two_bit{0.5f}, 8, 0.87); }
+
+BOOST_AUTO_TEST_SUITE_END()

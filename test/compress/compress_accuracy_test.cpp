@@ -26,12 +26,14 @@ namespace {
 auto mlp() { return dsgd::model::mlp<dsgd::device::cpu>(dsgd::device::cpu{}, {.hidden = {256, 128}, .seed = 1}); }
 
 // Trains the MLP with @p codec on every variable for @p epochs passes of each worker over its
-// half; checks the final accuracy against @p target.
+// half, the learning rate 0.05 decaying by 0.8 an epoch (top_k and two_bit deliver a gradient
+// over several steps, through their residual: with example_03's 0.7 they stop short, at 0.874
+// and 0.868 after 10 epochs); checks the final accuracy against @p target.
 template <class Rule>
 void reaches(const c::codec& codec, std::size_t epochs, double target) {
   const char* rule = std::is_same_v<Rule, dsgd::update::async> ? "async" : "sync";
   std::printf("%s %s, %zu epochs:\n", rule, c::describe(codec).c_str(), epochs);
-  const auto r = dsgd::test::train_compressed<Rule>(c::selection{.all = codec}, {.epochs = epochs}, mlp);
+  const auto r = dsgd::test::train_compressed<Rule>(c::selection{.all = codec}, {.epochs = epochs, .learning_rate = 0.05f, .decay = 0.8f}, mlp);
   std::printf("%s %s: test accuracy %.4f after %zu epochs, %.0f bytes per push (none: %.0f), %.0f s\n", rule,
               c::describe(codec).c_str(), r.accuracy, epochs, r.bytes_per_push(), 4.0 * 235146, r.seconds);
   BOOST_TEST(r.accuracy >= target);
@@ -42,15 +44,15 @@ using async = dsgd::update::async;
 
 }  // namespace
 
-BOOST_AUTO_TEST_CASE(none_sync) { reaches<sync>(c::none{}, 10, 0.88); }
-BOOST_AUTO_TEST_CASE(fp16_sync) { reaches<sync>(c::fp16{}, 10, 0.88); }
-BOOST_AUTO_TEST_CASE(bf16_sync) { reaches<sync>(c::bf16{}, 10, 0.88); }
-BOOST_AUTO_TEST_CASE(top_k_1_percent_sync) { reaches<sync>(c::top_k{0.01f}, 10, 0.88); }
-BOOST_AUTO_TEST_CASE(two_bit_sync) { reaches<sync>(c::two_bit{0.5f}, 10, 0.87); }
-BOOST_AUTO_TEST_CASE(none_async) { reaches<async>(c::none{}, 8, 0.88); }
-BOOST_AUTO_TEST_CASE(fp16_async) { reaches<async>(c::fp16{}, 8, 0.88); }
-BOOST_AUTO_TEST_CASE(bf16_async) { reaches<async>(c::bf16{}, 8, 0.88); }
-BOOST_AUTO_TEST_CASE(top_k_1_percent_async) { reaches<async>(c::top_k{0.01f}, 8, 0.88); }
-BOOST_AUTO_TEST_CASE(two_bit_async) { reaches<async>(c::two_bit{0.5f}, 8, 0.87); }
+BOOST_AUTO_TEST_CASE(none_sync) { reaches<sync>(c::none{}, 12, 0.88); }
+BOOST_AUTO_TEST_CASE(fp16_sync) { reaches<sync>(c::fp16{}, 12, 0.88); }
+BOOST_AUTO_TEST_CASE(bf16_sync) { reaches<sync>(c::bf16{}, 12, 0.88); }
+BOOST_AUTO_TEST_CASE(top_k_1_percent_sync) { reaches<sync>(c::top_k{0.01f}, 12, 0.88); }
+BOOST_AUTO_TEST_CASE(two_bit_sync) { reaches<sync>(c::two_bit{0.5f}, 12, 0.87); }
+BOOST_AUTO_TEST_CASE(none_async) { reaches<async>(c::none{}, 12, 0.88); }
+BOOST_AUTO_TEST_CASE(fp16_async) { reaches<async>(c::fp16{}, 12, 0.88); }
+BOOST_AUTO_TEST_CASE(bf16_async) { reaches<async>(c::bf16{}, 12, 0.88); }
+BOOST_AUTO_TEST_CASE(top_k_1_percent_async) { reaches<async>(c::top_k{0.01f}, 12, 0.88); }
+BOOST_AUTO_TEST_CASE(two_bit_async) { reaches<async>(c::two_bit{0.5f}, 12, 0.87); }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -30,10 +30,11 @@ auto mlp() { return dsgd::model::mlp<dsgd::device::cpu>(dsgd::device::cpu{}, {.h
 // over several steps, through their residual: with example_03's 0.7 they stop short, at 0.874
 // and 0.868 after 10 epochs); checks the final accuracy against @p target.
 template <class Rule>
-void reaches(const c::codec& codec, std::size_t epochs, double target) {
+void reaches(const c::codec& codec, std::size_t epochs, double target, float learning_rate = 0.05f,
+             float decay = 0.8f) {
   const char* rule = std::is_same_v<Rule, dsgd::update::async> ? "async" : "sync";
   std::printf("%s %s, %zu epochs:\n", rule, c::describe(codec).c_str(), epochs);
-  const auto r = dsgd::test::train_compressed<Rule>(c::selection{.all = codec}, {.epochs = epochs, .learning_rate = 0.05f, .decay = 0.8f}, mlp);
+  const auto r = dsgd::test::train_compressed<Rule>(c::selection{.all = codec}, {.epochs = epochs, .learning_rate = learning_rate, .decay = decay}, mlp);
   std::printf("%s %s: test accuracy %.4f after %zu epochs, %.0f bytes per push (none: %.0f), %.0f s\n", rule,
               c::describe(codec).c_str(), r.accuracy, epochs, r.bytes_per_push(), 4.0 * 235146, r.seconds);
   BOOST_TEST(r.accuracy >= target);
@@ -49,10 +50,13 @@ BOOST_AUTO_TEST_CASE(fp16_sync) { reaches<sync>(c::fp16{}, 12, 0.88); }
 BOOST_AUTO_TEST_CASE(bf16_sync) { reaches<sync>(c::bf16{}, 12, 0.88); }
 BOOST_AUTO_TEST_CASE(top_k_1_percent_sync) { reaches<sync>(c::top_k{0.01f}, 12, 0.88); }
 BOOST_AUTO_TEST_CASE(two_bit_sync) { reaches<sync>(c::two_bit{0.5f}, 12, 0.87); }
-BOOST_AUTO_TEST_CASE(none_async) { reaches<async>(c::none{}, 12, 0.88); }
-BOOST_AUTO_TEST_CASE(fp16_async) { reaches<async>(c::fp16{}, 12, 0.88); }
-BOOST_AUTO_TEST_CASE(bf16_async) { reaches<async>(c::bf16{}, 12, 0.88); }
-BOOST_AUTO_TEST_CASE(top_k_1_percent_async) { reaches<async>(c::top_k{0.01f}, 12, 0.88); }
-BOOST_AUTO_TEST_CASE(two_bit_async) { reaches<async>(c::two_bit{0.5f}, 12, 0.87); }
+// Async applies every worker's gradient on its own (sync applies the mean of two): at sync's
+// 0.05 two_bit's +-threshold kicks diverge in the first epoch, whatever the threshold (0.1,
+// 0.25, 0.5), and none ends at 0.8786, top_k(0.01) at 0.859; async runs at 0.02, decaying 0.85.
+BOOST_AUTO_TEST_CASE(none_async) { reaches<async>(c::none{}, 12, 0.88, 0.02f, 0.85f); }
+BOOST_AUTO_TEST_CASE(fp16_async) { reaches<async>(c::fp16{}, 12, 0.88, 0.02f, 0.85f); }
+BOOST_AUTO_TEST_CASE(bf16_async) { reaches<async>(c::bf16{}, 12, 0.88, 0.02f, 0.85f); }
+BOOST_AUTO_TEST_CASE(top_k_1_percent_async) { reaches<async>(c::top_k{0.01f}, 12, 0.88, 0.02f, 0.85f); }
+BOOST_AUTO_TEST_CASE(two_bit_async) { reaches<async>(c::two_bit{0.5f}, 12, 0.87, 0.02f, 0.85f); }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -42,6 +42,14 @@
 #include <dsgd/update/concepts.hpp>
 #include <dsgd/update/sync_average.hpp>
 
+#include <dsgd/compress/bf16.hpp>
+#include <dsgd/compress/concepts.hpp>
+#include <dsgd/compress/fp16.hpp>
+#include <dsgd/compress/none.hpp>
+#include <dsgd/compress/selection.hpp>
+#include <dsgd/compress/top_k.hpp>
+#include <dsgd/compress/two_bit.hpp>
+
 #include <dsgd/placement/concepts.hpp>
 #include <dsgd/placement/greedy_by_bytes.hpp>
 #include <dsgd/placement/partitioned.hpp>

@@ -6,6 +6,7 @@
 /// connection settings every task shares and the deadlines of the worker's requests.
 #pragma once
 
+#include <dsgd/compress/selection.hpp>
 #include <dsgd/detail/validate.hpp>
 #include <dsgd/transport/asio_tcp.hpp>
 
@@ -42,6 +43,8 @@ struct client_options {
   /// fills in its own identity.
   transport::tcp_options connection{};
   request_options requests{};  ///< connect retries and request deadlines
+  /// How each variable's pushes are encoded (compress/); the ps tasks must hold the same.
+  compress::selection compression{};
 };
 
 /// Checks @p o, naming a bad field by its path.
@@ -49,6 +52,7 @@ struct client_options {
 inline void validate(const client_options& o, std::string_view path = "client_options") {
   transport::validate(o.connection, std::string(path) + ".connection");
   validate(o.requests, std::string(path) + ".requests");
+  compress::validate(o.compression, std::string(path) + ".compression");
 }
 
 }  // namespace dsgd::server

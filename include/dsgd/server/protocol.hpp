@@ -42,6 +42,7 @@ namespace dsgd::server {
 /// | shutdown (chief) | none | ok, then the ps closes and join() returns |
 /// | save (chief; step = checkpoint step) | control: checkpoint_request | ok once the ps wrote its data file |
 /// | restore (chief; step = checkpoint step) | control: checkpoint_request | ok once the ps holds the checkpoint's values |
+/// | compressed_push (step as push) | a Compressor's payload (compress/) | as push |
 ///
 /// The reply to register_worker carries, for each shard of the request's `layouts` in that
 /// order, a u64 LE: how many pushes (dense or sparse) of this replica the ps has received for
@@ -66,6 +67,7 @@ enum class message : std::uint16_t {
   sparse_push = 9,
   save = 10,
   restore = 11,
+  compressed_push = 12,
   reply_ok = 64,
   reply_error = 65,
   pull_reply = 66,
@@ -80,6 +82,7 @@ enum class payload_kind : std::uint8_t {
   control,  ///< a serialized control message (register_request, checkpoint_request)
   dense,    ///< raw floats of a whole shard (init_shard values, a push's gradient)
   sparse,   ///< u64 keys (sparse_pull), or keys then rows (sparse_push)
+  compressed,  ///< a gradient as the shard's agreed compress::codec encodes it
   reply,    ///< not a request: a reply the ps sends
 };
 
@@ -104,6 +107,7 @@ inline constexpr message_info messages[] = {
     {message::sparse_push, "sparse_push", payload_kind::sparse},
     {message::save, "save", payload_kind::control},
     {message::restore, "restore", payload_kind::control},
+    {message::compressed_push, "compressed_push", payload_kind::compressed},
     {message::reply_ok, "reply_ok", payload_kind::reply},
     {message::reply_error, "reply_error", payload_kind::reply},
     {message::pull_reply, "pull_reply", payload_kind::reply},
@@ -170,10 +174,13 @@ struct register_request {
   std::string placement;        ///< placement::plan::describe()
   std::uint32_t shards = 0;     ///< how many shards the plan gives this ps task
   std::vector<shard_layout> layouts;  ///< those shards, for sparse pulls and pushes
+  /// Per layout, the compress::codec its pushes use (compress::describe: "none", "top_k(0.01)"),
+  /// which the ps must agree with.
+  std::vector<std::string> compression;
 
   template <class Archive>
   void serialize(Archive& ar, unsigned /*version*/) {
-    ar & task & replica & chief & fingerprint & placement & shards & layouts;
+    ar & task & replica & chief & fingerprint & placement & shards & layouts & compression;
   }
 };
 

@@ -12,6 +12,7 @@
 #include <dsgd/server/client_options.hpp>
 #include <dsgd/server/detail/client_channel.hpp>
 #include <dsgd/server/detail/client_routing.hpp>
+#include <dsgd/server/detail/push_encoder.hpp>
 #include <dsgd/server/detail/request_table.hpp>
 #include <dsgd/server/protocol.hpp>
 #include <dsgd/transport/asio_tcp_policy.hpp>
@@ -61,6 +62,8 @@ class basic_ps_client {
   basic_ps_client& operator=(const basic_ps_client&) = delete;
 
   std::size_t ps_tasks() const noexcept { return channel_.size(); }  ///< the number of ps tasks
+  /// @returns the payload bytes of every push so far, as encoded (compress/; headers not counted).
+  std::uint64_t pushed_bytes() const noexcept { return encoder_.bytes(); }
 
   /// Until bound_by(max), connect() and every request end by @p until: a recovery's overall
   /// deadline (errc::peer_unreachable, errc::timed_out naming "the recovery deadline").
@@ -116,9 +119,11 @@ class basic_ps_client {
     for (std::size_t i = 0; i < ps_tasks(); ++i) {
       auto mine = detail::layouts(plan, i);
       counts[i].resize(mine.size());
+      auto codecs = detail::describe_codecs(opts_.compression, mine);
       bodies[i] = encode_control(register_request{me_.to_string(), static_cast<std::uint32_t>(replica), chief,
                                                   plan.fingerprint(), plan.describe(),
-                                                  static_cast<std::uint32_t>(mine.size()), std::move(mine)});
+                                                  static_cast<std::uint32_t>(mine.size()), std::move(mine),
+                                                  std::move(codecs)});
       detail::request r{i, detail::header(message::register_worker, 0, 0, 0), boost::asio::buffer(bodies[i]),
                         boost::asio::buffer(counts[i])};
       r.h.flags = transport::frame_flags::control;
@@ -256,8 +261,9 @@ class basic_ps_client {
       const std::size_t plan_index = at++;
       if (s.variable != v || (f.grads_[v].empty() && s.elements != 0)) return;
       if (f.skip_received_ && received_[plan_index] != f.lowest_received_) return;  // it has this push
-      channel_.add(f.parts_, {s.ps_task, detail::header(message::push, v, index, f.step_),
-                              detail::span_buffer(f.grads_[v].subspan(s.offset, s.elements)), {}});
+      // Encoded as the variable's codec says (compress/), or sent in place.
+      channel_.add(f.parts_, encoder_.push(plan_index, s.ps_task, v, index, f.step_,
+                                           f.grads_[v].subspan(s.offset, s.elements)));
     });
   }
 
@@ -392,9 +398,10 @@ class basic_ps_client {
   void count_received(const std::vector<std::size_t>& shards, bool skip_received, std::uint64_t lowest) {
     for (auto s : shards) received_[s] = skip_received ? std::max(received_[s], lowest + 1) : received_[s] + 1;
   }
-  // Pushes are counted per shard of @p plan (a fresh count for a plan of another size).
+  // Pushes are counted, and encoded, per shard of @p plan (afresh for a plan of another size).
   void track(const placement::plan& plan) {
     if (received_.size() != plan.shards().size()) received_.assign(plan.shards().size(), 0);
+    encoder_.track(plan, opts_.compression);
   }
 
   cluster::cluster_spec spec_;
@@ -402,6 +409,7 @@ class basic_ps_client {
   client_options opts_;
   detail::client_channel<T> channel_;  // after spec_ and opts_, which it refers to
   std::vector<std::uint64_t> received_;  // per plan shard: this replica's pushes it has received
+  detail::push_encoder encoder_;         // per plan shard: codec, residual, payload buffer
 };
 
 /// The worker's client over TCP (transport::asio_tcp).

@@ -6,6 +6,7 @@
 /// settings every task shares, what the ps does with requests, and its two policies.
 #pragma once
 
+#include <dsgd/compress/selection.hpp>
 #include <dsgd/detail/validate.hpp>
 #include <dsgd/transport/asio_tcp.hpp>
 
@@ -73,6 +74,8 @@ struct ps_options {
   serving_options serving{};  ///< deadlines and limits of the requests it serves
   O optimizer{};              ///< how a combined gradient changes a variable
   U rule{};                   ///< how gradients are combined (sync_average, async, ...)
+  /// How each variable's pushes arrive (compress/): workers must register with the same.
+  compress::selection compression{};
 };
 
 /// Checks @p o (its connection and serving settings), naming a bad field by its path.
@@ -81,6 +84,7 @@ template <class U, class O>
 void validate(const ps_options<U, O>& o, std::string_view path = "ps_options") {
   transport::validate(o.connection, std::string(path) + ".connection");
   validate(o.serving, std::string(path) + ".serving");
+  compress::validate(o.compression, std::string(path) + ".compression");
 }
 
 }  // namespace dsgd::server

@@ -12,6 +12,7 @@
 
 #include <dsgd/cluster/cluster_spec.hpp>
 #include <dsgd/device/cpu.hpp>
+#include <dsgd/server/detail/compressed_push.hpp>
 #include <dsgd/server/detail/shard_requests.hpp>
 #include <dsgd/server/protocol.hpp>
 #include <dsgd/server/ps_options.hpp>
@@ -135,6 +136,7 @@ class shard_table : detail::shard_requests<U, O, D> {
         return std::as_writable_bytes(std::span(s.control));
       case payload_kind::dense: return this->dense_destination(s, *s.kind, h, ec);
       case payload_kind::sparse: return this->sparse_destination(s, *s.kind, h, ec);
+      case payload_kind::compressed: return compressed_destination(s, h, ec);
       default:
         if (h.payload_length != 0) ec = make_error_code(errc::bad_frame);
         return {};
@@ -246,6 +248,7 @@ class shard_table : detail::shard_requests<U, O, D> {
       case message::push: return after_push(p, h, this->push(s, h), out);
       case message::sparse_pull: return park_or_answer(p, kind, h, this->sparse_pull_rows(s, h), out);
       case message::sparse_push: return after_push(p, h, this->sparse_push(s, h), out);
+      case message::compressed_push: return after_push(p, h, compressed_push(s, h), out);
       case message::finish:
         for (auto& [k, shard] : this->shards_) shard->finish(s.replica);
         this->finished_.insert(s.replica);
@@ -262,6 +265,7 @@ class shard_table : detail::shard_requests<U, O, D> {
   template <reply_sink S>
   void on_register(peer_id p, peer_state& s, const transport::frame_header& h, S& out) {
     auto r = this->check_registration(s);
+    detail::check_compression(this->opts_.compression, r, this->self_);
     // A replica registering on a new connection supersedes its older ones (a restarted or
     // reconnected worker): closed now, nothing they still carry is applied after the counts
     // below are read, so those counts are final.
@@ -359,6 +363,33 @@ class shard_table : detail::shard_requests<U, O, D> {
     if (!reply) return false;
     out.send(p, std::move(*reply));
     return true;
+  }
+
+  // A compressed push's bytes, at most what the shard's agreed codec can send (else bad_frame).
+  std::span<std::byte> compressed_destination(peer_state& s, const transport::frame_header& h, error_code& ec) {
+    const auto k = base::key(h.variable, h.shard);
+    auto l = this->layouts_.find(k);
+    auto sh = this->shards_.find(k);
+    if (l == this->layouts_.end() || sh == this->shards_.end()) return base::fail(ec);
+    if (h.chunk_offset == 0 &&
+        !detail::size_compressed(s.compressed, this->opts_.compression.of(l->second.name), sh->second->size(),
+                                 h.total_length))
+      return base::fail(ec);
+    auto whole = std::as_writable_bytes(std::span(s.compressed)).first(std::min<std::size_t>(
+        s.compressed.size() * sizeof(std::uint32_t), static_cast<std::size_t>(h.total_length)));
+    return base::chunk_of(whole, h, ec);
+  }
+
+  std::pair<update::push_outcome, std::uint64_t> compressed_push(peer_state& s, const transport::frame_header& h) {
+    const auto k = base::key(h.variable, h.shard);
+    const auto& l = this->layouts_.at(k);
+    auto& shard = *this->shards_.at(k);
+    auto payload = std::as_bytes(std::span(s.compressed)).first(static_cast<std::size_t>(h.total_length));
+    auto outcome = detail::push_compressed<D::is_host>(
+        shard, this->opts_.compression.of(l.name), payload, s.incoming, s.replica, h.step,
+        update::clock_type::now() + this->opts_.serving.step_timeout, detail::pushed_shard(l, this->self_));
+    ++this->pushes_received(k, s.replica);
+    return {outcome, shard.step()};
   }
 
   shard_type& pulled_shard(const transport::frame_header& h) {

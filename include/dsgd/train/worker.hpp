@@ -112,6 +112,9 @@ class worker {
   std::uint64_t step() const noexcept { return step_; }
   /// @returns the host staging of the exchanges (none on a host device; see train/staging.hpp).
   const staging<D>& staged() const noexcept { return buffers_.staged(); }
+  /// @returns the payload bytes of this worker's dense pushes so far, as trainer_options::
+  /// compression encoded them (frame headers not counted).
+  std::uint64_t pushed_bytes() const noexcept { return client_->pushed_bytes(); }
 
   /// Marks variable @p v (creation order; rank 2 or more) as read and updated by rows:
   /// pull() and push() skip it from now on; use pull_rows() and push_rows(). Marked before

@@ -102,6 +102,16 @@ concept streams_pushes = requires(S& s, const float* g, clock_type::time_point t
   { s.push_streamed(std::size_t{0}, std::uint64_t{0}, g, t) } -> std::same_as<push_outcome>;
 };
 
+/// A shard that takes a push as a function adding the gradient into the rule's accumulator
+/// (update::sync_average): `push_decoded(worker, step, add, deadline)` calls `add(acc)` with
+/// the accumulator (its size() floats, device memory) once the push is admitted, so a
+/// compressed push is decoded straight into it, with no full-size temporary. Other shards get
+/// a compressed push decoded into the ps's receive buffer, then push().
+template <class S>
+concept accumulates_decoded = requires(S& s, clock_type::time_point t) {
+  { s.push_decoded(std::size_t{0}, std::uint64_t{0}, [](float*) {}, t) } -> std::same_as<push_outcome>;
+};
+
 /// A shard that is told when a worker's connection is lost and when it registers again
 /// (update::sync_average, whose backups then stand in for a dead worker).
 template <class S>

@@ -71,6 +71,19 @@ struct sync_average {
       return maybe_apply() ? push_outcome::applied : push_outcome::accumulated;
     }
 
+    /// push() of a gradient that @p add (callable as `add(float* acc)`) adds into the step's
+    /// accumulator itself, once the push is admitted: a compressed push decodes straight into
+    /// it (update::accumulates_decoded). @p add must not throw.
+    template <class F>
+    push_outcome push_decoded(std::size_t worker, std::uint64_t step, F&& add, clock_type::time_point /*deadline*/) {
+      std::lock_guard lock(this->mutex_);
+      if (!admit(worker, step, "sync_average::push")) return push_outcome::dropped;
+      add(thrust::raw_pointer_cast(accumulator_.data()));
+      pushed_[worker] = true;
+      ++count_;
+      return maybe_apply() ? push_outcome::applied : push_outcome::accumulated;
+    }
+
     /// A sparse push: rows @p rows (local to the shard, @p dim floats wide; host memory, as is
     /// @p grads, rows.size() x dim) are added into the step's dense accumulator, duplicates
     /// adding up, and the push counts as @p worker's gradient for @p step like push(): the mean

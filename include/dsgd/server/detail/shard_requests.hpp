@@ -53,6 +53,7 @@ class shard_requests {
     std::optional<message> kind;   // of the frame being received, decoded once by destination()
     std::vector<std::byte> control;
     std::vector<float> incoming;  // init_shard values or a pushed gradient
+    std::vector<std::uint32_t> compressed;  // a compressed push's payload (4-byte aligned)
     bool streaming = false;       // the push arriving in `incoming` is being applied chunk by chunk
     std::vector<std::uint64_t> keys_in;  // a sparse_pull's keys
     std::vector<float> sparse_in;        // a sparse_push's keys then rows

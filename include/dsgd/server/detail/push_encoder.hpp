@@ -1,0 +1,80 @@
+// SPDX-FileCopyrightText: Copyright (c) 2026 The dsgd authors
+// SPDX-License-Identifier: Apache-2.0
+//
+/// @file
+/// The worker's side of compression (compress/): per shard of its plan, the codec its
+/// variable's pushes use, the error-feedback residual and the buffer its payload is encoded
+/// into; and the bytes its pushes have sent.
+// IWYU pragma: private, include <dsgd/server/ps_client.hpp>
+#pragma once
+
+#include <dsgd/compress/selection.hpp>
+#include <dsgd/placement/plan.hpp>
+#include <dsgd/server/detail/client_channel.hpp>
+#include <dsgd/server/protocol.hpp>
+
+#include <boost/asio/buffer.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace dsgd::server::detail {
+
+/// @returns for each of @p layouts the codec @p s gives its variable, as register_request says it.
+inline std::vector<std::string> describe_codecs(const compress::selection& s, const std::vector<shard_layout>& layouts) {
+  std::vector<std::string> out;
+  for (const auto& l : layouts) out.push_back(compress::describe(s.of(l.name)));
+  return out;
+}
+
+/// A worker's encoders, one per shard of its plan. The residual of a shard (top_k, two_bit)
+/// is kept from push to push, as the worker's state; the payload buffer is allocated once, at
+/// the codec's cap. A shard's payload stays valid until that shard is encoded again (the next
+/// push, which starts after this one is answered). Not thread-safe, like the client.
+class push_encoder {
+ public:
+  /// Sets up for @p plan under @p s; a plan of another size starts afresh (zero residuals).
+  void track(const placement::plan& plan, const compress::selection& s) {
+    if (slots_.size() == plan.shards().size()) return;
+    slots_.clear();
+    for (const auto& sh : plan.shards()) slots_.push_back({s.of(plan.variables()[sh.variable].name), {}, {}});
+  }
+
+  /// @returns the request pushing @p grad, shard @p index of variable @p variable (plan shard
+  /// @p at, on ps task @p ps), computed at @p step: a plain push of the floats in place, or a
+  /// compressed_push of their encoding.
+  request push(std::size_t at, std::size_t ps, std::size_t variable, std::uint32_t index, std::uint64_t step,
+               std::span<const float> grad) {
+    auto& slot = slots_.at(at);
+    if (grad.empty() || compress::id_of(slot.codec) == compress::encoding::none) {
+      bytes_ += grad.size_bytes();
+      return {ps, header(message::push, variable, index, step), span_buffer(grad), {}, {}};
+    }
+    if (compress::uses_residual(slot.codec) && slot.residual.size() != grad.size()) slot.residual.assign(grad.size(), 0.f);
+    slot.payload.resize((compress::max_bytes(slot.codec, grad.size()) + 3) / 4);
+    const std::size_t n =
+        compress::encode(slot.codec, grad, slot.residual, std::as_writable_bytes(std::span(slot.payload)));
+    bytes_ += n;
+    return {ps, header(message::compressed_push, variable, index, step), boost::asio::buffer(slot.payload.data(), n),
+            {}, {}};
+  }
+
+  /// @returns the residual of plan shard @p at (empty before its first push, or without one).
+  std::span<const float> residual(std::size_t at) const { return slots_.at(at).residual; }
+  /// @returns the payload bytes of every push so far (frame headers not counted).
+  std::uint64_t bytes() const noexcept { return bytes_; }
+
+ private:
+  struct slot {
+    compress::codec codec;
+    std::vector<float> residual;          // error feedback: gradient mass not sent yet
+    std::vector<std::uint32_t> payload;   // the encoded push (4-byte aligned)
+  };
+  std::vector<slot> slots_;
+  std::uint64_t bytes_ = 0;
+};
+
+}  // namespace dsgd::server::detail

@@ -12,4 +12,4 @@ set -u
 [ $# -ge 4 ] || { echo "usage: $0 DSGD_LAUNCH MAIN_JOB COUNTER_JOB OUT_DIR [OPTIONS]" >&2; exit 2; }
 here=$(cd "$(dirname "$0")" && pwd)
 LAUNCH=$1 MAIN_JOB=$2 COUNTER_JOB=$3 exec "$here/../../bench/soak/run.sh" --jobs "sync counter" --kills 8 \
-  --interval 1.5 --epochs 3 --pushes 3000 --tolerance 1.5 --rss-mb 16 --fd-slack 4 --leak-min-life 10 --time-limit 400 --out "$4" "${@:5}"
+  --interval 1.5 --epochs 6 --pushes 3000 --tolerance 1.5 --rss-mb 16 --fd-slack 4 --leak-min-life 6 --time-limit 400 --out "$4" "${@:5}"

@@ -348,16 +348,10 @@ class worker {
     ++pushes_;
   }
 
-  void place(const std::vector<tensor<D>>& variables, const std::vector<std::string>& names) {
-    std::vector<placement::variable_info> info;
-    for (std::size_t i = 0; i < variables.size(); ++i)
-      info.push_back({i < names.size() ? names[i] : "var" + std::to_string(i), variables[i].shape()});
-    plan_ = placement_.place(info, spec_.num_tasks("ps"));
-    buffers_.reserve(variables, skip_sparse());  // the one buffer, before the first exchange
-  }
-  void place(variable_views variables, std::string_view call) {
-    plan_ = placement_.place(detail::infos_of(variables, call), spec_.num_tasks("ps"));
-  }
+  // Computes the plan of @p variables (named @p names, "var<i>" where none) and reserves the
+  // one staging buffer, before the first exchange.
+  void place(const std::vector<tensor<D>>& variables, const std::vector<std::string>& names);
+  void place(variable_views variables, std::string_view call);  // the plan of views, for @p call
   template <class Values>
   void initialize(Values& variables, std::uint64_t step) {
     client_->initialize(plan_, buffers_.initial(variables), step);

@@ -2,8 +2,8 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 /// @file
-/// Out-of-line members of train::worker (declared in train/worker.hpp): opening a session,
-/// finishing a push sent with a pull behind it, finishing the job.
+/// Out-of-line members of train::worker (declared in train/worker.hpp): placing tensors,
+/// opening a session, finishing a push sent with a pull behind it, finishing the job.
 // IWYU pragma: private, include <dsgd/train/worker.hpp>
 #pragma once
 
@@ -12,8 +12,24 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace dsgd::train {
+
+template <Device D, Placement P, UpdateRule U, Transport T>
+void worker<D, P, U, T>::place(const std::vector<tensor<D>>& variables, const std::vector<std::string>& names) {
+  std::vector<placement::variable_info> info;
+  for (std::size_t i = 0; i < variables.size(); ++i)
+    info.push_back({i < names.size() ? names[i] : "var" + std::to_string(i), variables[i].shape()});
+  plan_ = placement_.place(info, spec_.num_tasks("ps"));
+  buffers_.reserve(variables, skip_sparse());
+}
+
+template <Device D, Placement P, UpdateRule U, Transport T>
+void worker<D, P, U, T>::place(variable_views variables, std::string_view call) {
+  plan_ = placement_.place(detail::infos_of(variables, call), spec_.num_tasks("ps"));
+}
 
 template <Device D, Placement P, UpdateRule U, Transport T>
 void worker<D, P, U, T>::finish() {

@@ -12,6 +12,7 @@
 #include <dsgd/server/client_options.hpp>
 #include <dsgd/server/detail/client_channel.hpp>
 #include <dsgd/server/detail/client_routing.hpp>
+#include <dsgd/server/detail/push_counts.hpp>
 #include <dsgd/server/detail/push_encoder.hpp>
 #include <dsgd/server/detail/request_table.hpp>
 #include <dsgd/server/protocol.hpp>
@@ -130,13 +131,7 @@ class basic_ps_client {
       batch.push_back(r);
     }
     channel_.run(batch);
-    // The counts come in the order of each ps task's layouts: plan order, filtered by task.
-    received_.assign(plan.shards().size(), 0);
-    std::vector<std::size_t> next(ps_tasks(), 0);
-    for (std::size_t s = 0; s < plan.shards().size(); ++s) {
-      const auto i = plan.shards()[s].ps_task;
-      received_[s] = transport::detail::load_le<std::uint64_t>(reinterpret_cast<const std::byte*>(&counts[i][next[i]++]));
-    }
+    received_.assign(plan, counts);
   }
 
   /// @returns how many pushes of this replica every shard had received when it last registered:
@@ -147,7 +142,7 @@ class basic_ps_client {
   /// missing it and skips those that have it. After a restore they are the checkpoint's, where a
   /// shard may be several pushes ahead: it is skipped until the others reach it.
   std::uint64_t pushes_received() const noexcept {
-    return received_.empty() ? 0 : *std::min_element(received_.begin(), received_.end());
+    return received_.lowest();
   }
 
   /// Chief only: creates every shard on its ps task with the initial values of its variable.
@@ -247,7 +242,7 @@ class basic_ps_client {
       const std::size_t plan_index = at++;
       if (!grads[s.variable].empty() || s.elements == 0) f.shards_.push_back(plan_index);
     });
-    f.lowest_received_ = lowest_received(f.shards_);
+    f.lowest_received_ = received_.lowest(f.shards_);
     return f;
   }
 
@@ -260,7 +255,7 @@ class basic_ps_client {
     detail::for_each_shard(*f.plan_, [&](const placement::shard& s, std::uint32_t index) {
       const std::size_t plan_index = at++;
       if (s.variable != v || (f.grads_[v].empty() && s.elements != 0)) return;
-      if (f.skip_received_ && received_[plan_index] != f.lowest_received_) return;  // it has this push
+      if (f.skip_received_ && !received_.lacks(plan_index, f.lowest_received_)) return;  // it has this push
       // Encoded as the variable's codec says (compress/), or sent in place.
       channel_.add(f.parts_, encoder_.push(plan_index, s.ps_task, v, index, f.step_,
                                            f.grads_[v].subspan(s.offset, s.elements)));
@@ -273,7 +268,7 @@ class basic_ps_client {
   std::size_t finish_push(push_operation& f) {
     for (std::size_t v = 0; v < f.sent_.size(); ++v) push_variable(f, v);
     channel_.collect_all(f.parts_);
-    count_received(f.shards_, f.skip_received_, f.lowest_received_);
+    received_.count(f.shards_, f.skip_received_, f.lowest_received_);
     return f.parts_.dropped;
   }
 
@@ -379,28 +374,18 @@ class basic_ps_client {
   // already has it (it arrived before the previous process of this replica died).
   std::size_t send_push(std::vector<detail::request>& batch, const std::vector<std::size_t>& shards,
                         bool skip_received) {
-    const std::uint64_t lowest = lowest_received(shards);
+    const std::uint64_t lowest = received_.lowest(shards);
     std::vector<detail::request> missing;
     for (std::size_t k = 0; k < batch.size(); ++k)
-      if (!skip_received || received_[shards[k]] == lowest) missing.push_back(batch[k]);
+      if (!skip_received || received_.lacks(shards[k], lowest)) missing.push_back(batch[k]);
     auto replies = channel_.run(missing);
-    count_received(shards, skip_received, lowest);
+    received_.count(shards, skip_received, lowest);
     const auto dropped = [](const reply& r) { return r.type == message::push_dropped; };
     return static_cast<std::size_t>(std::count_if(replies.begin(), replies.end(), dropped));
   }
-  std::uint64_t lowest_received(const std::vector<std::size_t>& shards) const {
-    std::uint64_t lowest = ~std::uint64_t{0};
-    for (auto s : shards) lowest = std::min(lowest, received_[s]);
-    return lowest;
-  }
-  // A shard ahead by more than one (a checkpoint's counts: its ps tasks saved at different
-  // moments) keeps its count until the others catch up.
-  void count_received(const std::vector<std::size_t>& shards, bool skip_received, std::uint64_t lowest) {
-    for (auto s : shards) received_[s] = skip_received ? std::max(received_[s], lowest + 1) : received_[s] + 1;
-  }
   // Pushes are counted, and encoded, per shard of @p plan (afresh for a plan of another size).
   void track(const placement::plan& plan) {
-    if (received_.size() != plan.shards().size()) received_.assign(plan.shards().size(), 0);
+    received_.track(plan);
     encoder_.track(plan, opts_.compression);
   }
 
@@ -408,7 +393,7 @@ class basic_ps_client {
   cluster::task_id me_;
   client_options opts_;
   detail::client_channel<T> channel_;  // after spec_ and opts_, which it refers to
-  std::vector<std::uint64_t> received_;  // per plan shard: this replica's pushes it has received
+  detail::push_counts received_;         // per plan shard: this replica's pushes it has received
   detail::push_encoder encoder_;         // per plan shard: codec, residual, payload buffer
 };
 

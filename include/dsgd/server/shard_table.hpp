@@ -12,7 +12,7 @@
 
 #include <dsgd/cluster/cluster_spec.hpp>
 #include <dsgd/device/cpu.hpp>
-#include <dsgd/server/detail/compressed_push.hpp>
+#include <dsgd/server/detail/shard_replies.hpp>
 #include <dsgd/server/detail/shard_requests.hpp>
 #include <dsgd/server/protocol.hpp>
 #include <dsgd/server/ps_options.hpp>
@@ -136,7 +136,7 @@ class shard_table : detail::shard_requests<U, O, D> {
         return std::as_writable_bytes(std::span(s.control));
       case payload_kind::dense: return this->dense_destination(s, *s.kind, h, ec);
       case payload_kind::sparse: return this->sparse_destination(s, *s.kind, h, ec);
-      case payload_kind::compressed: return compressed_destination(s, h, ec);
+      case payload_kind::compressed: return this->compressed_destination(s, h, ec);
       default:
         if (h.payload_length != 0) ec = make_error_code(errc::bad_frame);
         return {};
@@ -248,7 +248,7 @@ class shard_table : detail::shard_requests<U, O, D> {
       case message::push: return after_push(p, h, this->push(s, h), out);
       case message::sparse_pull: return park_or_answer(p, kind, h, this->sparse_pull_rows(s, h), out);
       case message::sparse_push: return after_push(p, h, this->sparse_push(s, h), out);
-      case message::compressed_push: return after_push(p, h, compressed_push(s, h), out);
+      case message::compressed_push: return after_push(p, h, this->compressed_push(s, h), out);
       case message::finish:
         for (auto& [k, shard] : this->shards_) shard->finish(s.replica);
         this->finished_.insert(s.replica);
@@ -278,7 +278,7 @@ class shard_table : detail::shard_requests<U, O, D> {
     }
     auto counts = this->complete_registration(s, r);
     auto bytes = std::as_bytes(std::span(*counts));
-    out.send(p, {base::reply_header(h, message::reply_ok), bytes, std::move(counts)});
+    out.send(p, {detail::reply_header(h, message::reply_ok), bytes, std::move(counts)});
   }
 
   template <reply_sink S>
@@ -365,33 +365,6 @@ class shard_table : detail::shard_requests<U, O, D> {
     return true;
   }
 
-  // A compressed push's bytes, at most what the shard's agreed codec can send (else bad_frame).
-  std::span<std::byte> compressed_destination(peer_state& s, const transport::frame_header& h, error_code& ec) {
-    const auto k = base::key(h.variable, h.shard);
-    auto l = this->layouts_.find(k);
-    auto sh = this->shards_.find(k);
-    if (l == this->layouts_.end() || sh == this->shards_.end()) return base::fail(ec);
-    if (h.chunk_offset == 0 &&
-        !detail::size_compressed(s.compressed, this->opts_.compression.of(l->second.name), sh->second->size(),
-                                 h.total_length))
-      return base::fail(ec);
-    auto whole = std::as_writable_bytes(std::span(s.compressed)).first(std::min<std::size_t>(
-        s.compressed.size() * sizeof(std::uint32_t), static_cast<std::size_t>(h.total_length)));
-    return base::chunk_of(whole, h, ec);
-  }
-
-  std::pair<update::push_outcome, std::uint64_t> compressed_push(peer_state& s, const transport::frame_header& h) {
-    const auto k = base::key(h.variable, h.shard);
-    const auto& l = this->layouts_.at(k);
-    auto& shard = *this->shards_.at(k);
-    auto payload = std::as_bytes(std::span(s.compressed)).first(static_cast<std::size_t>(h.total_length));
-    auto outcome = detail::push_compressed<D::is_host>(
-        shard, this->opts_.compression.of(l.name), payload, s.incoming, s.replica, h.step,
-        update::clock_type::now() + this->opts_.serving.step_timeout, detail::pushed_shard(l, this->self_));
-    ++this->pushes_received(k, s.replica);
-    return {outcome, shard.step()};
-  }
-
   shard_type& pulled_shard(const transport::frame_header& h) {
     auto it = this->shards_.find(base::key(h.variable, h.shard));
     if (it == this->shards_.end())
@@ -402,45 +375,20 @@ class shard_table : detail::shard_requests<U, O, D> {
 
   // A pull's reply if the rule lets @p s read now.
   std::optional<outgoing_reply> try_pull(const peer_state& s, const transport::frame_header& h) {
-    auto& shard = pulled_shard(h);
-    auto header = base::reply_header(h, message::pull_reply);
-    if constexpr (update::pins_values<shard_type>) {
-      // Written straight from the shard's values; the pin keeps this version unchanged until
-      // the write completes (a push landing meanwhile updates a copy).
-      auto pinned = shard.try_pin(s.replica, h.step);
-      if (!pinned) return std::nullopt;
-      header.step = pinned->step;
-      auto bytes = std::as_bytes(std::span(pinned->values->data(), pinned->values->size()));
-      return outgoing_reply{header, bytes, std::move(pinned->values)};
-    } else {
-      auto snapshot = std::make_shared<std::vector<float>>(shard.size());
-      auto step = shard.try_pull(s.replica, h.step, snapshot->data());
-      if (!step) return std::nullopt;
-      header.step = *step;
-      auto bytes = std::as_bytes(std::span(*snapshot));
-      return outgoing_reply{header, bytes, std::move(snapshot)};
-    }
+    return detail::pull_reply(pulled_shard(h), s.replica, h.step, detail::reply_header(h, message::pull_reply));
   }
-
   // A sparse_pull's reply (@p rows local to the shard) if the rule lets @p s read now.
   std::optional<outgoing_reply> try_pull_rows(const peer_state& s, const transport::frame_header& h,
                                               const std::vector<std::uint64_t>& rows) {
-    auto& shard = pulled_shard(h);
-    if (!shard.wait_reason(s.replica, h.step).empty()) return std::nullopt;
     const std::size_t dim = this->layouts_.at(base::key(h.variable, h.shard)).row_elements();
-    auto rows_out = std::make_shared<std::vector<float>>(rows.size() * dim);
-    auto step = shard.try_pull_rows(s.replica, h.step, rows, dim, rows_out->data());
-    if (!step) return std::nullopt;
-    auto header = base::reply_header(h, message::pull_reply);
-    header.step = *step;
-    auto bytes = std::as_bytes(std::span(*rows_out));
-    return outgoing_reply{header, bytes, std::move(rows_out)};
+    return detail::rows_reply(pulled_shard(h), s.replica, h.step, rows, dim,
+                              detail::reply_header(h, message::pull_reply));
   }
 
   template <reply_sink S>
   void shut_down(peer_id p, const transport::frame_header& h, S& out) {
     this->log(this->self_ + ": shutdown requested by " + this->peers_.at(p).identity);
-    out.shut_down(p, {base::reply_header(h, message::reply_ok), {}, nullptr});
+    out.shut_down(p, {detail::reply_header(h, message::reply_ok), {}, nullptr});
   }
 };
 

@@ -37,6 +37,7 @@
 #include <cstdint>
 #include <exception>
 #include <filesystem>
+#include <map>
 #include <span>
 #include <string>
 #include <string_view>
@@ -194,6 +195,31 @@ inline std::vector<std::uint64_t> read_pushes_received(const checkpoint::checkpo
   }
   if (!any || covered < end - begin) lowest.assign(replicas, 0);
   return lowest;
+}
+
+/// What a restore reads for a ps task's shards.
+template <class State>
+struct restored_shards {
+  std::vector<std::pair<std::uint64_t, State>> states;         ///< per shard key
+  std::map<std::uint64_t, std::vector<std::uint64_t>> pushes;  ///< per shard key: what the values hold
+  std::string missing;  ///< slots and counters a version 1 checkpoint lacks, comma-separated
+};
+
+/// Reads every shard of @p layouts (shard key -> layout) from @p reader, as
+/// read_shard_checkpoint() and read_pushes_received() do, for @p replicas replicas.
+template <class State, class Probe>
+restored_shards<State> read_shards(const checkpoint::checkpoint_reader& reader,
+                                   const std::map<std::uint64_t, shard_layout>& layouts, Probe& probe,
+                                   std::size_t replicas) {
+  restored_shards<State> out;
+  std::vector<std::string> missing;
+  for (const auto& [k, layout] : layouts) {
+    const std::size_t elements = layout.rows * layout.row_elements();
+    out.states.emplace_back(k, read_shard_checkpoint<State>(reader, layout, probe, elements, missing));
+    out.pushes[k] = read_pushes_received(reader, layout, replicas);
+  }
+  for (const auto& m : missing) out.missing += (out.missing.empty() ? "" : ", ") + m;
+  return out;
 }
 
 }  // namespace dsgd::server::detail

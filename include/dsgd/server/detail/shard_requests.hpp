@@ -15,6 +15,9 @@
 #include <dsgd/server/detail/absent_replicas.hpp>
 #include <dsgd/server/detail/shard_checkpoint.hpp>
 #include <dsgd/server/detail/sparse_layout.hpp>
+#include <dsgd/server/detail/shard_replies.hpp>
+#include <dsgd/server/detail/table_peer.hpp>
+#include <dsgd/server/detail/compressed_push.hpp>
 #include <dsgd/server/protocol.hpp>
 #include <dsgd/server/ps_options.hpp>
 #include <dsgd/update/concepts.hpp>
@@ -42,32 +45,8 @@ class shard_requests {
   using options = ps_options<U, O>;
   using shard_type = typename U::template shard<D, O>;
 
-  // One connection: who it is, its registration, and the payloads it sends, received in place.
-  struct peer_state {
-    std::string identity;
-    bool shared_memory = false;  // payloads come through a shared-memory ring
-    std::size_t replica = 0;
-    bool registered = false;
-    bool chief = false;
-    std::uint64_t generation = 0;  // the table's generation when this peer registered
-    std::optional<message> kind;   // of the frame being received, decoded once by destination()
-    std::vector<std::byte> control;
-    std::vector<float> incoming;  // init_shard values or a pushed gradient
-    std::vector<std::uint32_t> compressed;  // a compressed push's payload (4-byte aligned)
-    bool streaming = false;       // the push arriving in `incoming` is being applied chunk by chunk
-    std::vector<std::uint64_t> keys_in;  // a sparse_pull's keys
-    std::vector<float> sparse_in;        // a sparse_push's keys then rows
-    std::size_t sparse_keys = 0;         // keys in sparse_in
-    std::vector<std::byte> discard;      // a chunk of a rejected sparse request
-    std::optional<std::pair<error_code, std::string>> rejected;  // why, answered at its last chunk
-  };
-  struct parked_request {
-    peer_id from;
-    message kind;
-    transport::frame_header request;
-    update::clock_type::time_point deadline;
-    std::vector<std::uint64_t> rows;  // a sparse_pull's rows, local to the shard
-  };
+  using peer_state = table_peer;
+  using parked_request = detail::parked_request;
 
   shard_requests(cluster::task_id self, std::size_t ps_tasks, std::size_t replicas, options opts, D device)
       : self_(self.to_string()),
@@ -83,15 +62,6 @@ class shard_requests {
   // Ready once a registration said how many shards it holds (a placement may leave it none).
   bool ready() const { return placed_ && shards_.size() >= expected_shards_; }
 
-  static transport::frame_header reply_header(const transport::frame_header& request, message type) {
-    transport::frame_header h;
-    h.type = static_cast<std::uint16_t>(type);
-    h.request_id = request.request_id;
-    h.variable = request.variable;
-    h.shard = request.shard;
-    h.step = request.step;
-    return h;
-  }
   template <class S>
   void reply(S& out, peer_id p, const transport::frame_header& request, message type) {
     out.send(p, {reply_header(request, type), {}, nullptr});
@@ -307,6 +277,33 @@ class shard_requests {
     return {outcome, shard.step()};
   }
 
+  // A compressed push's bytes, at most what the shard's agreed codec can send (else bad_frame).
+  std::span<std::byte> compressed_destination(peer_state& s, const transport::frame_header& h, error_code& ec) {
+    const auto k = key(h.variable, h.shard);
+    auto l = layouts_.find(k);
+    auto sh = shards_.find(k);
+    if (l == layouts_.end() || sh == shards_.end()) return fail(ec);
+    if (h.chunk_offset == 0 &&
+        !detail::size_compressed(s.compressed, opts_.compression.of(l->second.name), sh->second->size(),
+                                 h.total_length))
+      return fail(ec);
+    auto whole = std::as_writable_bytes(std::span(s.compressed)).first(std::min<std::size_t>(
+        s.compressed.size() * sizeof(std::uint32_t), static_cast<std::size_t>(h.total_length)));
+    return chunk_of(whole, h, ec);
+  }
+
+  std::pair<update::push_outcome, std::uint64_t> compressed_push(peer_state& s, const transport::frame_header& h) {
+    const auto k = key(h.variable, h.shard);
+    const auto& l = layouts_.at(k);
+    auto& shard = *shards_.at(k);
+    auto payload = std::as_bytes(std::span(s.compressed)).first(static_cast<std::size_t>(h.total_length));
+    auto outcome = detail::push_compressed<D::is_host>(
+        shard, opts_.compression.of(l.name), payload, s.incoming, s.replica, h.step,
+        update::clock_type::now() + opts_.serving.step_timeout, detail::pushed_shard(l, self_));
+    ++pushes_received(k, s.replica);
+    return {outcome, shard.step()};
+  }
+
   // --- checkpoints --------------------------------------------------------------------------
 
   // Writes this task's data file of checkpoint h.step: every shard's values, slots, counters
@@ -330,21 +327,11 @@ class shard_requests {
     auto dir = checkpoint_directory(s.control, "restore");
     checkpoint::checkpoint_reader reader(dir, h.step);  // verifies every file and checksum
     typename O::template state<D> probe(device_, 0);
-    std::vector<std::pair<std::uint64_t, typename shard_type::saved_state>> states;
-    std::map<std::uint64_t, std::vector<std::uint64_t>> pushes;  // what the restored values hold
-    std::vector<std::string> missing;  // slots and counters a version 1 checkpoint lacks
-    for (const auto& [k, layout] : layouts_) {
-      std::size_t elements = layout.rows * layout.row_elements();
-      states.emplace_back(
-          k, read_shard_checkpoint<typename shard_type::saved_state>(reader, layout, probe, elements, missing));
-      pushes[k] = read_pushes_received(reader, layout, replicas_);
-    }
-    if (!missing.empty()) {
-      std::string names;
-      for (const auto& m : missing) names += (names.empty() ? "" : ", ") + m;
+    auto [states, pushes, missing] =
+        read_shards<typename shard_type::saved_state>(reader, layouts_, probe, replicas_);
+    if (!missing.empty())
       log(self_ + ": checkpoint " + std::to_string(h.step) + " is of format version " +
-          std::to_string(reader.format_version()) + " and holds no " + names + ": they start afresh");
-    }
+          std::to_string(reader.format_version()) + " and holds no " + missing + ": they start afresh");
     // Over existing shards a restore re-creates the session; a fresh ps task has no readers yet.
     const bool recreated = !shards_.empty();
     for (auto& [k, state] : states) {

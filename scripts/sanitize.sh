@@ -12,7 +12,8 @@
 # a separate, uninstrumented project) and `compile` (a compiler's verdict on a near-miss type,
 # the same with or without instrumentation; scripts/test.sh runs them in its optimised build).
 # CUDA is off, so there are no `gpu` tests: sanitizers
-# do not instrument device code.
+# do not instrument device code. tsan runs, of those, the tests labelled `threads` (dsgd code on
+# several threads of one process), and builds only what they run: a data race needs two threads.
 #
 # Build: clang at -O0 with line tables and assertions on (no NDEBUG), so DSGD_ASSERT and
 # assert() are live and every report names its file and line. -O0 because the build, not the
@@ -106,13 +107,26 @@ cmake -S . -B "$build" -G Ninja \
   -DDSGD_ENABLE_CUDA=OFF -DDSGD_BUILD_BENCH=OFF -DDSGD_BUILD_EXAMPLES=ON \
   -DDSGD_BUILD_OPTIMISED_ONLY_TESTS=$build_slow \
   "${cmake_extra[@]}"
+# ThreadSanitizer finds races between threads of one process, so it runs the tests that run
+# dsgd code on several threads (label `threads`, test/CMakeLists.txt); in every other test each
+# process runs dsgd on one thread (dsgd starts no threads itself; this build has no OpenMP and
+# one BLAS thread), which ASan and UBSan check. Only the executables those tests run are built.
+select=()
+if [[ $kind == tsan ]]; then
+  select=(-L threads)
+fi
 if [[ -n ${DSGD_SANITIZE_TARGETS:-} ]]; then
   # shellcheck disable=SC2086  # a list of target names
   cmake --build "$build" -j "$jobs" --target ${DSGD_SANITIZE_TARGETS}
+elif ((${#select[@]})); then
+  # The build's own files that the selected tests' commands run: their executables (and, through
+  # their dependencies, the jobs they start).
+  mapfile -t outputs < <(scripts/test_executables.py "$build" threads "$exclude")
+  ninja -C "$build" -j "$jobs" "${outputs[@]}"
 else
   cmake --build "$build" -j "$jobs"
 fi
 
 # OpenMP threads (asan build) sleep between kernels instead of spinning: tasks share the cores.
 export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
-ctest --test-dir "$build" -j "$test_jobs" --output-on-failure -LE "$exclude" "$@"
+ctest --test-dir "$build" -j "$test_jobs" --output-on-failure -LE "$exclude" "${select[@]}" "$@"

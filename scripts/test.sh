@@ -44,12 +44,22 @@ if (($# > 0)); then
   exit
 fi
 
-cmake --build "$build" -j "$jobs" --target dsgd_optimised all_verify_interface_header_sets
-ctest --test-dir "$build" -j "$jobs" --output-on-failure --timeout 1200 -L 'slow|gpu|consumer|bench|compile|libtorch'
+# Each stage says how long it took (docs/building.md, "How long it takes").
+stage() {
+  local name=$1 start=$SECONDS
+  shift
+  "$@"
+  echo "test.sh: $name took $((SECONDS - start)) s"
+}
+optimised() {
+  cmake --build "$build" -j "$jobs" --target dsgd_optimised all_verify_interface_header_sets
+  ctest --test-dir "$build" -j "$jobs" --output-on-failure --timeout 1200 -L 'slow|gpu|consumer|bench|compile|libtorch'
+}
+stage optimised optimised
 # The libFuzzer targets, bounded (about 1.3 million executions under ASan and UBSan, clang):
 # docs/reliability.md, "Fuzzing". A fixed seed keeps the command repeatable; scripts/fuzz.sh
 # alone explores with fresh seeds.
-DSGD_FUZZ_SEED=${DSGD_FUZZ_SEED:-1} scripts/fuzz.sh
+stage fuzzers env DSGD_FUZZ_SEED="${DSGD_FUZZ_SEED:-1}" scripts/fuzz.sh
 # The rest of the suite under each sanitizer (clang at -O0: docs/building.md).
-scripts/sanitize.sh asan
-scripts/sanitize.sh tsan
+stage asan scripts/sanitize.sh asan
+stage tsan scripts/sanitize.sh tsan

@@ -5,14 +5,16 @@
 // on kernels without the netem qdisc (a test and benchmark tool, not part of the library).
 //
 //   netns_link --a NETNS:TAP --b NETNS:TAP [--delay-ab D] [--delay-ba D] [--loss-ab P]
-//              [--loss-ba P] [--limit-bytes N] [--seed S]
+//              [--loss-ba P] [--limit-bytes N] [--seed S] [--no-realtime]
 //
 // Attaches to two existing tap devices, each in the network namespace whose file is NETNS (such
 // as /run/netns/lab-h1; "-" for the namespace it runs in), and forwards every Ethernet frame read
 // from one to the other after a fixed delay (D: 25ms, 100us, 0.1ms, 0), dropping a fraction P
 // (0.1%, or 0.001) first. Frames wait in a FIFO per direction, stamped with their due time; the
-// loop sleeps in ppoll until a tap is readable or the next frame is due (timer slack 1 ns, so a
-// 0.1 ms delay is 0.1 ms), never spinning. A direction holding more than --limit-bytes (64 MiB)
+// loop sleeps in ppoll until a tap is readable or the next frame is due (timer slack 1 ns
+// instead of 50 us), never spinning, at real-time priority (SCHED_FIFO 1) unless --no-realtime
+// or not allowed, so that a busy machine's processes do not hold frames back; docs/benchmarks.md
+// measures what it costs and how late it is. A direction holding more than --limit-bytes (64 MiB)
 // drops new frames at its tail, as a router's queue does.
 //
 // The taps carry virtio-net headers, and without loss both accept the kernel's TCP segmentation
@@ -140,6 +142,7 @@ struct direction {
   };
   std::deque<frame> queue;
   std::size_t queued_bytes = 0;
+  bool blocked = false;  // `to` refused a frame (EAGAIN): wait until it is writable again
   std::uint64_t forwarded = 0, forwarded_bytes = 0, lost = 0, overflowed = 0, write_errors = 0;
 };
 
@@ -176,7 +179,10 @@ void send_due(direction& d) {
   while (!d.queue.empty() && d.queue.front().due <= now) {
     auto& f = d.queue.front();
     if (::write(d.to, f.bytes.data(), f.bytes.size()) < 0) {
-      if (errno == EAGAIN) return;  // the kernel's queue is full: try again at the next turn
+      if (errno == EAGAIN) {  // the kernel's queue is full: poll for room rather than spin
+        d.blocked = true;
+        return;
+      }
       ++d.write_errors;             // the device went down, say: the frame is lost, as on a wire
     } else {
       ++d.forwarded;
@@ -192,8 +198,13 @@ int run(int argc, char** argv) {
   direction ab, ba;
   std::size_t limit = 64u << 20;
   std::uint64_t seed = 1;
+  bool realtime = true;
   for (int i = 1; i < argc; ++i) {
     const std::string opt = argv[i];
+    if (opt == "--no-realtime") {
+      realtime = false;
+      continue;
+    }
     if (i + 1 >= argc) throw usage_error(opt + ": needs a value");
     const std::string v = argv[++i];
     if (opt == "--a") a = v;
@@ -210,8 +221,17 @@ int run(int argc, char** argv) {
   if (limit < max_frame) throw usage_error("--limit-bytes " + std::to_string(limit) + ": must hold one frame (" +
                                            std::to_string(max_frame) + ")");
   ab.limit_bytes = ba.limit_bytes = limit;
-  // Timers fire within 1 ns of their time instead of the default 50 us slack.
+  // Timers fire within 1 ns of their time instead of the default 50 us slack, and a frame due
+  // does not wait for the CPU behind the job's processes (a wire does not; the kernel's own
+  // forwarding runs in softirq, ahead of every process): SCHED_FIFO where allowed. The loop
+  // never spins, so it takes only the CPU its frames need.
   ::prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+  if (realtime) {
+    sched_param p{};
+    p.sched_priority = 1;
+    if (::sched_setscheduler(0, SCHED_FIFO, &p) != 0)
+      std::fprintf(stderr, "netns_link: not real-time (%s): frames may wait for the CPU\n", std::strerror(errno));
+  }
   const bool offload = ab.loss == 0 && ba.loss == 0;
   const int fa = open_tap(a, offload), fb = open_tap(b, offload);
   ab.from = ba.to = fa;
@@ -230,12 +250,14 @@ int run(int argc, char** argv) {
   std::mt19937_64 rng(seed);
   std::vector<unsigned char> scratch(max_frame);
   for (;;) {
-    pollfd fds[3] = {{fa, POLLIN, 0}, {fb, POLLIN, 0}, {sfd, POLLIN, 0}};
+    pollfd fds[3] = {{fa, static_cast<short>(POLLIN | (ba.blocked ? POLLOUT : 0)), 0},
+                     {fb, static_cast<short>(POLLIN | (ab.blocked ? POLLOUT : 0)), 0},
+                     {sfd, POLLIN, 0}};
     timespec timeout{};
-    timespec* wait = nullptr;  // nothing queued: sleep until a frame or a signal comes
+    timespec* wait = nullptr;  // nothing due: sleep until a frame, room or a signal comes
     clock_type::time_point next = clock_type::time_point::max();
-    if (!ab.queue.empty()) next = ab.queue.front().due;
-    if (!ba.queue.empty() && ba.queue.front().due < next) next = ba.queue.front().due;
+    if (!ab.queue.empty() && !ab.blocked) next = ab.queue.front().due;
+    if (!ba.queue.empty() && !ba.blocked && ba.queue.front().due < next) next = ba.queue.front().due;
     if (next != clock_type::time_point::max()) {
       const auto ns = std::max<std::int64_t>(0, std::chrono::duration_cast<std::chrono::nanoseconds>(next - clock_type::now()).count());
       timeout.tv_sec = ns / 1'000'000'000;
@@ -248,10 +270,12 @@ int run(int argc, char** argv) {
       errno = EIO;
       fail("a tap was closed");
     }
+    if (fds[0].revents & POLLOUT) ba.blocked = false;
+    if (fds[1].revents & POLLOUT) ab.blocked = false;
     if (fds[0].revents & POLLIN) receive(ab, rng, scratch);
     if (fds[1].revents & POLLIN) receive(ba, rng, scratch);
-    send_due(ab);
-    send_due(ba);
+    if (!ab.blocked) send_due(ab);
+    if (!ba.blocked) send_due(ba);
   }
   for (const auto* d : {&ab, &ba})
     std::fprintf(stderr, "netns_link %s -> %s: %llu frames (%llu bytes) forwarded, %llu lost, %llu over the queue limit, "

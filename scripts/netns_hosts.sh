@@ -144,6 +144,7 @@ start_forwarder() {  # host, delay, loss ("-": none)
   local args=(--a "/run/netns/$name-h$k:v$k" --b "/run/netns/$name-sw:p$k" --seed "$k")
   [[ $delay == - ]] || args+=(--delay-ab "$delay")
   [[ $loss == - ]] || args+=(--loss-ab "$loss")
+  [[ ${DSGD_NETNS_LINK_REALTIME:-1} == 1 ]] || args+=(--no-realtime)
   # Its own session, stdin closed and output in a file: no caller's pipe is held open by it.
   setsid "$tool" "${args[@]}" </dev/null >"$log" 2>&1 &
   echo $! >"$state/forwarder-$k.pid"

@@ -130,7 +130,7 @@ stop_forwarder() {  # host
   [[ -f $f ]] || return 0
   pid=$(cat "$f")
   # Only a process this harness started: its command line names its own taps.
-  if tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q -- "--a /run/netns/$name-h$1:v$1 "; then
+  if tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline" | grep -q -- "--a /run/netns/$name-h$1:v$1 "; then
     kill "$pid" 2>/dev/null || true
     for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
     kill -9 "$pid" 2>/dev/null || true
@@ -215,7 +215,9 @@ case $verb in
     down
     mkdir -p "$state"
     echo "$n" >"$state/count"
-    trap 'down' ERR
+    # Whatever fails from here (a command under set -e, a forwarder that does not start) leaves
+    # nothing behind: no namespace, no forwarder.
+    trap 'rc=$?; trap - EXIT; ((rc == 0)) || down; exit "$rc"' EXIT
     ip netns add "$name-sw" || skip "ip netns add failed (no network namespaces here?)"
     ip -n "$name-sw" link add br0 type bridge
     ip -n "$name-sw" link set br0 up
@@ -234,7 +236,6 @@ case $verb in
       # listens: it fails at once, and no query ever leaves the namespace.
       echo "nameserver 127.0.0.1" >"/etc/netns/$name-h$k/resolv.conf"
     done
-    trap - ERR
     ;;
   address) address "$1" ;;
   exec)

@@ -16,7 +16,8 @@
 #       forwarder that joins the host to the bridge by two tap devices instead of a veth pair and
 #       delays (and drops) each frame from the host; a rate with it stays a tbf on the host's tap.
 #       The forwarder is $DSGD_NETNS_LINK, or built from its source with ${CXX:-c++} (cached in
-#       /tmp/dsgd-netns-link); it costs a link some throughput and round trip (docs/benchmarks.md).
+#       /tmp/dsgd-netns-link), run at real-time priority (DSGD_NETNS_LINK_REALTIME=0: not); it
+#       costs a link some throughput and round trip (docs/benchmarks.md, "Across hosts").
 #       Writes NAME's hosts file (/tmp/dsgd-netns-NAME/hosts: "ADDRESS hK", one per host),
 #       which every namespace also sees as /etc/hosts (ip netns exec binds
 #       /etc/netns/NS/hosts), so the hosts reach each other by name too; their resolv.conf names
@@ -39,7 +40,7 @@ skip() {
   exit 77
 }
 usage() {
-  sed -n '9,30p' "$0" >&2
+  sed -n '9,31p' "$0" >&2
   exit 2
 }
 (($# >= 2)) || usage

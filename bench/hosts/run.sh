@@ -4,10 +4,13 @@
 #
 # The main job (2 ps + 2 workers, the Fashion-MNIST MLP, sync) on one host and across four
 # network-namespace hosts (scripts/netns_hosts.sh; one dsgd-launch per host), unshaped and with
-# each host's link shaped by a token bucket, in one run: examples/s per setting (median of the
+# each host's link shaped, in one run: examples/s per setting (median of the
 # repetitions, settings interleaved so that a noisy neighbour hits them alike) and each as a
 # fraction of the one-host figure. Needs root and iproute2 for the namespace settings.
-#   bench/hosts/run.sh [--reps N] [--epochs N] [--rates "10gbit 1gbit"]
+# A setting is a rate (10gbit: a token bucket), a delay (0.1ms: each packet leaving a host held
+# that long, by netem or, without it, the harness's userspace forwarder; 0ms measures the
+# forwarder alone), or both joined by "+".
+#   bench/hosts/run.sh [--reps N] [--epochs N] [--rates "10gbit 1gbit 0ms 10gbit+0.1ms"]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build="$root/build-bench"
@@ -38,9 +41,15 @@ rate_of() { sed -n 's/.* \([0-9]*\) global steps in \([0-9.]*\) s.*/\1 \2/p' "$1
 one_host() {
   DSGD_CLUSTER_TOKEN=bench "$launch" --ps 2 --workers 2 --timeout 900 -- "$example" "${args[@]}" >"$1" 2>&1
 }
-hosts() {  # rate ("" for none), log
-  local shape=()
-  [[ -n $1 ]] && shape=(--rate "$1")
+hosts() {  # setting ("" for none), log
+  local shape=() part
+  for part in ${1//+/ }; do
+    case $part in
+      *bit) shape+=(--rate "$part") ;;
+      *s) shape+=(--delay "$part") ;;
+      *) echo "run.sh: setting $1: $part is neither a rate (10gbit) nor a delay (0.1ms)" >&2; exit 2 ;;
+    esac
+  done
   "$harness" up bh 4 "${shape[@]}"
   local pids=()
   for k in 1 2 3 4; do

@@ -96,7 +96,7 @@ def fan_in_table(m, ps=1):
         print(line)
 
 
-def fit(m, variant="dsgd_tcp", rule="async"):
+def fit(m, variant="dsgd_tcp", rule="async"):  # noqa: used by fit_model
     """Least squares of CPU per push (µs) = c + b x (S / P) over every point of @p variant, each
     weighted by 1 / measured^2 (so that the relative error is what is minimised: the 4 KiB points
     fix c, the 4 MiB ones b)."""
@@ -146,14 +146,35 @@ def memory_slope(m, variant="dsgd_tcp"):
     return out
 
 
-def model_table(m, c, b, variant="dsgd_tcp"):
-    print(f"\nModel: one ps task's CPU per step = W x (c + b x S / P), c = {c:.2f} µs, b = {b * 1e3:.4f} ns/byte "
-          f"({1 / b / 1e3 if b > 0 else float('inf'):.2f} GB/s of pushed+pulled S per core); predicted vs measured "
-          "(async and sync)\n")
+def c_of(w, c0, c1):
+    """Per-push CPU (µs) at W connections: c0 up to 32 (the connections' state in cache), c1 from
+    1,024 on (measured there), log-linear in between."""
+    import math
+    f = min(max(math.log2(max(w, 1) / 32) / 5, 0.0), 1.0)
+    return c0 + (c1 - c0) * f
+
+
+def fit_model(m, variant="dsgd_tcp"):
+    """c0 and b from the points of W <= 32 (async, weighted least squares), c1 from W = 1,024:
+    the median over its points of (CPU per push - b x S / P)."""
+    small = {k: v for k, v in m.items() if k[2] <= 32}
+    f = fit(small, variant)
+    if not f:
+        return None
+    c0, b = f
+    big = [v["cpu_us"] - b * k[4] / k[3] for k, v in m.items() if k[1] == variant and k[2] >= 1024]
+    c1 = statistics.median(big) if big else c0
+    return c0, c1, b
+
+
+def model_table(m, c0, c1, b, variant="dsgd_tcp"):
+    print(f"\nModel: one ps task's CPU per step = W x (c(W) + b x S / P); c(W) = c0 = {c0:.1f} µs up to 32 "
+          f"workers, c1 = {c1:.1f} µs from 1,024 on, log-linear between; b = {b * 1e3:.3f} ns per byte of S "
+          "(fitted: c0 and b on async W <= 32, c1 on W = 1,024); predicted vs measured\n")
     print("| rule | S | P | W | predicted ms/step | measured ms/step | measured / predicted |")
     print("|---|---|---:|---:|---:|---:|---:|")
     for k in sorted((k for k in m if k[1] == variant), key=lambda k: (k[0], k[4], k[3], k[2])):
-        pred = k[2] * (c + b * k[4] / k[3]) / 1e3
+        pred = k[2] * (c_of(k[2], c0, c1) + b * k[4] / k[3]) / 1e3
         meas = m[k]["cpu_step_ms"]
         print(f"| {k[0]} | {size(k[4])} | {k[3]} | {k[2]} | {pred:.3f} | {meas:.3f} | {meas / pred:.2f} |")
 
@@ -164,10 +185,9 @@ def main(paths):
         if any(k[2] <= 32 for k in m if k[3] == p):
             fan_in_table({k: v for k, v in m.items() if k[2] <= 32}, p)
     simulation_table(m)
-    f = fit(m)
+    f = fit_model(m)
     if f:
-        c, b = f
-        model_table(m, c, b)
+        model_table(m, *f)
     slopes = memory_slope(m)
     if slopes:
         print("\nps RSS growth per connection, from the smallest to the largest W (KiB per connection, per ps task)\n")

@@ -20,7 +20,7 @@ cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDSGD_BUILD_BE
   -DDSGD_BUILD_TESTS=OFF -DDSGD_BUILD_EXAMPLES=OFF >/dev/null
 cmake --build "$build" --target dsgd_bench_fan_in
 bench="$build/bench/dsgd_bench_fan_in"
-export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
+export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-passive}"
 files=
 if [ "$what" != many ]; then
   "$bench" --reps="$reps" | tee "$build/fan_in.csv"

@@ -7,8 +7,8 @@
 #     before the pod exists); the ps listens on any address (--listen '*'), and the worker keeps
 #     retrying the name until the harness adds it to the worker host's /etc/hosts 3 s later;
 #     then the job trains and both exit 0;
-#  2. a name that never resolves: the worker gives up at its startup deadline with an error
-#     naming the task, the name and the resolver's answer.
+#  2. a name that never resolves: the worker (without recovery) gives up at its startup deadline
+#     with an error naming the task, the name and the resolver's answer.
 # The namespaces' resolver is loopback (nothing listens), so no DNS query leaves them.
 #   naming_test.sh 03_CLUSTER HARNESS
 # Exits 77 (skipped) without root or iproute2.
@@ -54,7 +54,10 @@ fi
 # 2. A name that never resolves.
 cluster='{"ps": ["never-there:2222"], "worker": ["h2:2223"]}'
 status=0
-run 2 worker 0 "$cluster" --startup-timeout 3 >"$logs/never" 2>&1 || status=$?
+# Without recovery (--recovery-timeout 0), so the startup deadline is the whole wait: with it,
+# the session would be re-created for the recovery deadline as well (300 s by default;
+# recovery_deadline_test checks that bound), since a ps may also come up late.
+run 2 worker 0 "$cluster" --startup-timeout 3 --recovery-timeout 0 >"$logs/never" 2>&1 || status=$?
 if ((status == 0)); then
   echo "naming_test: a worker whose ps never resolves exited 0"; failed=1
 elif ! grep -q "could not reach ps:0 (never-there:2222) within 3000 ms (last error: Host not found" "$logs/never"; then

@@ -136,6 +136,10 @@ which one it is. The default job trains the Fashion-MNIST MLP data-parallel over
   --startup-timeout S    workers: retry an unreachable or unresolvable ps this long [120]
   --help                 this text
 
+Environment: TF_CONFIG (the task), DSGD_CLUSTER_TOKEN, DSGD_MIN_REPLICAS (an elastic job: the
+spec's workers are slots and a sync step needs at least this many replicas; dsgd-launch
+--workers MIN:MAX sets it).
+
 Exit status: 0 done (at --target or above), 1 a failure or below --target, 2 a bad option.
 )";
 
@@ -331,6 +335,10 @@ int train(const settings& s) {
   typename trainer::options o;
   o.connection.token = token();
   o.serving.listen = s.listen;
+  // An elastic job (dsgd-launch --workers MIN:MAX, or a StatefulSet scaled up and down): the
+  // spec's workers are slots, and the ps averages each step over the members present.
+  if (const char* min = std::getenv("DSGD_MIN_REPLICAS"); min && *min)
+    o.serving.min_replicas = parse_whole("DSGD_MIN_REPLICAS", min, 1, replicas);
   o.requests.startup_timeout = std::chrono::milliseconds(static_cast<long long>(s.startup_timeout_s * 1000));
   o.optimizer = local ? optimizer{{1.f, 0.f, false}, 1.f, steps_per_epoch, true} : worker_optimizer;
   if (!local) o.optimizer.decay_steps = steps_per_epoch;

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# SPDX-FileCopyrightText: Copyright (c) 2026 The dsgd authors
+# SPDX-License-Identifier: Apache-2.0
+#
+# elastic_job_test: the main job (examples/03_cluster, the Fashion-MNIST MLP, sync) as an elastic
+# job under dsgd-launch --workers 2:3 (docs/reliability.md, "Elastic workers"): it starts with
+# worker:0 (the chief) and worker:1; once it trains, SIGUSR1 to the launcher adds worker:2 in the
+# free slot; once the steps go on with it, worker:1 is killed with SIGKILL and leaves. The job
+# must end at its accuracy target with every membership change logged by the ps and the
+# launcher with its count, the joiner's pushes taken, and the launcher exiting 0.
+#   elastic_job_test.sh DSGD_LAUNCH MAIN_JOB [EPOCHS TARGET]
+set -u
+launch=$1 job=$2 epochs=${3:-1} target=${4:-0.80}
+log=$(mktemp)
+trap 'kill "$lp" 2>/dev/null; rm -f "$log"' EXIT
+fail() {
+  echo "elastic_job_test: $*"
+  sed 's/^/  | /' "$log" | grep -v "pass .* over its shard" | tail -40
+  exit 1
+}
+# wait_for PATTERN SECONDS: until the log has a line matching PATTERN (grep -E), or fail.
+wait_for() {
+  local deadline=$((SECONDS + $2))
+  until grep -qE "$1" "$log"; do
+    kill -0 "$lp" 2>/dev/null || fail "the launcher exited before the log showed /$1/"
+    ((SECONDS < deadline)) || fail "no line /$1/ within $2 s"
+    sleep 0.2
+  done
+}
+
+start=$SECONDS
+OMP_NUM_THREADS=1 "$launch" --ps 1 --workers 2:3 --timeout 170 -- "$job" --model mlp --rule sync \
+  --epochs "$epochs" --target "$target" --log-steps 25 >"$log" 2>&1 &
+lp=$!
+
+wait_for '^\[launcher\] worker:1 .* pid [0-9]+$' 30
+grep -q '^\[launcher\] worker:2 .* pid' "$log" && fail "worker:2 started with the job; only MIN (2) should"
+wait_for '^\[worker:0\] step 26 ' 90  # training with two members
+kill -USR1 "$lp"
+wait_for '^\[ps:0\] ps:0: worker:2 joined; 3 workers \(at least 2, at most 3\)$' 30
+wait_for '^\[launcher\] worker:2 joined; 3 workers running \(--workers 2:3\)$' 5
+# A sync step closes only with every member's push: the global step going on past the join
+# (two progress lines later) means the joiner's gradients are averaged in.
+joined_at=$(grep -nE '^\[ps:0\] ps:0: worker:2 joined' "$log" | head -1 | cut -d: -f1)
+deadline=$((SECONDS + 60))
+until (($(tail -n +"$joined_at" "$log" | grep -cE '^\[worker:0\] step [0-9]+ ') >= 2)); do
+  kill -0 "$lp" 2>/dev/null || fail "the launcher exited before two steps after the join"
+  ((SECONDS < deadline)) || fail "the global step did not go on within 60 s of worker:2 joining"
+  sleep 0.2
+done
+kill -USR1 "$lp"  # a fourth worker is beyond MAX: refused by name
+wait_for '^\[launcher\] cannot add a worker: every one of the 3 worker slots is running' 5
+pid1=$(sed -nE 's/^\[launcher\] worker:1 [^ ]+ pid ([0-9]+)$/\1/p' "$log" | head -1)
+[ -n "$pid1" ] || fail "no pid for worker:1 in the launcher's log"
+kill -9 "$pid1"
+wait_for '^\[ps:0\] ps:0: worker:1 left \(connection lost\); 2 workers \(at least 2, at most 3\)$' 30
+wait_for '^\[launcher\] worker:1 left \(killed by signal 9\); 2 workers running \(--workers 2:3\)$' 5
+wait "$lp"
+rc=$?
+lp=
+((rc == 0)) || fail "the launcher exited with status $rc (the chief below --target $target, or a task failed)"
+grep -qE '^\[worker:0\] final test accuracy ' "$log" || fail "no final accuracy from the chief"
+steps2=$(sed -nE 's/^\[worker:2\] worker:2 done: ([0-9]+) steps of its own.*/\1/p' "$log")
+[ -n "$steps2" ] && ((steps2 > 0)) || fail "worker:2 did not train (its done line: '${steps2}')"
+grep -qE '^\[launcher\] every task exited with status 0 but the 1 worker\(s\) that left the job$' "$log" ||
+  fail "the launcher's last word does not say that one worker left"
+grep -E '^\[worker:0\] final test accuracy |^\[ps:0\] ps:0: worker:[0-9] (joined|left)' "$log"
+echo "elastic_job_test: passed in $((SECONDS - start)) s (worker:2 took $steps2 steps of its own)"

@@ -339,6 +339,16 @@ int train(const settings& s) {
   // spec's workers are slots, and the ps averages each step over the members present.
   if (const char* min = std::getenv("DSGD_MIN_REPLICAS"); min && *min)
     o.serving.min_replicas = parse_whole("DSGD_MIN_REPLICAS", min, 1, replicas);
+  // ps:0 of an elastic job with --logdir counts the members in the job's summaries
+  // ("membership/workers" at the global step of each change), next to the chief's.
+  std::unique_ptr<dsgd::train::summary_writer> membership;
+  if (o.serving.min_replicas > 0 && !s.logdir.empty() && role.task.job == "ps" && role.task.index == 0) {
+    membership = std::make_unique<dsgd::train::summary_writer>(s.logdir, ".ps0");
+    o.serving.on_membership = [w = membership.get()](std::size_t members, std::uint64_t step) {
+      w->scalar("membership/workers", static_cast<float>(members), static_cast<std::int64_t>(step));
+      w->flush();
+    };
+  }
   o.requests.startup_timeout = std::chrono::milliseconds(static_cast<long long>(s.startup_timeout_s * 1000));
   o.optimizer = local ? optimizer{{1.f, 0.f, false}, 1.f, steps_per_epoch, true} : worker_optimizer;
   if (!local) o.optimizer.decay_steps = steps_per_epoch;

@@ -12,7 +12,8 @@
 set -u
 launch=$1 job=$2 epochs=${3:-1} target=${4:-0.80}
 log=$(mktemp)
-trap 'kill "$lp" 2>/dev/null; rm -f "$log"' EXIT
+logdir=$(mktemp -d)
+trap 'kill "$lp" 2>/dev/null; rm -rf "$log" "$logdir"' EXIT
 fail() {
   echo "elastic_job_test: $*"
   sed 's/^/  | /' "$log" | grep -v "pass .* over its shard" | tail -40
@@ -30,7 +31,7 @@ wait_for() {
 
 start=$SECONDS
 OMP_NUM_THREADS=1 "$launch" --ps 1 --workers 2:3 --timeout 170 -- "$job" --model mlp --rule sync \
-  --epochs "$epochs" --target "$target" --log-steps 25 >"$log" 2>&1 &
+  --epochs "$epochs" --target "$target" --log-steps 25 --logdir "$logdir" --save-secs 0 >"$log" 2>&1 &
 lp=$!
 
 wait_for '^\[launcher\] worker:1 .* pid [0-9]+$' 30
@@ -64,5 +65,46 @@ steps2=$(sed -nE 's/^\[worker:2\] worker:2 done: ([0-9]+) steps of its own.*/\1/
 [ -n "$steps2" ] && ((steps2 > 0)) || fail "worker:2 did not train (its done line: '${steps2}')"
 grep -qE '^\[launcher\] every task exited with status 0 but the 1 worker\(s\) that left the job$' "$log" ||
   fail "the launcher's last word does not say that one worker left"
+# ps:0's "membership/workers" summaries (TensorBoard event records: u64 length, u32 crc, an
+# Event proto, u32 crc), in order: 1 and 2 as the first two register, 3 at the join, 2 at the
+# leave, then the finishes.
+counts=$(python3 - "$logdir" <<'PY'
+import glob, struct, sys
+def fields(b):
+    i = 0
+    while i < len(b):
+        key, i = varint(b, i)
+        f, t = key >> 3, key & 7
+        if t == 0: v, i = varint(b, i)
+        elif t == 1: v, i = b[i:i + 8], i + 8
+        elif t == 5: v, i = b[i:i + 4], i + 4
+        elif t == 2:
+            n, i = varint(b, i)
+            v, i = b[i:i + n], i + n
+        else: return
+        yield f, v
+def varint(b, i):
+    r = s = 0
+    while True:
+        r |= (b[i] & 127) << s; s += 7; i += 1
+        if b[i - 1] < 128: return r, i
+out = []
+for path in glob.glob(sys.argv[1] + "/events.out.tfevents.*.ps0"):
+    data = open(path, "rb").read()
+    at = 0
+    while at + 12 <= len(data):
+        n = struct.unpack("<Q", data[at:at + 8])[0]
+        event = data[at + 12:at + 12 + n]
+        at += 16 + n
+        for f, summary in fields(event):
+            if f != 5: continue
+            for g, value in fields(summary):
+                kv = dict(fields(value))
+                if kv.get(1) == b"membership/workers": out.append(str(int(struct.unpack("<f", kv[2])[0])))
+print(" ".join(out))
+PY
+)
+echo "elastic_job_test: membership/workers in ps:0's summaries: $counts"
+[[ "$counts" == "1 2 3 2"* ]] || fail "ps:0's membership/workers summaries are '$counts', expected 1 2 3 2 then the finishes"
 grep -E '^\[worker:0\] final test accuracy |^\[ps:0\] ps:0: worker:[0-9] (joined|left)' "$log"
 echo "elastic_job_test: passed in $((SECONDS - start)) s (worker:2 took $steps2 steps of its own)"

@@ -113,6 +113,9 @@ std::string task_of(std::uint32_t replica) { return replica == 0 ? "chief:0" : "
 // A ps of @p slots replica slots needing @p min_replicas members; its log lines in *log.
 struct job {
   std::shared_ptr<std::vector<std::string>> log = std::make_shared<std::vector<std::string>>();
+  // serving_options::on_membership's calls: (members, step).
+  std::shared_ptr<std::vector<std::pair<std::size_t, std::uint64_t>>> counts =
+      std::make_shared<std::vector<std::pair<std::size_t, std::uint64_t>>>();
   sink out;
   std::unique_ptr<table> t;
 
@@ -122,6 +125,7 @@ struct job {
     o.optimizer = {1.f};
     o.serving.step_timeout = 1s;
     o.serving.min_replicas = min_replicas;
+    o.serving.on_membership = [c = counts](std::size_t n, std::uint64_t step) { c->emplace_back(n, step); };
     t = std::make_unique<table>(dsgd::cluster::task_id{"ps", 0}, 1, slots, o);
   }
   // Replica @p r joins on connection r + 1 (connection 1, the chief, creates w = 0 at first).
@@ -174,6 +178,9 @@ BOOST_AUTO_TEST_CASE(a_joiner_starts_at_the_current_step_and_the_steps_then_wait
   j.push(2, step, 6.f);
   BOOST_TEST((j.out.take().at(0).type() == message::push_applied));
   BOOST_TEST(j.value(0).first == -2.f - 3.f);  // the mean of 1, 2 and 6
+  // Each change counted with the global step it happened at (no shard yet at the first).
+  using change = std::pair<std::size_t, std::uint64_t>;
+  BOOST_TEST((*j.counts == std::vector<change>{{1, 0}, {2, 0}, {3, 1}}));
 }
 
 BOOST_AUTO_TEST_CASE(a_leavers_half_sent_push_is_dropped_and_its_complete_push_counts) {

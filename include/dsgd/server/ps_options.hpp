@@ -14,6 +14,8 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -49,6 +51,9 @@ struct serving_options {
   /// members present and needs at least N of them (finished ones count). dsgd-launch
   /// --workers MIN:MAX sets DSGD_MIN_REPLICAS for programs to pass here.
   std::size_t min_replicas = 0;
+  /// Elastic jobs: called on the ps's thread with the members and the global step after every
+  /// change of membership (a summary's "membership/workers"; 03_cluster writes it). Empty: none.
+  std::function<void(std::size_t members, std::uint64_t step)> on_membership;
 };
 
 /// Checks @p o, naming a bad field by its path (@p path: "serving_options", "trainer_options.ps").

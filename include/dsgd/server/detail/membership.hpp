@@ -14,6 +14,7 @@
 #include <dsgd/update/concepts.hpp>
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -31,9 +32,17 @@ class membership {
   /// @p min_replicas must be members for a sync step to close (0: not elastic); @p self names
   /// the ps task in the log lines, written through @p log.
   /// @throws dsgd::error(errc::invalid_argument) for a minimum above the slots
+  /// After each change, @p changed (if set) gets the members and the step @p step returns.
   membership(std::size_t slots, std::size_t min_replicas, std::string self,
-             std::function<void(const std::string&)> log)
-      : state_(slots, slot::absent), min_(min_replicas), self_(std::move(self)), log_(std::move(log)) {
+             std::function<void(const std::string&)> log,
+             std::function<void(std::size_t, std::uint64_t)> changed = {},
+             std::function<std::uint64_t()> step = {})
+      : state_(slots, slot::absent),
+        min_(min_replicas),
+        self_(std::move(self)),
+        log_(std::move(log)),
+        changed_(std::move(changed)),
+        step_(std::move(step)) {
     if (min_ > slots)
       throw error(errc::invalid_argument, "serving_options.min_replicas: " + std::to_string(min_) +
                                               " is more than the " + std::to_string(slots) +
@@ -106,12 +115,15 @@ class membership {
     const auto n = members();
     log_(self_ + ": " + what + "; " + std::to_string(n) + (n == 1 ? " worker" : " workers") + " (at least " +
          std::to_string(min_) + ", at most " + std::to_string(state_.size()) + ")");
+    if (changed_) changed_(n, step_ ? step_() : 0);
   }
 
   std::vector<slot> state_;
   std::size_t min_;
   std::string self_;
   std::function<void(const std::string&)> log_;
+  std::function<void(std::size_t, std::uint64_t)> changed_;
+  std::function<std::uint64_t()> step_;
 };
 
 }  // namespace dsgd::server::detail

@@ -55,7 +55,8 @@ class shard_requests {
         ps_tasks_(ps_tasks),
         replicas_(replicas),
         absent_(replicas),
-        members_(replicas, opts.serving.min_replicas, self_, [this](const std::string& s) { log(s); }),
+        members_(replicas, opts.serving.min_replicas, self_, [this](const std::string& s) { log(s); },
+                 opts.serving.on_membership, [this] { return shards_.empty() ? 0 : shards_.begin()->second->step(); }),
         opts_(std::move(opts)),
         device_(std::move(device)) {}
 

@@ -363,8 +363,13 @@ int train(const settings& s) {
   const auto test_set = dsgd::data::fashion_mnist::load(dsgd::data::fashion_mnist::split::test);
   csv_log csv(t.is_chief() ? s : settings{});
   Model net = make_model<Model>(s);
-  dsgd::model::shuffled_batches batches(
-      train_set, {.batch = s.batch, .seed = 1000 + t.replica() + 100 * s.seed, .shard = t.replica(), .shards = t.replicas()});
+  // An elastic job's slots may stand empty: each worker then draws from the whole training set
+  // in its own order rather than from its slot's shard, which nobody would read while it is empty.
+  const bool elastic = o.serving.min_replicas > 0;
+  dsgd::model::shuffled_batches batches(train_set, {.batch = s.batch,
+                                                    .seed = 1000 + t.replica() + 100 * s.seed,
+                                                    .shard = elastic ? 0 : t.replica(),
+                                                    .shards = elastic ? 1 : t.replicas()});
   if (slowdown > 1) std::printf("straggler: every step sleeps %.1fx its compute time\n", slowdown - 1);
   if (t.is_chief()) std::printf("matrix products: %s\n", dsgd::model::blas_description().c_str());
 

@@ -8,9 +8,11 @@
 # free slot; once the steps go on with it, worker:1 is killed with SIGKILL and leaves. The job
 # must end at its accuracy target with every membership change logged by the ps and the
 # launcher with its count, the joiner's pushes taken, and the launcher exiting 0.
-#   elastic_job_test.sh DSGD_LAUNCH MAIN_JOB [EPOCHS TARGET]
+# With RULE ssp the same under bounded staleness (a joiner's pushes are applied on arrival; its
+# steps of its own show it trained).
+#   elastic_job_test.sh DSGD_LAUNCH MAIN_JOB [RULE EPOCHS TARGET]
 set -u
-launch=$1 job=$2 epochs=${3:-1} target=${4:-0.80}
+launch=$1 job=$2 rule=${3:-sync} epochs=${4:-1} target=${5:-0.80}
 log=$(mktemp)
 logdir=$(mktemp -d)
 trap 'kill "$lp" 2>/dev/null; rm -rf "$log" "$logdir"' EXIT
@@ -30,7 +32,7 @@ wait_for() {
 }
 
 start=$SECONDS
-OMP_NUM_THREADS=1 "$launch" --ps 1 --workers 2:3 --timeout 170 -- "$job" --model mlp --rule sync \
+OMP_NUM_THREADS=1 "$launch" --ps 1 --workers 2:3 --timeout 170 -- "$job" --model mlp --rule "$rule" \
   --epochs "$epochs" --target "$target" --log-steps 25 --logdir "$logdir" --save-secs 0 >"$log" 2>&1 &
 lp=$!
 

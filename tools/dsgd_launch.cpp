@@ -175,6 +175,7 @@ struct task {
   std::optional<std::chrono::steady_clock::time_point> restart_at;  // a restart is due then
   bool started = false;  // ever started (an elastic job's slots beyond MIN wait for a SIGUSR1)
   bool leaving = false;  // stopped by SIGUSR2: its exit is a departure, not a failure
+  bool left = false;     // its worker left the job (a joiner may take the slot; not one that finished)
 
   bool is_ps() const { return id.job == "ps"; }
 };
@@ -349,6 +350,7 @@ class launcher {
     t.running = true;
     t.started = true;
     t.leaving = false;
+    t.left = false;
     say(t.id.to_string() + " " + t.address + " pid " + std::to_string(pid));
   }
 
@@ -444,6 +446,7 @@ class launcher {
       say(t.id.to_string() + " left (" + (t.leaving ? std::string("scaled down") : describe(t.status)) + "); " +
           workers_running());
       t.leaving = false;
+      t.left = true;
       ++departures_;
       return;
     }
@@ -524,7 +527,8 @@ class launcher {
            std::to_string(opts_.min_workers) + ":" + std::to_string(opts_.workers) + ")";
   }
 
-  // SIGUSR1: one more worker, in the lowest slot never started, else the lowest one left.
+  // SIGUSR1: one more worker, in the lowest slot never started, else the lowest one a worker
+  // left (a slot whose worker finished stays finished: the ps no longer waits for it).
   void join_one() {
     if (opts_.min_workers == 0) {
       say("received SIGUSR1: not an elastic job (--workers MIN:MAX); ignored");
@@ -533,7 +537,7 @@ class launcher {
     task* slot = nullptr;
     for (const bool fresh : {true, false}) {
       for (auto& t : tasks_) {
-        if (!slot && elastic_worker(t) && !t.running && !t.restart_at && t.started != fresh) slot = &t;
+        if (!slot && elastic_worker(t) && !t.running && !t.restart_at && (fresh ? !t.started : t.left)) slot = &t;
       }
     }
     if (!slot) {

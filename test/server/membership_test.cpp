@@ -269,6 +269,25 @@ BOOST_AUTO_TEST_CASE(without_a_minimum_every_slot_is_waited_for_as_before) {
   BOOST_TEST(!j.logged("joined"));  // nor are members logged
 }
 
+BOOST_AUTO_TEST_CASE(a_sync_shard_refuses_a_minimum_it_cannot_meet) {
+  using shard = dsgd::update::sync_average::shard<dsgd::device::cpu, dsgd::optim::sgd>;
+  const std::vector<float> init(2, 0.f);
+  shard s(dsgd::device::cpu{}, init, dsgd::optim::sgd{0.1f}, 3);
+  for (std::size_t bad : {std::size_t{0}, std::size_t{4}})
+    BOOST_CHECK_EXCEPTION(s.elastic(bad), dsgd::error, [&](const dsgd::error& e) {
+      return e.code() == dsgd::errc::invalid_argument &&
+             contains(e.what(), "sync_average::elastic: min_members " + std::to_string(bad) +
+                                    " must be from 1 to the 3 worker slots");
+    });
+  // Elastic with no member yet: a push is kept but closes nothing until a member is there.
+  s.elastic(1);
+  const std::vector<float> g(2, 1.f);
+  BOOST_TEST((s.push(0, 0, g.data(), {}) == dsgd::update::push_outcome::accumulated));
+  s.rejoin(0);
+  s.depart(1);  // closes it: every member present (worker 0) has pushed
+  BOOST_TEST(s.step() == 1u);
+}
+
 BOOST_AUTO_TEST_CASE(the_ssp_bound_counts_only_members) {
   using shard = dsgd::update::bounded_staleness<1>::shard<dsgd::device::cpu, dsgd::optim::sgd>;
   const std::vector<float> init(2, 0.f), g(2, 1.f);

@@ -92,7 +92,7 @@ class shard_table : detail::shard_requests<U, O, D> {
     std::erase_if(this->parked_, [&](const auto& r) { return r.from == p; });
     if (!departs || !gone.registered || this->finished_.contains(gone.replica) || connected(gone.replica, out)) return;
     this->absent_.departed(gone.replica, gone.identity);
-    this->members_.left(gone.replica, gone.identity, "connection lost");
+    this->members_.left(gone.replica, gone.identity, "connection lost", this->global_step());
     if constexpr (update::tracks_departures<shard_type>) {
       for (auto& [k, s] : this->shards_) s->depart(gone.replica);
       retry_parked(out);
@@ -253,7 +253,7 @@ class shard_table : detail::shard_requests<U, O, D> {
       case message::finish:
         for (auto& [k, shard] : this->shards_) shard->finish(s.replica);
         this->finished_.insert(s.replica);
-        this->members_.finished(s.replica, s.identity);
+        this->members_.finished(s.replica, s.identity, this->global_step());
         this->reply(out, p, h, message::reply_ok);
         return retry_parked(out);
       case message::save:

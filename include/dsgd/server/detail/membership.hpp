@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace dsgd::server::detail {
@@ -30,19 +31,18 @@ class membership {
  public:
   /// @p slots replicas (the cluster spec's chief and workers, MAX), of which at least
   /// @p min_replicas must be members for a sync step to close (0: not elastic); @p self names
-  /// the ps task in the log lines, written through @p log.
+  /// the ps task in the log lines, written through @p log; after each change @p changed (if
+  /// set) gets the members and the global step the change was made at. Both are held by value
+  /// (no pointer to the owner, which may move).
   /// @throws dsgd::error(errc::invalid_argument) for a minimum above the slots
-  /// After each change, @p changed (if set) gets the members and the step @p step returns.
   membership(std::size_t slots, std::size_t min_replicas, std::string self,
-             std::function<void(const std::string&)> log,
-             std::function<void(std::size_t, std::uint64_t)> changed = {},
-             std::function<std::uint64_t()> step = {})
+             std::function<void(std::string_view)> log,
+             std::function<void(std::size_t, std::uint64_t)> changed = {})
       : state_(slots, slot::absent),
         min_(min_replicas),
         self_(std::move(self)),
         log_(std::move(log)),
-        changed_(std::move(changed)),
-        step_(std::move(step)) {
+        changed_(std::move(changed)) {
     if (min_ > slots)
       throw error(errc::invalid_argument, "serving_options.min_replicas: " + std::to_string(min_) +
                                               " is more than the " + std::to_string(slots) +
@@ -64,24 +64,25 @@ class membership {
     return n;
   }
 
-  /// Slot @p r (task @p task) registered: "ps:0: worker:3 joined; 3 workers".
-  void joined(std::size_t r, const std::string& task) {
+  /// Slot @p r (task @p task) registered at global step @p step: "ps:0: worker:3 joined; 3
+  /// workers".
+  void joined(std::size_t r, const std::string& task, std::uint64_t step) {
     if (!elastic() || r >= state_.size() || state_[r] == slot::member) return;
     state_[r] = slot::member;
-    say(task + " joined");
+    say(task + " joined", step);
   }
   /// Slot @p r (task @p task) is gone (@p why: "connection lost"): "worker:1 left (connection
   /// lost); 2 workers".
-  void left(std::size_t r, const std::string& task, const std::string& why) {
+  void left(std::size_t r, const std::string& task, const std::string& why, std::uint64_t step) {
     if (!elastic() || !member(r)) return;
     state_[r] = slot::absent;
-    say(task + " left (" + why + ")");
+    say(task + " left (" + why + ")", step);
   }
   /// Slot @p r finished its data: no member now, and nothing waits for it.
-  void finished(std::size_t r, const std::string& task) {
+  void finished(std::size_t r, const std::string& task, std::uint64_t step) {
     if (!elastic() || !member(r)) return;
     state_[r] = slot::finished;
-    say(task + " finished");
+    say(task + " finished", step);
   }
 
   /// Makes a new @p shard's membership this one (the shard tracks departures): elastic, and
@@ -111,19 +112,18 @@ class membership {
 
  private:
   enum class slot { absent, member, finished };
-  void say(const std::string& what) const {
+  void say(const std::string& what, std::uint64_t step) const {
     const auto n = members();
     log_(self_ + ": " + what + "; " + std::to_string(n) + (n == 1 ? " worker" : " workers") + " (at least " +
          std::to_string(min_) + ", at most " + std::to_string(state_.size()) + ")");
-    if (changed_) changed_(n, step_ ? step_() : 0);
+    if (changed_) changed_(n, step);
   }
 
   std::vector<slot> state_;
   std::size_t min_;
   std::string self_;
-  std::function<void(const std::string&)> log_;
+  std::function<void(std::string_view)> log_;
   std::function<void(std::size_t, std::uint64_t)> changed_;
-  std::function<std::uint64_t()> step_;
 };
 
 }  // namespace dsgd::server::detail

@@ -55,13 +55,14 @@ class shard_requests {
         ps_tasks_(ps_tasks),
         replicas_(replicas),
         absent_(replicas),
-        members_(replicas, opts.serving.min_replicas, self_, [this](const std::string& s) { log(s); },
-                 opts.serving.on_membership, [this] { return shards_.empty() ? 0 : shards_.begin()->second->step(); }),
+        members_(replicas, opts.serving.min_replicas, self_, opts.connection.log, opts.serving.on_membership),
         opts_(std::move(opts)),
         device_(std::move(device)) {}
 
   static std::uint64_t key(std::uint32_t v, std::uint32_t s) { return (std::uint64_t{v} << 32) | s; }
   void log(const std::string& s) const { opts_.connection.log(s); }
+  // The step of a shard (the global step under sync), for the membership summaries.
+  std::uint64_t global_step() const { return shards_.empty() ? 0 : shards_.begin()->second->step(); }
   // Ready once a registration said how many shards it holds (a placement may leave it none).
   bool ready() const { return placed_ && shards_.size() >= expected_shards_; }
 
@@ -193,7 +194,7 @@ class shard_requests {
     absent_.registered(r.replica);
     if constexpr (update::tracks_departures<shard_type>)
       for (auto& [k, shard] : shards_) shard->rejoin(r.replica);
-    members_.joined(r.replica, r.task);
+    members_.joined(r.replica, r.task, global_step());
     s.chief = r.chief;
     if (r.chief) chief_seen_ = true;
     s.generation = generation_;

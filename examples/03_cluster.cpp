@@ -136,6 +136,10 @@ which one it is. The default job trains the Fashion-MNIST MLP data-parallel over
   --startup-timeout S    workers: retry an unreachable or unresolvable ps this long [120]
   --help                 this text
 
+Environment: TF_CONFIG (the task), DSGD_CLUSTER_TOKEN, DSGD_MIN_REPLICAS (an elastic job: the
+spec's workers are slots and a sync step needs at least this many replicas; dsgd-launch
+--workers MIN:MAX sets it).
+
 Exit status: 0 done (at --target or above), 1 a failure or below --target, 2 a bad option.
 )";
 
@@ -331,6 +335,20 @@ int train(const settings& s) {
   typename trainer::options o;
   o.connection.token = token();
   o.serving.listen = s.listen;
+  // An elastic job (dsgd-launch --workers MIN:MAX, or a StatefulSet scaled up and down): the
+  // spec's workers are slots, and the ps averages each step over the members present.
+  if (const char* min = std::getenv("DSGD_MIN_REPLICAS"); min && *min)
+    o.serving.min_replicas = parse_whole("DSGD_MIN_REPLICAS", min, 1, replicas);
+  // ps:0 of an elastic job with --logdir counts the members in the job's summaries
+  // ("membership/workers" at the global step of each change), next to the chief's.
+  std::unique_ptr<dsgd::train::summary_writer> membership;
+  if (o.serving.min_replicas > 0 && !s.logdir.empty() && role.task.job == "ps" && role.task.index == 0) {
+    membership = std::make_unique<dsgd::train::summary_writer>(s.logdir, ".ps0");
+    o.serving.on_membership = [w = membership.get()](std::size_t members, std::uint64_t step) {
+      w->scalar("membership/workers", static_cast<float>(members), static_cast<std::int64_t>(step));
+      w->flush();
+    };
+  }
   o.requests.startup_timeout = std::chrono::milliseconds(static_cast<long long>(s.startup_timeout_s * 1000));
   o.optimizer = local ? optimizer{{1.f, 0.f, false}, 1.f, steps_per_epoch, true} : worker_optimizer;
   if (!local) o.optimizer.decay_steps = steps_per_epoch;
@@ -345,8 +363,13 @@ int train(const settings& s) {
   const auto test_set = dsgd::data::fashion_mnist::load(dsgd::data::fashion_mnist::split::test);
   csv_log csv(t.is_chief() ? s : settings{});
   Model net = make_model<Model>(s);
-  dsgd::model::shuffled_batches batches(
-      train_set, {.batch = s.batch, .seed = 1000 + t.replica() + 100 * s.seed, .shard = t.replica(), .shards = t.replicas()});
+  // An elastic job's slots may stand empty: each worker then draws from the whole training set
+  // in its own order rather than from its slot's shard, which nobody would read while it is empty.
+  const bool elastic = o.serving.min_replicas > 0;
+  dsgd::model::shuffled_batches batches(train_set, {.batch = s.batch,
+                                                    .seed = 1000 + t.replica() + 100 * s.seed,
+                                                    .shard = elastic ? 0 : t.replica(),
+                                                    .shards = elastic ? 1 : t.replicas()});
   if (slowdown > 1) std::printf("straggler: every step sleeps %.1fx its compute time\n", slowdown - 1);
   if (t.is_chief()) std::printf("matrix products: %s\n", dsgd::model::blas_description().c_str());
 

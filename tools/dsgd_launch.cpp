@@ -10,6 +10,11 @@
 // lines come back prefixed with its task ("[ps:0] ", "[worker:1] "), and when any task fails the
 // others are stopped and the launcher exits non-zero. See docs/launching.md.
 //
+// Elastic jobs (--workers MIN:MAX): the cluster spec names MAX worker slots, MIN start; SIGUSR1
+// to the launcher starts one more worker in the lowest free slot, SIGUSR2 stops the highest
+// running one (never the chief); a worker that fails past --max-restarts leaves the job instead
+// of stopping it. Every task gets DSGD_MIN_REPLICAS (server::serving_options::min_replicas).
+//
 // Linux only (prctl, signalfd, execvpe): on other systems run the tasks under a real cluster
 // manager, which is what docs/launching.md describes for many machines anyway.
 
@@ -168,6 +173,9 @@ struct task {
   int status = 0;      // waitpid status once !running
   int restarts = 0;    // times restarted after a failure (--max-restarts)
   std::optional<std::chrono::steady_clock::time_point> restart_at;  // a restart is due then
+  bool started = false;  // ever started (an elastic job's slots beyond MIN wait for a SIGUSR1)
+  bool leaving = false;  // stopped by SIGUSR2: its exit is a departure, not a failure
+  bool left = false;     // its worker left the job (a joiner may take the slot; not one that finished)
 
   bool is_ps() const { return id.job == "ps"; }
 };
@@ -252,7 +260,7 @@ class launcher {
   void start_signal_handling() {
     sigset_t set;
     sigemptyset(&set);
-    for (const int sig : {SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGQUIT}) sigaddset(&set, sig);
+    for (const int sig : {SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2}) sigaddset(&set, sig);
     if (::sigprocmask(SIG_BLOCK, &set, &original_mask_) != 0) fail_errno("sigprocmask");
     signal_fd_ = ::signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
     if (signal_fd_ < 0) fail_errno("signalfd");
@@ -273,6 +281,8 @@ class launcher {
     // The tasks share this machine's cores: OpenMP threads that spin between parallel regions
     // (libgomp's default) starve the other tasks, so they sleep instead unless told otherwise.
     if (std::getenv("OMP_WAIT_POLICY") == nullptr) env.push_back("OMP_WAIT_POLICY=passive");
+    // An elastic job: the replicas (chief and workers) a sync step needs; the spec's are the slots.
+    if (opts_.min_workers > 0) env.push_back("DSGD_MIN_REPLICAS=" + std::to_string(opts_.min_workers + (opts_.chief ? 1 : 0)));
     if (!threads_.empty()) {
       env.push_back("OMP_NUM_THREADS=" + threads_);
       if (std::getenv("OPENBLAS_NUM_THREADS") == nullptr) env.push_back("OPENBLAS_NUM_THREADS=" + threads_);
@@ -286,6 +296,7 @@ class launcher {
       if (given == nullptr || *given == '\0') token_ = random_token();
     }
     for (auto& t : tasks_) {
+      if (is_worker(t) && opts_.min_workers > 0 && t.id.index >= opts_.min_workers) continue;  // a free slot
       try {
         start(t);
       } catch (const dsgd::error& e) {
@@ -337,6 +348,9 @@ class launcher {
     t.pid = pid;
     t.out_fd = fds[0];
     t.running = true;
+    t.started = true;
+    t.leaving = false;
+    t.left = false;
     say(t.id.to_string() + " " + t.address + " pid " + std::to_string(pid));
   }
 
@@ -427,6 +441,15 @@ class launcher {
       say(t.id.to_string() + " " + describe(t.status));
       return;
     }
+    if (!ok && elastic_worker(t) && (t.leaving || t.restarts >= opts_.max_restarts)) {
+      // A departure: the ps tasks average the steps over the workers still there.
+      say(t.id.to_string() + " left (" + (t.leaving ? std::string("scaled down") : describe(t.status)) + "); " +
+          workers_running());
+      t.leaving = false;
+      t.left = true;
+      ++departures_;
+      return;
+    }
     if (!ok && t.restarts < opts_.max_restarts) {
       // In place: same role, address and environment, so it rejoins through the recovery path
       // (a ps restores from the chief's checkpoint, a worker re-registers and resumes exactly
@@ -492,11 +515,74 @@ class launcher {
     return false;
   }
 
+  bool is_worker(const task& t) const { return t.id.job == "worker"; }
+  bool is_chief(const task& t) const { return opts_.chief ? t.id.job == "chief" : is_worker(t) && t.id.index == 0; }
+  // A worker of an elastic job that may join and leave: not the chief, which shuts the job down.
+  bool elastic_worker(const task& t) const { return opts_.min_workers > 0 && is_worker(t) && !is_chief(t); }
+
+  std::string workers_running() const {
+    int n = 0;
+    for (const auto& t : tasks_) n += is_worker(t) && t.running;
+    return std::to_string(n) + (n == 1 ? " worker" : " workers") + " running (--workers " +
+           std::to_string(opts_.min_workers) + ":" + std::to_string(opts_.workers) + ")";
+  }
+
+  // SIGUSR1: one more worker, in the lowest slot never started, else the lowest one a worker
+  // left (a slot whose worker finished stays finished: the ps no longer waits for it).
+  void join_one() {
+    if (opts_.min_workers == 0) {
+      say("received SIGUSR1: not an elastic job (--workers MIN:MAX); ignored");
+      return;
+    }
+    task* slot = nullptr;
+    for (const bool fresh : {true, false}) {
+      for (auto& t : tasks_) {
+        if (!slot && elastic_worker(t) && !t.running && !t.restart_at && (fresh ? !t.started : t.left)) slot = &t;
+      }
+    }
+    if (!slot) {
+      say("cannot add a worker: every one of the " + std::to_string(opts_.workers) +
+          " worker slots is running (--workers " + std::to_string(opts_.min_workers) + ":" +
+          std::to_string(opts_.workers) + ": MAX reached)");
+      return;
+    }
+    if (slot->out_fd >= 0) close_output(*slot);
+    slot->restarts = 0;
+    start(*slot);
+    say(slot->id.to_string() + " joined; " + workers_running());
+  }
+
+  // SIGUSR2: the highest running worker that is not the chief is stopped (SIGTERM) and leaves.
+  void leave_one() {
+    task* last = nullptr;
+    int running = 0;
+    for (auto& t : tasks_) {
+      running += is_worker(t) && t.running;
+      if (elastic_worker(t) && t.running && !t.leaving) last = &t;
+    }
+    if (opts_.min_workers == 0 || !last || running <= opts_.min_workers) {
+      say("cannot remove a worker: " + (opts_.min_workers == 0 ? std::string("not an elastic job (--workers MIN:MAX)")
+                                                                : workers_running() + ", MIN reached"));
+      return;
+    }
+    last->leaving = true;
+    signal_task(*last, SIGTERM);
+  }
+
   void on_signal() {
     signalfd_siginfo info;
     while (::read(signal_fd_, &info, sizeof info) == static_cast<ssize_t>(sizeof info)) {
       const int sig = static_cast<int>(info.ssi_signo);
       if (sig == SIGCHLD) continue;  // reap() runs after every wake-up
+      if (sig == SIGUSR1 || sig == SIGUSR2) {
+        if (reason_ != stop_reason::none) continue;  // stopping: nothing joins or leaves
+        try {
+          sig == SIGUSR1 ? join_one() : leave_one();
+        } catch (const dsgd::error& e) {
+          say("cannot add a worker: " + std::string(e.what()));
+        }
+        continue;
+      }
       if (reason_ == stop_reason::signalled) {
         say("received " + signal_name(sig) + " again; killing the cluster");
         for (const auto& t : tasks_) signal_task(t, SIGKILL);
@@ -575,7 +661,9 @@ class launcher {
       drain(t);
       if (t.out_fd >= 0) close_output(t);
     }
-    if (reason_ == stop_reason::none) say("every task exited with status 0");
+    if (reason_ == stop_reason::none && departures_ == 0) say("every task exited with status 0");
+    if (reason_ == stop_reason::none && departures_ > 0)
+      say("every task exited with status 0 but the " + std::to_string(departures_) + " worker(s) that left the job");
     return exit_code_;
   }
 
@@ -588,6 +676,7 @@ class launcher {
   int signal_fd_ = -1;
   stop_reason reason_ = stop_reason::none;
   int exit_code_ = 0;
+  int departures_ = 0;  // workers that left an elastic job
   std::optional<clock_type::time_point> run_deadline_, ps_deadline_, kill_deadline_;
 };
 

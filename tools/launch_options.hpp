@@ -9,6 +9,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -23,7 +24,8 @@ struct usage_error {
 /// What the command line asked for.
 struct options {
   int ps = 1;
-  int workers = 2;
+  int workers = 2;                 // worker tasks; with --workers MIN:MAX, MAX (the slots)
+  int min_workers = 0;             // --workers MIN:MAX: MIN, the workers started (0: not elastic)
   bool chief = false;
   std::string host = "127.0.0.1";
   int port_base = 0;
@@ -45,7 +47,9 @@ inline po::options_description described(options& o) {
   po::options_description d("options", 100, 50);
   d.add_options()
       ("ps", po::value(&o.ps)->value_name("N")->default_value(o.ps), "ps tasks (0 for none)")
-      ("workers", po::value(&o.workers)->value_name("N")->default_value(o.workers), "worker tasks (at least 1)")
+      ("workers", po::value<std::string>()->value_name("N|MIN:MAX")->default_value(std::to_string(o.workers)),
+       "worker tasks (at least 1); MIN:MAX: an elastic job of MAX worker slots, MIN started, SIGUSR1 to the "
+       "launcher adds one, SIGUSR2 removes one, a worker that fails past --max-restarts leaves (docs/launching.md)")
       ("chief", po::bool_switch(&o.chief),
        "add a separate one-task \"chief\" job (TF2 style); by default worker 0 is the chief (TF1 style)")
       ("host", po::value(&o.host)->value_name("HOST")->default_value(o.host), "address every task listens on")
@@ -99,6 +103,32 @@ inline void require_seconds(const char* option, double value) {
                       (std::ostringstream() << value).str()};
 }
 
+// "--workers 3" or "--workers 2:4" into o.workers (MAX) and o.min_workers (MIN, 0 for "3").
+inline void parse_workers(options& o, const std::string& v) {
+  const auto whole = [&](const std::string& part) {
+    std::size_t used = 0;
+    long n = -1;
+    try {
+      if (!part.empty() && part[0] != '-' && part[0] != '+') n = std::stol(part, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != part.size())
+      throw usage_error{"option --workers: expected N or MIN:MAX (whole numbers), got \"" + v + "\""};
+    return n;
+  };
+  const auto colon = v.find(':');
+  const long max = whole(colon == std::string::npos ? v : v.substr(colon + 1));
+  require_range("workers", max, 1, 1000);
+  o.workers = static_cast<int>(max);
+  if (colon == std::string::npos) return;
+  const long min = whole(v.substr(0, colon));
+  if (min < 1 || min > max)
+    throw usage_error{"option --workers " + v + ": MIN must be from 1 to MAX (" + std::to_string(max) + "), got " +
+                      std::to_string(min)};
+  o.min_workers = static_cast<int>(min);
+}
+
 /// Parses `dsgd-launch [options] -- PROGRAM [ARGS...]`; prints the usage and exits 0 for --help.
 /// @throws usage_error naming the option (or argument) that was wrong
 inline options parse_options(int argc, char** argv) {
@@ -133,7 +163,7 @@ inline options parse_options(int argc, char** argv) {
   }
   if (!stray.empty()) throw usage_error{"unexpected argument \"" + stray.front() + "\"; put the program after \"--\""};
   require_range("ps", o.ps, 0, 1000);
-  require_range("workers", o.workers, 1, 1000);
+  parse_workers(o, vm["workers"].as<std::string>());
   require_range("port-base", o.port_base, 0, 65535);
   require_seconds("timeout", o.timeout_s);
   require_seconds("ps-grace", o.ps_grace_s);
@@ -153,6 +183,9 @@ inline options parse_options(int argc, char** argv) {
       start = comma + 1;
     }
   }
+  if (o.nnodes > 1 && o.min_workers > 0)
+    throw usage_error{"option --workers MIN:MAX: an elastic job runs on one host (--nnodes 1); on many, let the "
+                      "cluster manager start the workers (docs/launching.md)"};
   if (o.nnodes > 1) {
     if (static_cast<int>(o.hosts.size()) != o.nnodes)
       throw usage_error{"option --hosts: " + std::to_string(o.hosts.size()) + " hosts given for --nnodes " +

@@ -12,7 +12,12 @@
 #   POD_NAMESPACE       its namespace (fieldRef metadata.namespace)
 #   DSGD_NAME           the job's name; StatefulSet and headless Service "<DSGD_NAME>-<job>"
 #   DSGD_JOB            this StatefulSet's job: ps or worker
-#   DSGD_PS_REPLICAS, DSGD_WORKER_REPLICAS   the replicas of both StatefulSets
+#   DSGD_PS_REPLICAS, DSGD_WORKER_REPLICAS   the tasks of each job in the cluster spec: the
+#                       replicas of both StatefulSets; with DSGD_MIN_REPLICAS, the worker slots
+#                       (MAX), the worker StatefulSet scaled anywhere from MIN to MAX
+#   DSGD_MIN_REPLICAS   an elastic job (docs/reliability.md, "Elastic workers"): the least
+#                       workers a sync step needs; passed on to the program, which gives it to its
+#                       ps (03_cluster: serving_options::min_replicas)
 #   DSGD_PORT           the port every task listens on (default 2222)
 #   DSGD_CLUSTER_DOMAIN the cluster's DNS domain (default cluster.local)
 #   DSGD_HOLD_AFTER_EXIT  1: after PROGRAM exits 0, sleep instead of exiting, since Kubernetes
@@ -43,6 +48,16 @@ prefix="$DSGD_NAME-$DSGD_JOB-"
 case $POD_NAME in "$prefix"*) ;; *) fail "POD_NAME=$POD_NAME does not start with $prefix" ;; esac
 index=${POD_NAME#"$prefix"}
 case $index in '' | *[!0-9]*) fail "POD_NAME=$POD_NAME: no ordinal after $prefix" ;; esac
+if [ "$DSGD_JOB" = worker ]; then slots=$DSGD_WORKER_REPLICAS; else slots=$DSGD_PS_REPLICAS; fi
+# A pod beyond the spec's tasks (a StatefulSet scaled past MAX) is refused by name, not left to
+# fail its registration.
+[ "$index" -lt "$slots" ] || fail "POD_NAME=$POD_NAME: ordinal $index is beyond the $slots $DSGD_JOB tasks of the cluster spec (DSGD_$(echo "$DSGD_JOB" | tr a-z A-Z)_REPLICAS, the job's MAX): scale the StatefulSet to at most $slots"
+if [ -n "${DSGD_MIN_REPLICAS:-}" ]; then
+  case $DSGD_MIN_REPLICAS in '' | *[!0-9]*) fail "DSGD_MIN_REPLICAS=$DSGD_MIN_REPLICAS: expected a whole number" ;; esac
+  [ "$DSGD_MIN_REPLICAS" -ge 1 ] && [ "$DSGD_MIN_REPLICAS" -le "$DSGD_WORKER_REPLICAS" ] ||
+    fail "DSGD_MIN_REPLICAS=$DSGD_MIN_REPLICAS: expected 1 to DSGD_WORKER_REPLICAS=$DSGD_WORKER_REPLICAS (MIN to MAX)"
+  export DSGD_MIN_REPLICAS
+fi
 
 addresses() {  # job replicas -> "a","b",...
   i=0 out=""

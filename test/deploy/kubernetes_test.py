@@ -94,20 +94,44 @@ def statefulset_manifest():
         token = [e for e in container.get("env", []) if e["name"] == "DSGD_CLUSTER_TOKEN"]
         check(bool(token) and "secretKeyRef" in token[0].get("valueFrom", {}), f"{name}: the token is not from a Secret")
         env0 = literal_env(container, f"{name}-0", "training")
-        sizes = f"DSGD_{env0.get('DSGD_JOB', '').upper()}_REPLICAS"
-        check(replicas == int(env0.get(sizes, -1)), f"{name}: replicas {replicas} but {sizes}={env0.get(sizes)}")
-        others = {e.get("name"): e.get("value") for e in container.get("env", []) if e.get("name", "").endswith("_REPLICAS")}
+        job = env0.get("DSGD_JOB", "")
+        sizes = f"DSGD_{job.upper()}_REPLICAS"
+        slots = int(env0.get(sizes, -1))
+        # Elastic workers: the spec names DSGD_WORKER_REPLICAS slots (MAX) and the worker
+        # StatefulSet may run anywhere from DSGD_MIN_REPLICAS (MIN) to them; else exactly them.
+        minimum = env0.get("DSGD_MIN_REPLICAS")
+        if job == "worker" and minimum is not None:
+            check(1 <= int(minimum) <= replicas <= slots,
+                  f"{name}: replicas {replicas} outside DSGD_MIN_REPLICAS={minimum} .. {sizes}={slots}")
+        else:
+            check(replicas == slots, f"{name}: replicas {replicas} but {sizes}={env0.get(sizes)}")
         for other in sets:
-            n = f"DSGD_{other['metadata']['name'].split('-')[-1].upper()}_REPLICAS"
-            check(others.get(n) == str(other["spec"]["replicas"]),
-                  f"{name}: {n}={others.get(n)} but {other['metadata']['name']} has {other['spec']['replicas']} replicas")
+            # Every pod derives the same spec and range: both sets carry the same sizes.
+            theirs = literal_env(other["spec"]["template"]["spec"]["containers"][0], "x", "training")
+            for n in ("DSGD_PS_REPLICAS", "DSGD_WORKER_REPLICAS", "DSGD_MIN_REPLICAS"):
+                check(env0.get(n) == theirs.get(n),
+                      f"{name}: {n}={env0.get(n)} but {other['metadata']['name']} has {theirs.get(n)}")
         check(any(p["containerPort"] == int(env0.get("DSGD_PORT", 2222)) for p in container["ports"]),
               f"{name}: DSGD_PORT is not a container port")
-        for ordinal in range(replicas):
+        # Every pod the set may have (scaled up to its slots): a pod's TF_CONFIG does not depend on
+        # how many run, so scaling changes no running pod's cluster.
+        for ordinal in range(slots):
             pod = f"{name}-{ordinal}"
             env = dict(os.environ, **literal_env(container, pod, "training"))
             r = subprocess.run(["sh", script, "--print"], env=env, capture_output=True, text=True, timeout=30)
             pods.append((pod, r.stdout.strip() if r.returncode == 0 else None, r.stderr.strip()))
+        # A pod beyond the slots (scaled past MAX) is refused, naming the limit.
+        env = dict(os.environ, **literal_env(container, f"{name}-{slots}", "training"))
+        r = subprocess.run(["sh", script, "--print"], env=env, capture_output=True, text=True, timeout=30)
+        check(r.returncode == 2 and f"ordinal {slots} is beyond the {slots} {job} tasks" in r.stderr,
+              f"{name}-{slots}: a pod beyond the spec's tasks was not refused: {r.stderr}")
+        if minimum is not None:
+            # The program (and so the ps) gets the range's MIN.
+            env = dict(os.environ, **literal_env(container, f"{name}-0", "training"))
+            env.pop("DSGD_HOLD_AFTER_EXIT", None)
+            r = subprocess.run(["sh", script, "sh", "-c", "echo min=$DSGD_MIN_REPLICAS"], env=env, capture_output=True,
+                               text=True, timeout=30)
+            check(r.stdout.strip() == f"min={minimum}", f"{name}: the program saw {r.stdout.strip()!r}, {r.stderr}")
     clusters = check_pods("statefulset", pods)
     if len(clusters) == 1:
         cluster = json.loads(next(iter(clusters)))

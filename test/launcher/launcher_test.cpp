@@ -445,6 +445,42 @@ BOOST_AUTO_TEST_CASE(max_restarts_restarts_a_failed_task_in_place_with_backoff)
   std::filesystem::remove_all(dir);
 }
 
+BOOST_AUTO_TEST_CASE(an_elastic_job_starts_min_workers_and_takes_joins_and_leaves_by_signal)
+{
+  // --workers 2:3: a spec of 3 worker slots, 2 started. SIGUSR1 starts worker:2, a second one is
+  // refused (MAX); SIGUSR2 stops the highest worker, a second one is refused (MIN); worker:1
+  // failing leaves the job instead of stopping it.
+  launcher_process l({"--ps", "1", "--workers", "2:3"},
+                     {"*=config", "ps:0=sleep:10", "worker:0=env:DSGD_MIN_REPLICAS,sleep:9",
+                      "worker:1=sleep:6,exit:5", "worker:2=config,hang"});
+  BOOST_TEST_INFO("output:\n" << l.output());
+  BOOST_REQUIRE(l.read_until(started_at_least(3), 20));
+  BOOST_REQUIRE(l.read_until([](const std::string& o) { return contains(o, "[worker:0] env DSGD_MIN_REPLICAS=2"); }, 20));
+  BOOST_TEST(!started_tasks(l.output()).contains("worker:2"));
+  ::kill(l.pid(), SIGUSR1);
+  BOOST_REQUIRE(l.read_until([](const std::string& o) {
+    return contains(o, "[launcher] worker:2 joined; 3 workers running (--workers 2:3)") && contains(o, "[worker:2] tf_config ");
+  }, 20));
+  ::kill(l.pid(), SIGUSR1);
+  BOOST_REQUIRE(l.read_until([](const std::string& o) {
+    return contains(o, "[launcher] cannot add a worker: every one of the 3 worker slots is running (--workers 2:3: MAX reached)");
+  }, 20));
+  ::kill(l.pid(), SIGUSR2);
+  BOOST_REQUIRE(l.read_until([](const std::string& o) {
+    return contains(o, "[launcher] worker:2 left (scaled down); 2 workers running (--workers 2:3)");
+  }, 20));
+  ::kill(l.pid(), SIGUSR2);
+  BOOST_REQUIRE(l.read_until([](const std::string& o) {
+    return contains(o, "[launcher] cannot remove a worker: 2 workers running (--workers 2:3), MIN reached");
+  }, 20));
+  const int status = l.wait(60);
+  BOOST_TEST(exit_code(status) == 0);
+  BOOST_TEST(contains(l.output(), "[launcher] worker:1 left (exited with status 5); 1 worker running (--workers 2:3)"));
+  BOOST_TEST(contains(l.output(), "[launcher] every task exited with status 0 but the 2 worker(s) that left the job"));
+  const auto started = started_tasks(l.output());
+  check_tf_config(l.output(), "worker:2", started, {{"ps", 1}, {"worker", 3}});  // the spec names every slot
+}
+
 BOOST_AUTO_TEST_CASE(port_base_gives_consecutive_ports_in_start_order)
 {
   launcher_process l({"--chief", "--ps", "1", "--workers", "2", "--port-base", "23456"}, {"*=config"});
@@ -663,6 +699,10 @@ BOOST_AUTO_TEST_CASE(bad_options_give_a_usage_error_naming_the_option)
       {{"--hosts", "a,b"}, true, "without --nnodes"},
       {{"--nnodes", "0"}, true, "--nnodes"},
       {{"--max-restarts", "-1"}, true, "--max-restarts"},
+      {{"--workers", "3:2"}, true, "--workers 3:2: MIN must be from 1 to MAX (2)"},
+      {{"--workers", "0:2"}, true, "--workers"},
+      {{"--workers", "1:x"}, true, "--workers"},
+      {{"--workers", "2:3", "--nnodes", "2", "--hosts", "a,b", "--port-base", "3000"}, true, "one host"},
       {{"--ps"}, false, "--ps"},
       {{}, false, "no program"},
   };

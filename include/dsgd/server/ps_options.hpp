@@ -14,6 +14,8 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -42,6 +44,16 @@ struct serving_options {
   /// address, IPv6 and IPv4, as a pod whose dialled name is a Service's needs; an IP address;
   /// or "if:NAME", the address of a network interface. The port is always the spec's.
   std::string listen;
+  /// Elastic workers (docs/reliability.md, "Elastic workers"): 0, the cluster spec's replicas
+  /// (chief and workers) all take part from the start and a sync step waits for every one;
+  /// N >= 1, they are slots (at most that many, MAX), a replica is a member from its
+  /// registration until its connection is lost or it finished, a sync step averages the
+  /// members present and needs at least N of them (finished ones count). dsgd-launch
+  /// --workers MIN:MAX sets DSGD_MIN_REPLICAS for programs to pass here.
+  std::size_t min_replicas = 0;
+  /// Elastic jobs: called on the ps's thread with the members and the global step after every
+  /// change of membership (a summary's "membership/workers"; 03_cluster writes it). Empty: none.
+  std::function<void(std::size_t members, std::uint64_t step)> on_membership;
 };
 
 /// Checks @p o, naming a bad field by its path (@p path: "serving_options", "trainer_options.ps").

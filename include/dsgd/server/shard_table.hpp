@@ -92,6 +92,7 @@ class shard_table : detail::shard_requests<U, O, D> {
     std::erase_if(this->parked_, [&](const auto& r) { return r.from == p; });
     if (!departs || !gone.registered || this->finished_.contains(gone.replica) || connected(gone.replica, out)) return;
     this->absent_.departed(gone.replica, gone.identity);
+    this->members_.left(gone.replica, gone.identity, "connection lost", this->global_step());
     if constexpr (update::tracks_departures<shard_type>) {
       for (auto& [k, s] : this->shards_) s->depart(gone.replica);
       retry_parked(out);
@@ -252,6 +253,7 @@ class shard_table : detail::shard_requests<U, O, D> {
       case message::finish:
         for (auto& [k, shard] : this->shards_) shard->finish(s.replica);
         this->finished_.insert(s.replica);
+        this->members_.finished(s.replica, s.identity, this->global_step());
         this->reply(out, p, h, message::reply_ok);
         return retry_parked(out);
       case message::save:
@@ -334,6 +336,7 @@ class shard_table : detail::shard_requests<U, O, D> {
   // Whether no sync step can complete: more replicas refused at authentication than backups.
   bool stalled_by_refusals() const {
     if constexpr (std::is_same_v<U, update::sync_average>) {
+      if (this->members_.elastic()) return false;  // a refused replica is no member
       const std::size_t aggregated = std::min<std::size_t>(this->opts_.rule.replicas_to_aggregate, this->replicas_);
       return this->absent_.refused_count() > (aggregated == 0 ? 0 : this->replicas_ - aggregated);
     } else {
@@ -349,7 +352,9 @@ class shard_table : detail::shard_requests<U, O, D> {
   bool try_answer(peer_id p, message kind, const transport::frame_header& h, const std::vector<std::uint64_t>& rows,
                   S& out) {
     if (kind == message::shutdown) {
-      if (this->finished_.size() < this->replicas_) return false;
+      // Elastic: once no member is left unfinished (the slots never held, or departed, are not).
+      if (this->members_.elastic() ? this->members_.members() > 0 : this->finished_.size() < this->replicas_)
+        return false;
       shut_down(p, h, out);
       return true;
     }

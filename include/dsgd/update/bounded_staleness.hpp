@@ -21,6 +21,9 @@ namespace dsgd::update {
 /// clock c (it has pushed c gradients) may pull only while the slowest unfinished worker is at
 /// clock c - S or later. S = 0 is lockstep without averaging; S -> infinity is async.
 /// Past the deadline a waiting pull throws errc::timed_out naming the slowest workers.
+/// The bound counts only members: a worker that departed (its ps connection lost, or a slot
+/// of an elastic job nobody holds) holds nobody back; one that joins or rejoins enters at the
+/// slowest member's clock if it is behind it (update::tracks_departures).
 template <std::size_t S>
 struct bounded_staleness {
   static constexpr std::size_t staleness = S;
@@ -49,6 +52,25 @@ struct bounded_staleness {
     /// @returns the clock of @p worker.
     std::uint64_t clock_of(std::size_t worker) const { std::lock_guard lock(this->mutex_); return clocks_.at(worker); }
 
+    /// @p worker is no member now (gone, or a slot not held): the bound no longer waits for it.
+    void depart(std::size_t worker) {
+      std::lock_guard lock(this->mutex_);
+      this->check_worker(worker, name, "::depart");
+      absent_[worker] = true;
+      this->cv_.notify_all();
+    }
+    /// @p worker is a member (it registered): from the slowest member's clock if it is behind,
+    /// so that a joiner does not hold the others back while it catches up.
+    void rejoin(std::size_t worker) {
+      std::lock_guard lock(this->mutex_);
+      this->check_worker(worker, name, "::rejoin");
+      if (!absent_[worker]) return;
+      if (const auto m = slowest(); m != std::numeric_limits<std::uint64_t>::max())
+        clocks_[worker] = std::max(clocks_[worker], m);
+      absent_[worker] = false;
+      this->cv_.notify_all();
+    }
+
    private:
     // Caller holds the lock: one more gradient of @p worker applied.
     void on_arrival_locked(std::size_t worker) {
@@ -69,17 +91,18 @@ struct bounded_staleness {
     std::uint64_t slowest() const {
       std::uint64_t m = std::numeric_limits<std::uint64_t>::max();
       for (std::size_t w = 0; w < clocks_.size(); ++w)
-        if (!this->finished_[w]) m = std::min(m, clocks_[w]);
+        if (!this->finished_[w] && !absent_[w]) m = std::min(m, clocks_[w]);
       return m;
     }
     std::string laggards(std::uint64_t clock) const {
       std::string out;
       for (std::size_t w = 0; w < clocks_.size(); ++w)
-        if (!this->finished_[w] && clocks_[w] + S < clock)
+        if (!this->finished_[w] && !absent_[w] && clocks_[w] + S < clock)
           out += (out.empty() ? "" : ", ") + ("worker:" + std::to_string(w)) + " (clock " + std::to_string(clocks_[w]) + ")";
       return out;
     }
     std::vector<std::uint64_t> clocks_;
+    std::vector<bool> absent_ = std::vector<bool>(clocks_.size(), false);  // departed, or a slot not held
   };
 
   /// @returns a new shard of this rule holding @p initial, for @p workers workers.

@@ -113,7 +113,8 @@ concept accumulates_decoded = requires(S& s, clock_type::time_point t) {
 };
 
 /// A shard that is told when a worker's connection is lost and when it registers again
-/// (update::sync_average, whose backups then stand in for a dead worker).
+/// (update::sync_average, whose backups then stand in for a dead worker and whose elastic steps
+/// average the members present; update::bounded_staleness, whose bound counts only members).
 template <class S>
 concept tracks_departures = requires(S& s) {
   s.depart(std::size_t{0});

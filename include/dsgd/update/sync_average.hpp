@@ -30,6 +30,9 @@ namespace dsgd::update {
 /// - `pull(worker, s, ...)` waits until the step is at least s; past the deadline it throws
 ///   errc::timed_out naming the workers that have not pushed for the current step.
 /// - A finished worker (uneven data) no longer counts: the step completes with the rest.
+/// - Elastic membership (shard::elastic, docs/reliability.md "Elastic workers"): the workers
+///   are slots; a step closes once every member present has pushed for it, with at least
+///   `min_members` members (finished ones included) present.
 ///
 /// Update, for gradients g_1..g_R of step t:  w_{t+1} = opt(w_t, (1/R) sum_i g_i).
 struct sync_average {
@@ -106,6 +109,24 @@ struct sync_average {
       mark_and_settle(worker, "sync_average::finish", this->finished_);
     }
 
+    /// Makes the shard's membership elastic (before its first push): every worker is a slot,
+    /// absent until rejoin() (a registration) and again after depart(). A step then closes once
+    /// every present member has pushed for it (with replicas_to_aggregate R, once min(R,
+    /// present) have), and only while at least @p min_members members are there (a finished
+    /// one counts, a departed one does not): below that it waits, and its deadline's message
+    /// says how many are there. A departed member's complete push of the open step still
+    /// counts; a push that never fully arrived was never added.
+    /// @throws dsgd::error for @p min_members of 0 or above the workers
+    void elastic(std::size_t min_members) {
+      std::lock_guard lock(this->mutex_);
+      if (min_members == 0 || min_members > this->workers_)
+        throw error(errc::invalid_argument, "sync_average::elastic: min_members " + std::to_string(min_members) +
+                                                " must be from 1 to the " + std::to_string(this->workers_) +
+                                                " worker slots");
+      min_members_ = min_members;
+      std::fill(departed_.begin(), departed_.end(), true);
+    }
+
     /// @p worker is gone without finishing (its ps connection was lost); rejoin() when it
     /// registers again. With backups, up to `workers - replicas_to_aggregate` such workers are
     /// the backups: a step then needs gradients only from the live unfinished workers, so a
@@ -162,13 +183,36 @@ struct sync_average {
              "; no gradient yet from " + missing() + ")";
     }
 
+    // Caller holds the lock: whether an elastic step may close (every present member pushed,
+    // or min(R, present) with backups; at least min_members_ there, the finished included).
+    bool elastic_complete() const {
+      std::size_t live = 0, live_pushed = 0, finished = 0;
+      for (std::size_t w = 0; w < departed_.size(); ++w) {
+        finished += this->finished_[w];
+        if (departed_[w] || this->finished_[w]) continue;
+        ++live;
+        live_pushed += pushed_[w];
+      }
+      if (live + finished < min_members_) return false;
+      return aggregate_ == 0 ? live_pushed == live : count_ >= std::min(aggregate_, live);
+    }
+
     // Caller holds the lock. Applies the mean once enough fresh gradients are in.
     bool maybe_apply() {
+      if (min_members_ > 0) {
+        if (count_ == 0 || !elastic_complete()) return false;
+        return apply_step();
+      }
       std::size_t active = this->active_workers(), gone = 0;
       for (std::size_t w = 0; w < departed_.size(); ++w) gone += departed_[w] && !this->finished_[w];
       if (gone <= this->workers_ - replicas_) active -= gone;  // the departed are the backups
       std::size_t needed = std::min(replicas_, active);
       if (count_ == 0 || count_ < needed) return false;
+      return apply_step();
+    }
+
+    // Caller holds the lock: the mean of the step's pushes applied, the next step open.
+    bool apply_step() {
       this->apply(thrust::raw_pointer_cast(accumulator_.data()), 1.f / static_cast<float>(count_));
       thrust::fill(this->device_.policy(), accumulator_.begin(), accumulator_.end(), 0.f);
       this->device_.synchronize();
@@ -181,15 +225,26 @@ struct sync_average {
 
     std::string missing() const {
       std::string out;
-      for (std::size_t w = 0; w < pushed_.size(); ++w)
-        if (!pushed_[w] && !this->finished_[w]) out += (out.empty() ? "worker:" : ", worker:") + std::to_string(w);
-      return out.empty() ? "nobody" : out;
+      std::size_t present = 0;
+      for (std::size_t w = 0; w < pushed_.size(); ++w) {
+        const bool member = min_members_ == 0 || !departed_[w] || this->finished_[w];
+        present += member;
+        if (member && !pushed_[w] && !this->finished_[w])
+          out += (out.empty() ? "worker:" : ", worker:") + std::to_string(w);
+      }
+      if (out.empty()) out = "nobody";
+      if (min_members_ > 0 && present < min_members_)
+        out += "; " + std::to_string(present) + " of at least " + std::to_string(min_members_) +
+               " members present (the job's worker range MIN)";
+      return out;
     }
 
     typename D::template vector<float> accumulator_;
     std::vector<bool> pushed_;
     std::vector<bool> departed_ = std::vector<bool>(this->workers_, false);
     std::size_t replicas_;
+    std::size_t aggregate_ = replicas_ == this->workers_ ? 0 : replicas_;  // R as given; 0: every member
+    std::size_t min_members_ = 0;                                         // 0: not elastic
     std::size_t count_ = 0;
   };
 

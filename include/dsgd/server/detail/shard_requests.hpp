@@ -13,6 +13,7 @@
 #include <dsgd/cluster/cluster_spec.hpp>
 #include <dsgd/device/cpu.hpp>
 #include <dsgd/server/detail/absent_replicas.hpp>
+#include <dsgd/server/detail/membership.hpp>
 #include <dsgd/server/detail/shard_checkpoint.hpp>
 #include <dsgd/server/detail/sparse_layout.hpp>
 #include <dsgd/server/detail/shard_replies.hpp>
@@ -54,11 +55,14 @@ class shard_requests {
         ps_tasks_(ps_tasks),
         replicas_(replicas),
         absent_(replicas),
+        members_(replicas, opts.serving.min_replicas, self_, opts.connection.log, opts.serving.on_membership),
         opts_(std::move(opts)),
         device_(std::move(device)) {}
 
   static std::uint64_t key(std::uint32_t v, std::uint32_t s) { return (std::uint64_t{v} << 32) | s; }
   void log(const std::string& s) const { opts_.connection.log(s); }
+  // The step of a shard (the global step under sync), for the membership summaries.
+  std::uint64_t global_step() const { return shards_.empty() ? 0 : shards_.begin()->second->step(); }
   // Ready once a registration said how many shards it holds (a placement may leave it none).
   bool ready() const { return placed_ && shards_.size() >= expected_shards_; }
 
@@ -166,8 +170,7 @@ class shard_requests {
     if (r.task != s.identity)
       throw error(errc::handshake_failed, "register_worker claims " + r.task + " but the handshake proved " + s.identity);
     if (r.replica >= replicas_)
-      throw error(errc::invalid_argument,
-                  r.task + " claims replica " + std::to_string(r.replica) + " of " + std::to_string(replicas_));
+      throw error(errc::invalid_argument, members_.beyond_slots(r.task, r.replica));
     if (!placed_) {
       placed_ = true;
       placement_ = r.placement;
@@ -191,6 +194,7 @@ class shard_requests {
     absent_.registered(r.replica);
     if constexpr (update::tracks_departures<shard_type>)
       for (auto& [k, shard] : shards_) shard->rejoin(r.replica);
+    members_.joined(r.replica, r.task, global_step());
     s.chief = r.chief;
     if (r.chief) chief_seen_ = true;
     s.generation = generation_;
@@ -210,6 +214,7 @@ class shard_requests {
     auto k = key(h.variable, h.shard);
     if (shards_.contains(k)) return;
     auto shard = opts_.rule.template make_shard<D, O>(device_, s.incoming, opts_.optimizer, replicas_);
+    members_.admit(*shard);
     if (h.step != 0) shard->assign(s.incoming, h.step);  // restored from a checkpoint at that step
     shards_.emplace(k, std::move(shard));
     if (shards_.size() == expected_shards_) log(self_ + " ready: " + std::to_string(shards_.size()) + " shards");
@@ -336,9 +341,11 @@ class shard_requests {
     const bool recreated = !shards_.empty();
     for (auto& [k, state] : states) {
       auto it = shards_.find(k);
-      if (it == shards_.end())
+      if (it == shards_.end()) {
         it = shards_.emplace(k, opts_.rule.template make_shard<D, O>(device_, state.values, opts_.optimizer, replicas_))
                  .first;
+        members_.admit(*it->second);
+      }
       it->second->restore(state);
     }
     received_ = std::move(pushes);
@@ -381,6 +388,7 @@ class shard_requests {
   std::size_t ps_tasks_;
   std::size_t replicas_;
   absent_replicas absent_;  // why replicas that are not there are not
+  membership members_;      // an elastic job's members (serving_options::min_replicas)
   options opts_;
   D device_;
   std::map<peer_id, peer_state> peers_;

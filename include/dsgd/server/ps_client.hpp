@@ -121,10 +121,11 @@ class basic_ps_client {
       auto mine = detail::layouts(plan, i);
       counts[i].resize(mine.size());
       auto codecs = detail::describe_codecs(opts_.compression, mine);
+      auto pulls = detail::describe_codecs(opts_.pull_compression, mine);
       bodies[i] = encode_control(register_request{me_.to_string(), static_cast<std::uint32_t>(replica), chief,
                                                   plan.fingerprint(), plan.describe(),
                                                   static_cast<std::uint32_t>(mine.size()), std::move(mine),
-                                                  std::move(codecs)});
+                                                  std::move(codecs), std::move(pulls)});
       detail::request r{i, detail::header(message::register_worker, 0, 0, 0), boost::asio::buffer(bodies[i]),
                         boost::asio::buffer(counts[i])};
       r.h.flags = transport::frame_flags::control;
@@ -196,8 +197,7 @@ class basic_ps_client {
     f.step_ = step;
     detail::for_each_shard(plan, [&](const placement::shard& s, std::uint32_t index) {
       if (dest[s.variable].empty() && s.elements != 0) return;
-      channel_.add(f.parts_, {s.ps_task, detail::header(message::pull, s.variable, index, step), {},
-                              detail::span_buffer(dest[s.variable].subspan(s.offset, s.elements))});
+      channel_.add(f.parts_, detail::pull_request(plan, s, index, step, dest[s.variable], opts_.pull_compression));
     });
     flush();
     return f;

@@ -4,7 +4,7 @@
 /// @file
 /// The worker's side of compression (compress/): per shard of its plan, the codec its
 /// variable's pushes use, the error-feedback residual and the buffer its payload is encoded
-/// into; and the bytes its pushes have sent.
+/// into; the bytes its pushes have sent; and the request of a pull, plain or compressed.
 // IWYU pragma: private, include <dsgd/server/ps_client.hpp>
 #pragma once
 
@@ -28,6 +28,19 @@ inline std::vector<std::string> describe_codecs(const compress::selection& s, co
   std::vector<std::string> out;
   for (const auto& l : layouts) out.push_back(compress::describe(s.of(l.name)));
   return out;
+}
+
+/// @returns the request pulling shard @p index of plan shard @p s at @p step into @p dest
+/// (its variable's floats): a plain pull, or a compressed_pull as @p pulls gives the variable.
+inline request pull_request(const placement::plan& plan, const placement::shard& s, std::uint32_t index,
+                            std::uint64_t step, std::span<float> dest, const compress::selection& pulls) {
+  const auto& c = pulls.of(plan.variables()[s.variable].name);
+  const auto into = dest.subspan(s.offset, s.elements);
+  const bool plain = compress::id_of(c) == compress::encoding::none || into.empty();
+  request r{s.ps_task, header(plain ? message::pull : message::compressed_pull, s.variable, index, step), {},
+            span_buffer(into), {}};
+  r.reply_encoding = plain ? compress::encoding::none : compress::id_of(c);
+  return r;
 }
 
 /// A worker's encoders, one per shard of its plan. The residual of a shard (top_k, two_bit)

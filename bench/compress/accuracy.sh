@@ -9,9 +9,10 @@
 # case's log and its per-epoch CSV lines go to DIR; accuracy.csv gathers them, and plot.py
 # draws test accuracy against bytes pushed and against wall time (convergence.svg).
 #
-#   bench/compress/accuracy.sh [--out DIR] [CASE...]
+#   bench/compress/accuracy.sh [--out DIR] [--repeat N] [CASE...]
 #
 #   --out DIR   logs, accuracy.csv and convergence.svg (default BUILD/compress)
+#   --repeat N  run each case N times (plot.py takes each epoch's median; default 1)
 #   CASE        run only these cases (default: all), e.g. top_k_1_percent_sync none_async
 #
 # BUILD=dir uses an existing optimised build directory instead of configuring build-compress.
@@ -19,9 +20,11 @@ set -eu
 root=$(cd "$(dirname "$0")/../.." && pwd)
 out=""
 cases=""
+repeat=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --out) out=$2; shift 2 ;;
+    --repeat) repeat=$2; shift 2 ;;
     -*) echo "accuracy.sh: unknown option $1 (see the comment at the top of $0)" >&2; exit 2 ;;
     *) cases="$cases $1"; shift ;;
   esac
@@ -41,13 +44,18 @@ export OMP_WAIT_POLICY=passive
 echo "rule,encoding,pull,epoch,seconds,pushed_bytes,accuracy" >"$out/accuracy.csv"
 status=0
 for c in $cases; do
-  echo "== $c"
-  if ! "$program" --run_test="compress_accuracy_test/$c" >"$out/$c.log" 2>&1; then
-    echo "accuracy.sh: $c failed (its log: $out/$c.log)" >&2
-    status=1
-  fi
-  grep -v '^csv,' "$out/$c.log" | grep -E 'test accuracy .* after' || true
-  sed -n 's/^csv,//p' "$out/$c.log" >>"$out/accuracy.csv"
+  i=1
+  while [ "$i" -le "$repeat" ]; do
+    log="$out/$c.$i.log"
+    echo "== $c ($i of $repeat)"
+    if ! "$program" --run_test="compress_accuracy_test/$c" >"$log" 2>&1; then
+      echo "accuracy.sh: $c failed (its log: $log)" >&2
+      status=1
+    fi
+    grep -v '^csv,' "$log" | grep -E 'test accuracy .* after' || true
+    sed -n 's/^csv,//p' "$log" >>"$out/accuracy.csv"
+    i=$((i + 1))
+  done
 done
 python3 "$root/bench/compress/plot.py" "$out/accuracy.csv" --svg "$out/convergence.svg"
 exit $status

@@ -11,6 +11,7 @@
 #include <dsgd/compress/selection.hpp>
 #include <dsgd/placement/plan.hpp>
 #include <dsgd/server/detail/client_channel.hpp>
+#include <dsgd/server/detail/residual_file.hpp>
 #include <dsgd/server/protocol.hpp>
 
 #include <boost/asio/buffer.hpp>
@@ -73,6 +74,32 @@ class push_encoder {
     bytes_ += n;
     return {ps, header(message::compressed_push, variable, index, step), boost::asio::buffer(slot.payload.data(), n),
             {}, {}};
+  }
+
+  /// @returns every plan shard's codec name and residual, as a checkpoint saves them.
+  std::vector<saved_residual> save() const {
+    std::vector<saved_residual> out;
+    for (const auto& sl : slots_) out.push_back({compress::describe(sl.codec), sl.residual});
+    return out;
+  }
+
+  /// Takes the residuals @p saved (save() of a worker with the same plan and selection, read
+  /// from @p what) in place of this encoder's. @throws dsgd::error(errc::checkpoint_corrupt)
+  /// naming @p what, the shard and both sides for another shard count, codec or size
+  void restore(const std::vector<saved_residual>& saved, const placement::plan& plan, const std::string& what) {
+    auto bad = [&](const std::string& why) { throw error(errc::checkpoint_corrupt, what + ": " + why); };
+    if (saved.size() != slots_.size())
+      bad("holds " + std::to_string(saved.size()) + " shards, the plan has " + std::to_string(slots_.size()));
+    for (std::size_t i = 0; i < slots_.size(); ++i) {
+      const auto& sh = plan.shards()[i];
+      const auto ours = compress::describe(slots_[i].codec);
+      const auto where = plan.variables()[sh.variable].name + " shard at " + std::to_string(sh.offset);
+      if (saved[i].codec != ours) bad(where + " was pushed as " + saved[i].codec + ", this worker pushes " + ours);
+      if (!saved[i].values.empty() && saved[i].values.size() != sh.elements)
+        bad(where + " has " + std::to_string(saved[i].values.size()) + " residual floats for " +
+            std::to_string(sh.elements) + " elements");
+    }
+    for (std::size_t i = 0; i < slots_.size(); ++i) slots_[i].residual = saved[i].values;
   }
 
   /// @returns the residual of plan shard @p at (empty before its first push, or without one).

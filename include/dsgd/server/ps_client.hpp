@@ -135,24 +135,17 @@ class basic_ps_client {
     received_.assign(plan, counts);
   }
 
-  /// Writes this worker's error-feedback residuals (top_k, two_bit: what its pushes have not
-  /// sent yet) as its file of checkpoint @p step in @p dir, beside the ps tasks' data files.
+  /// Writes this worker's error-feedback residuals (top_k, two_bit) as its file of checkpoint
+  /// @p step in @p dir, beside the ps tasks' data files (detail/residual_file.hpp).
   void save_residuals(const placement::plan& plan, const std::filesystem::path& dir, std::uint64_t step) {
     track(plan);
-    detail::write_residuals(detail::residual_path(dir, step, me_.to_string()), encoder_.save());
+    encoder_.save_file(detail::residual_path(dir, step, me_.to_string()));
   }
-  /// Takes back the residuals save_residuals() wrote for checkpoint @p step in @p dir.
-  /// @returns false, the residuals left as they are, when this worker wrote none for @p step.
-  /// @throws dsgd::error(errc::checkpoint_corrupt) naming the file for a damaged one or one of
-  ///         another plan or selection
+  /// Takes back what save_residuals() wrote for @p step; @returns false (residuals unchanged)
+  /// without such a file. @throws dsgd::error(errc::checkpoint_corrupt) naming a bad one
   bool restore_residuals(const placement::plan& plan, const std::filesystem::path& dir, std::uint64_t step) {
     track(plan);
-    const auto path = detail::residual_path(dir, step, me_.to_string());
-    if (!std::filesystem::exists(path)) return false;
-    std::size_t floats = 0;
-    for (const auto& sh : plan.shards()) floats += sh.elements;
-    encoder_.restore(detail::read_residuals(path, floats), plan, path.filename().string());
-    return true;
+    return encoder_.restore_file(plan, detail::residual_path(dir, step, me_.to_string()));
   }
 
   /// @returns how many pushes of this replica every shard had received when it last registered:

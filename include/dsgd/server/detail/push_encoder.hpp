@@ -18,6 +18,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
 #include <span>
 #include <string>
 #include <vector>
@@ -100,6 +101,17 @@ class push_encoder {
             std::to_string(sh.elements) + " elements");
     }
     for (std::size_t i = 0; i < slots_.size(); ++i) slots_[i].residual = saved[i].values;
+  }
+
+  /// Writes save() as the residual file @p path (residual_file.hpp).
+  void save_file(const std::filesystem::path& path) const { write_residuals(path, save()); }
+  /// restore() from the residual file @p path; @returns false, changing nothing, without it.
+  bool restore_file(const placement::plan& plan, const std::filesystem::path& path) {
+    if (!std::filesystem::exists(path)) return false;
+    std::size_t floats = 0;
+    for (const auto& sh : plan.shards()) floats += sh.elements;
+    restore(read_residuals(path, floats), plan, path.filename().string());
+    return true;
   }
 
   /// @returns the residual of plan shard @p at (empty before its first push, or without one).

@@ -29,7 +29,7 @@
 namespace dsgd::server::detail {
 
 /// Checks that worker @p r pulls each of its shards as ps task @p self (@p mine) serves them;
-/// a worker of a version without compressed pulls sends no list, meaning "none" for every shard.
+/// an empty list (a worker that set no pull codecs) means "none" for every shard.
 /// @throws dsgd::error(errc::invalid_argument) "pull compression mismatch", naming the first
 ///         variable that differs and both choices
 inline void check_pull_compression(const compress::selection& mine, const register_request& r,

@@ -9,8 +9,8 @@
 // Optimised builds only (label slow): compress_cluster_test is the one-epoch run the
 // sanitizers afford.
 //
-// The test command runs two sync cases (about 40 to 60 s each on the 2-core CI machine, the
-// ten of this file took 752 s there): top_k(0.01), whose residual delivers a gradient late and
+// The test command runs two sync cases (109 s together on the 2-core machine at a load of 4
+// to 6; the ten this file ran before took 752 s of CI): top_k(0.01), whose residual delivers a gradient late and
 // meets its target by the thinnest margin, and bf16 both ways (pushes and pulls). The other
 // nine (none, fp16, bf16 pushes alone and two_bit under sync, every codec under async) are the
 // same cases, disabled by default: bench/compress/accuracy.sh runs all eleven by name (an

@@ -10,12 +10,12 @@
 // sanitizers afford.
 //
 // The test command runs two sync cases (109 s together on the 2-core machine at a load of 4
-// to 6; the ten this file ran before took 752 s of CI): top_k(0.01), whose residual delivers a gradient late and
-// meets its target by the thinnest margin, and bf16 both ways (pushes and pulls). The other
-// nine (none, fp16, bf16 pushes alone and two_bit under sync, every codec under async) are the
-// same cases, disabled by default: bench/compress/accuracy.sh runs all eleven by name (an
-// explicit --run_test enables a disabled case) and docs/compression.md records their figures
-// with that command.
+// to 6; the ten this file ran before took 752 s of CI): top_k(0.01), whose residual delivers a
+// gradient late and meets its target by the thinnest margin, and bf16 both ways (pushes and
+// pulls). The other nine (none, fp16, bf16 pushes alone and two_bit under sync, every codec
+// under async) are the same cases, disabled by default: bench/compress/accuracy.sh runs all
+// eleven by name (an explicit --run_test enables a disabled case) and docs/compression.md
+// records their figures with that command.
 #include "compress_cluster.hpp"
 
 #include <dsgd/model/mlp.hpp>

@@ -26,7 +26,7 @@ auto softmax() { return dsgd::model::softmax_regression<dsgd::device::cpu>(dsgd:
 // One epoch (469 pushes of each worker) with @p codec for every variable; @returns the outcome.
 template <class Rule>
 dsgd::test::compress_outcome one_epoch(const c::codec& codec) {
-  const auto r = dsgd::test::train_compressed<Rule>(c::selection{.all = codec}, {.epochs = 1, .learning_rate = 0.03f},
+  const auto r = dsgd::test::train_compressed<Rule>(c::selection{.all = codec}, {}, {.epochs = 1, .learning_rate = 0.03f},
                                                     softmax);
   std::printf("%s %s: test accuracy %.4f, %.0f bytes per push, %.1f s\n",
               std::is_same_v<Rule, dsgd::update::async> ? "async" : "sync", c::describe(codec).c_str(), r.accuracy,
@@ -67,5 +67,17 @@ void every_codec(double lowest, double sparse) {
 // 0.73 to 0.77; two_bit(0.1) 0.74 to 0.78. The bounds say each compressor trains.
 BOOST_AUTO_TEST_CASE(every_codec_learns_in_one_sync_epoch) { every_codec<dsgd::update::sync_average>(0.78, 0.65); }
 BOOST_AUTO_TEST_CASE(every_codec_learns_in_one_async_epoch) { every_codec<dsgd::update::async>(0.70, 0.65); }
+
+// bf16 both ways over real sockets (loopback TCP): every pull's values come back as bf16,
+// widened into the model's parameters, and the model still learns as with plain pulls.
+BOOST_AUTO_TEST_CASE(bf16_pulls_over_tcp_learn_in_one_sync_epoch) {
+  const auto r = dsgd::test::train_compressed<dsgd::update::sync_average, dsgd::transport::asio_tcp>(
+      c::selection{.all = c::bf16{}}, c::selection{.all = c::bf16{}}, {.epochs = 1, .learning_rate = 0.03f}, softmax);
+  std::printf("sync bf16, pulls bf16, over TCP: test accuracy %.4f, %.0f bytes per push, %.1f s\n", r.accuracy,
+              r.bytes_per_push(), r.seconds);
+  BOOST_TEST(r.pushes == 2u * 469u);
+  BOOST_TEST(r.bytes_per_push() == 2 * (weights + bias));
+  BOOST_TEST(r.accuracy >= 0.78);
+}
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -95,4 +95,17 @@ inline void validate(const selection& s, std::string_view path = "selection") {
   for (const auto& [name, c] : s.variables) validate(c, std::string(path) + ".variables[" + name + "]");
 }
 
+/// Checks that every codec of @p s can encode pulled values (none, fp16, bf16: top_k and
+/// two_bit drop what they do not send into a residual, which values cannot have), naming a
+/// bad one by its path ("trainer_options.pull_compression.all").
+/// @throws dsgd::error(errc::invalid_argument)
+inline void validate_pull(const selection& s, std::string_view path = "selection") {
+  const auto check = [](const codec& c, const std::string& at) {
+    if (uses_residual(c))
+      throw error(errc::invalid_argument, at + ": must be none, fp16 or bf16 (a pull sends values), is " + describe(c));
+  };
+  check(s.all, std::string(path) + ".all");
+  for (const auto& [name, c] : s.variables) check(c, std::string(path) + ".variables[" + name + "]");
+}
+
 }  // namespace dsgd::compress

@@ -45,6 +45,9 @@ struct client_options {
   request_options requests{};  ///< connect retries and request deadlines
   /// How each variable's pushes are encoded (compress/); the ps tasks must hold the same.
   compress::selection compression{};
+  /// How each variable's values come back from the ps (none, fp16, bf16); the ps tasks must
+  /// serve the same.
+  compress::selection pull_compression{};
 };
 
 /// Checks @p o, naming a bad field by its path.
@@ -53,6 +56,7 @@ inline void validate(const client_options& o, std::string_view path = "client_op
   transport::validate(o.connection, std::string(path) + ".connection");
   validate(o.requests, std::string(path) + ".requests");
   compress::validate(o.compression, std::string(path) + ".compression");
+  compress::validate_pull(o.pull_compression, std::string(path) + ".pull_compression");
 }
 
 }  // namespace dsgd::server

@@ -43,6 +43,7 @@ namespace dsgd::server {
 /// | save (chief; step = checkpoint step) | control: checkpoint_request | ok once the ps wrote its data file |
 /// | restore (chief; step = checkpoint step) | control: checkpoint_request | ok once the ps holds the checkpoint's values |
 /// | compressed_push (step as push) | a Compressor's payload (compress/) | as push |
+/// | compressed_pull (step as pull) | none | compressed_pull_reply: the shard's values as its agreed pull codec (fp16, bf16) encodes them, 2 bytes each |
 ///
 /// The reply to register_worker carries, for each shard of the request's `layouts` in that
 /// order, a u64 LE: how many pushes (dense or sparse) of this replica the ps has received for
@@ -68,12 +69,14 @@ enum class message : std::uint16_t {
   save = 10,
   restore = 11,
   compressed_push = 12,
+  compressed_pull = 13,
   reply_ok = 64,
   reply_error = 65,
   pull_reply = 66,
   push_applied = 67,
   push_accumulated = 68,
   push_dropped = 69,
+  compressed_pull_reply = 70,
 };
 
 /// Where the payload of a request goes on the ps.
@@ -108,12 +111,14 @@ inline constexpr message_info messages[] = {
     {message::save, "save", payload_kind::control},
     {message::restore, "restore", payload_kind::control},
     {message::compressed_push, "compressed_push", payload_kind::compressed},
+    {message::compressed_pull, "compressed_pull", payload_kind::none},
     {message::reply_ok, "reply_ok", payload_kind::reply},
     {message::reply_error, "reply_error", payload_kind::reply},
     {message::pull_reply, "pull_reply", payload_kind::reply},
     {message::push_applied, "push_applied", payload_kind::reply},
     {message::push_accumulated, "push_accumulated", payload_kind::reply},
     {message::push_dropped, "push_dropped", payload_kind::reply},
+    {message::compressed_pull_reply, "compressed_pull_reply", payload_kind::reply},
 };
 
 /// @returns the row of @p type in `messages`, or nullptr for a type this version does not know.
@@ -177,10 +182,13 @@ struct register_request {
   /// Per layout, the compress::codec its pushes use (compress::describe: "none", "top_k(0.01)"),
   /// which the ps must agree with.
   std::vector<std::string> compression;
+  /// Per layout, the encoding its pulls use (compress::describe: "none", "bf16", "fp16"),
+  /// which the ps must agree with.
+  std::vector<std::string> pull_compression;
 
   template <class Archive>
   void serialize(Archive& ar, unsigned /*version*/) {
-    ar & task & replica & chief & fingerprint & placement & shards & layouts & compression;
+    ar & task & replica & chief & fingerprint & placement & shards & layouts & compression & pull_compression;
   }
 };
 

@@ -121,10 +121,11 @@ class basic_ps_client {
       auto mine = detail::layouts(plan, i);
       counts[i].resize(mine.size());
       auto codecs = detail::describe_codecs(opts_.compression, mine);
+      auto pulls = detail::describe_codecs(opts_.pull_compression, mine);
       bodies[i] = encode_control(register_request{me_.to_string(), static_cast<std::uint32_t>(replica), chief,
                                                   plan.fingerprint(), plan.describe(),
                                                   static_cast<std::uint32_t>(mine.size()), std::move(mine),
-                                                  std::move(codecs)});
+                                                  std::move(codecs), std::move(pulls)});
       detail::request r{i, detail::header(message::register_worker, 0, 0, 0), boost::asio::buffer(bodies[i]),
                         boost::asio::buffer(counts[i])};
       r.h.flags = transport::frame_flags::control;
@@ -132,6 +133,19 @@ class basic_ps_client {
     }
     channel_.run(batch);
     received_.assign(plan, counts);
+  }
+
+  /// Writes this worker's error-feedback residuals (top_k, two_bit) as its file of checkpoint
+  /// @p step in @p dir, beside the ps tasks' data files (detail/residual_file.hpp).
+  void save_residuals(const placement::plan& plan, const std::filesystem::path& dir, std::uint64_t step) {
+    track(plan);
+    encoder_.save_file(detail::residual_path(dir, step, me_.to_string()));
+  }
+  /// Takes back what save_residuals() wrote for @p step; @returns false (residuals unchanged)
+  /// without such a file. @throws dsgd::error(errc::checkpoint_corrupt) naming a bad one
+  bool restore_residuals(const placement::plan& plan, const std::filesystem::path& dir, std::uint64_t step) {
+    track(plan);
+    return encoder_.restore_file(plan, detail::residual_path(dir, step, me_.to_string()));
   }
 
   /// @returns how many pushes of this replica every shard had received when it last registered:
@@ -196,8 +210,7 @@ class basic_ps_client {
     f.step_ = step;
     detail::for_each_shard(plan, [&](const placement::shard& s, std::uint32_t index) {
       if (dest[s.variable].empty() && s.elements != 0) return;
-      channel_.add(f.parts_, {s.ps_task, detail::header(message::pull, s.variable, index, step), {},
-                              detail::span_buffer(dest[s.variable].subspan(s.offset, s.elements))});
+      channel_.add(f.parts_, detail::pull_request(plan, s, index, step, dest[s.variable], opts_.pull_compression));
     });
     flush();
     return f;

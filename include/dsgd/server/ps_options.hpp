@@ -88,6 +88,9 @@ struct ps_options {
   U rule{};                   ///< how gradients are combined (sync_average, async, ...)
   /// How each variable's pushes arrive (compress/): workers must register with the same.
   compress::selection compression{};
+  /// How each variable's values are sent to workers that pull (none, fp16, bf16): workers must
+  /// register with the same.
+  compress::selection pull_compression{};
 };
 
 /// Checks @p o (its connection and serving settings), naming a bad field by its path.
@@ -97,6 +100,7 @@ void validate(const ps_options<U, O>& o, std::string_view path = "ps_options") {
   transport::validate(o.connection, std::string(path) + ".connection");
   validate(o.serving, std::string(path) + ".serving");
   compress::validate(o.compression, std::string(path) + ".compression");
+  compress::validate_pull(o.pull_compression, std::string(path) + ".pull_compression");
 }
 
 }  // namespace dsgd::server

@@ -110,7 +110,8 @@ class shard_table : detail::shard_requests<U, O, D> {
     if (!this->absent_.refused(replica, task, why)) return;
     this->log(this->self_ + ": " + task + " (replica " + std::to_string(replica) + ") was refused at authentication: " + why);
     for (auto it = this->parked_.begin(); it != this->parked_.end();) {
-      if ((it->kind != message::pull && it->kind != message::sparse_pull) || !stalled_by_refusals()) {
+      if ((it->kind != message::pull && it->kind != message::compressed_pull && it->kind != message::sparse_pull) ||
+          !stalled_by_refusals()) {
         ++it;
         continue;
       }
@@ -245,6 +246,7 @@ class shard_table : detail::shard_requests<U, O, D> {
         return retry_parked(out);
       case message::wait_ready:
       case message::pull:
+      case message::compressed_pull:
       case message::shutdown: return park_or_answer(p, kind, h, {}, out);
       case message::push: return after_push(p, h, this->push(s, h), out);
       case message::sparse_pull: return park_or_answer(p, kind, h, this->sparse_pull_rows(s, h), out);
@@ -268,6 +270,7 @@ class shard_table : detail::shard_requests<U, O, D> {
   void on_register(peer_id p, peer_state& s, const transport::frame_header& h, S& out) {
     auto r = this->check_registration(s);
     detail::check_compression(this->opts_.compression, r, this->self_);
+    detail::check_pull_compression(this->opts_.pull_compression, r, this->self_);
     // A replica registering on a new connection supersedes its older ones (a restarted or
     // reconnected worker): closed now, nothing they still carry is applied after the counts
     // below are read, so those counts are final.
@@ -322,7 +325,8 @@ class shard_table : detail::shard_requests<U, O, D> {
     if (try_answer(p, kind, h, rows, out)) return;
     const auto& serving = this->opts_.serving;
     auto timeout = kind == message::wait_ready ? serving.ready_timeout : serving.step_timeout;
-    if ((kind == message::pull || kind == message::sparse_pull) && stalled_by_refusals())
+    if ((kind == message::pull || kind == message::compressed_pull || kind == message::sparse_pull) &&
+        stalled_by_refusals())
       throw error(errc::handshake_failed, cannot_complete(h));
     this->parked_.push_back({p, kind, h, update::clock_type::now() + timeout, std::move(rows)});
   }
@@ -380,6 +384,9 @@ class shard_table : detail::shard_requests<U, O, D> {
 
   // A pull's reply if the rule lets @p s read now.
   std::optional<outgoing_reply> try_pull(const peer_state& s, const transport::frame_header& h) {
+    if (static_cast<message>(h.type) == message::compressed_pull)
+      return this->pull_encodings_.reply(pulled_shard(h), this->layouts_, h, s.replica, this->opts_.pull_compression,
+                                         this->self_);
     return detail::pull_reply(pulled_shard(h), s.replica, h.step, detail::reply_header(h, message::pull_reply));
   }
   // A sparse_pull's reply (@p rows local to the shard) if the rule lets @p s read now.

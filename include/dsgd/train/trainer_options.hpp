@@ -40,6 +40,10 @@ struct trainer_options {
   /// How each variable's gradients travel to the ps (compress/: none, fp16, bf16, top_k,
   /// two_bit; one for all, overridable per variable). Workers and ps tasks take the same.
   compress::selection compression{};
+  /// How each variable's values travel back to the workers on a dense pull (none, fp16, bf16;
+  /// one for all, overridable per variable; sparse pulls stay plain). Workers and ps tasks
+  /// take the same.
+  compress::selection pull_compression{};
 };
 
 /// Checks @p o, naming a bad field by its path ("trainer_options.serving.step_timeout").
@@ -49,6 +53,7 @@ void validate(const trainer_options<P, U, O>& o, std::string_view path = "traine
   transport::validate(o.connection, std::string(path) + ".connection");
   server::validate(o.serving, std::string(path) + ".serving");
   compress::validate(o.compression, std::string(path) + ".compression");
+  compress::validate_pull(o.pull_compression, std::string(path) + ".pull_compression");
   auto requests = o.requests;
   if (requests.request_timeout.count() == 0) requests.request_timeout = std::chrono::milliseconds{1};  // derived
   server::validate(requests, std::string(path) + ".requests");
@@ -58,14 +63,14 @@ void validate(const trainer_options<P, U, O>& o, std::string_view path = "traine
 /// optimizer and rule settings.
 template <class P, class U, class O>
 server::ps_options<U, O> ps_options_of(const trainer_options<P, U, O>& o) {
-  return {o.connection, o.serving, o.optimizer, o.rule, o.compression};
+  return {o.connection, o.serving, o.optimizer, o.rule, o.compression, o.pull_compression};
 }
 
 /// @returns what a worker of a cluster set up with @p o connects with: its connection and request
 /// settings, a request_timeout of 0 derived from the ps deadlines (see trainer_options::requests).
 template <class P, class U, class O>
 server::client_options client_options_of(const trainer_options<P, U, O>& o) {
-  server::client_options c{o.connection, o.requests, o.compression};
+  server::client_options c{o.connection, o.requests, o.compression, o.pull_compression};
   if (c.requests.request_timeout.count() == 0)
     c.requests.request_timeout = std::max(o.serving.step_timeout, o.serving.ready_timeout) + std::chrono::seconds(30);
   return c;

@@ -11,6 +11,7 @@
 #include <dsgd/cluster/endpoint.hpp>
 #include <dsgd/error.hpp>
 #include <dsgd/server/client_options.hpp>
+#include <dsgd/server/detail/compressed_pull_client.hpp>
 #include <dsgd/server/detail/request_table.hpp>
 #include <dsgd/server/protocol.hpp>
 #include <dsgd/transport/asio_tcp_policy.hpp>
@@ -62,6 +63,7 @@ struct request {
   boost::asio::const_buffer payload;       ///< its payload (a sparse request's keys)
   boost::asio::mutable_buffer reply_into;  ///< where a pull_reply's (or counts') payload goes
   boost::asio::const_buffer payload_rows;  ///< a sparse push's rows, after its keys
+  compress::encoding reply_encoding = compress::encoding::none;  ///< a compressed pull's
 };
 
 /// A worker's connections to every ps task of @p spec over the Transport @p T, and its
@@ -126,7 +128,7 @@ class client_channel {
   void add(request_parts& f, const request& r) {
     const std::uint64_t id = ++next_id_;
     f.parts.push_back({r.ps, id, static_cast<message>(r.h.type), r.h.variable, false, {}});
-    table_.open(r.ps, id, r.reply_into);
+    table_.open(r.ps, id, r.reply_into, r.reply_encoding);
     if (!is_open(r.ps)) {
       table_.fail(r.ps, id, errc::peer_lost, lost(r.ps));
       return;
@@ -285,8 +287,11 @@ class client_channel {
             return {};
           }
           auto type = static_cast<message>(h.type);
-          // A pull's values, or the push counts answering register_worker (none for other oks).
-          if (type == message::pull_reply || type == message::reply_ok)
+          // A pull's values (16-bit ones widened at the last chunk), or the push counts answering
+          // register_worker (none for other oks).
+          if (type == message::pull_reply || type == message::compressed_pull_reply)
+            return pull_destination(*slot, type, h, ec);
+          if (type == message::reply_ok)
             return transport::chunk_destination(slot->reply_into, h, ec);
           if (type == message::reply_error) {
             slot->control.resize(h.payload_length);
@@ -303,6 +308,8 @@ class client_channel {
           if (h.last_chunk()) {
             auto type = static_cast<message>(h.type);
             if (type != message::reply_error) {
+              if (auto* slot = table_.pending(ps, h.request_id); slot && type == message::compressed_pull_reply)
+                widen_pull_reply(*slot);
               table_.answer(ps, h.request_id, {type, h.step});
             } else if (auto* slot = table_.pending(ps, h.request_id)) {
               auto e = decode_control<error_reply>(

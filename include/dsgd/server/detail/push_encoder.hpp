@@ -4,19 +4,21 @@
 /// @file
 /// The worker's side of compression (compress/): per shard of its plan, the codec its
 /// variable's pushes use, the error-feedback residual and the buffer its payload is encoded
-/// into; and the bytes its pushes have sent.
+/// into; the bytes its pushes have sent; and the request of a pull, plain or compressed.
 // IWYU pragma: private, include <dsgd/server/ps_client.hpp>
 #pragma once
 
 #include <dsgd/compress/selection.hpp>
 #include <dsgd/placement/plan.hpp>
 #include <dsgd/server/detail/client_channel.hpp>
+#include <dsgd/server/detail/residual_file.hpp>
 #include <dsgd/server/protocol.hpp>
 
 #include <boost/asio/buffer.hpp>
 
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
 #include <span>
 #include <string>
 #include <vector>
@@ -28,6 +30,19 @@ inline std::vector<std::string> describe_codecs(const compress::selection& s, co
   std::vector<std::string> out;
   for (const auto& l : layouts) out.push_back(compress::describe(s.of(l.name)));
   return out;
+}
+
+/// @returns the request pulling shard @p index of plan shard @p s at @p step into @p dest
+/// (its variable's floats): a plain pull, or a compressed_pull as @p pulls gives the variable.
+inline request pull_request(const placement::plan& plan, const placement::shard& s, std::uint32_t index,
+                            std::uint64_t step, std::span<float> dest, const compress::selection& pulls) {
+  const auto& c = pulls.of(plan.variables()[s.variable].name);
+  const auto into = dest.subspan(s.offset, s.elements);
+  const bool plain = compress::id_of(c) == compress::encoding::none || into.empty();
+  request r{s.ps_task, header(plain ? message::pull : message::compressed_pull, s.variable, index, step), {},
+            span_buffer(into), {}};
+  r.reply_encoding = plain ? compress::encoding::none : compress::id_of(c);
+  return r;
 }
 
 /// A worker's encoders, one per shard of its plan. The residual of a shard (top_k, two_bit)
@@ -60,6 +75,43 @@ class push_encoder {
     bytes_ += n;
     return {ps, header(message::compressed_push, variable, index, step), boost::asio::buffer(slot.payload.data(), n),
             {}, {}};
+  }
+
+  /// @returns every plan shard's codec name and residual, as a checkpoint saves them.
+  std::vector<saved_residual> save() const {
+    std::vector<saved_residual> out;
+    for (const auto& sl : slots_) out.push_back({compress::describe(sl.codec), sl.residual});
+    return out;
+  }
+
+  /// Takes the residuals @p saved (save() of a worker with the same plan and selection, read
+  /// from @p what) in place of this encoder's. @throws dsgd::error(errc::checkpoint_corrupt)
+  /// naming @p what, the shard and both sides for another shard count, codec or size
+  void restore(const std::vector<saved_residual>& saved, const placement::plan& plan, const std::string& what) {
+    auto bad = [&](const std::string& why) { throw error(errc::checkpoint_corrupt, what + ": " + why); };
+    if (saved.size() != slots_.size())
+      bad("holds " + std::to_string(saved.size()) + " shards, the plan has " + std::to_string(slots_.size()));
+    for (std::size_t i = 0; i < slots_.size(); ++i) {
+      const auto& sh = plan.shards()[i];
+      const auto ours = compress::describe(slots_[i].codec);
+      const auto where = plan.variables()[sh.variable].name + " shard at " + std::to_string(sh.offset);
+      if (saved[i].codec != ours) bad(where + " was pushed as " + saved[i].codec + ", this worker pushes " + ours);
+      if (!saved[i].values.empty() && saved[i].values.size() != sh.elements)
+        bad(where + " has " + std::to_string(saved[i].values.size()) + " residual floats for " +
+            std::to_string(sh.elements) + " elements");
+    }
+    for (std::size_t i = 0; i < slots_.size(); ++i) slots_[i].residual = saved[i].values;
+  }
+
+  /// Writes save() as the residual file @p path (residual_file.hpp).
+  void save_file(const std::filesystem::path& path) const { write_residuals(path, save()); }
+  /// restore() from the residual file @p path; @returns false, changing nothing, without it.
+  bool restore_file(const placement::plan& plan, const std::filesystem::path& path) {
+    if (!std::filesystem::exists(path)) return false;
+    std::size_t floats = 0;
+    for (const auto& sh : plan.shards()) floats += sh.elements;
+    restore(read_residuals(path, floats), plan, path.filename().string());
+    return true;
   }
 
   /// @returns the residual of plan shard @p at (empty before its first push, or without one).

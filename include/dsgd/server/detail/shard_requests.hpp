@@ -18,6 +18,7 @@
 #include <dsgd/server/detail/sparse_layout.hpp>
 #include <dsgd/server/detail/shard_replies.hpp>
 #include <dsgd/server/detail/table_peer.hpp>
+#include <dsgd/server/detail/compressed_pull.hpp>
 #include <dsgd/server/detail/compressed_push.hpp>
 #include <dsgd/server/protocol.hpp>
 #include <dsgd/server/ps_options.hpp>
@@ -396,6 +397,7 @@ class shard_requests {
   std::map<std::uint64_t, std::unique_ptr<shard_type>> shards_;
   std::map<std::uint64_t, shard_layout> layouts_;
   std::map<std::uint64_t, std::vector<std::uint64_t>> received_;  // shard -> pushes per replica
+  pull_encodings pull_encodings_;  // compressed pulls' replies, encoded once per version
   std::set<std::size_t> finished_;
   std::string placement_;
   std::uint64_t fingerprint_ = 0;

@@ -1,0 +1,159 @@
+// SPDX-FileCopyrightText: Copyright (c) 2026 The dsgd authors
+// SPDX-License-Identifier: Apache-2.0
+//
+// The error-feedback residual in a checkpoint: a worker's residuals (top_k, two_bit) written
+// as its file of a checkpoint step and read back by a fresh encoder are bit-identical, and the
+// next push of the restored worker is byte for byte the one the uninterrupted worker sends; a
+// damaged file, or one of another selection, is a named checkpoint_corrupt error, and a step
+// the worker wrote nothing for leaves the residuals alone.
+#include <dsgd/compress/selection.hpp>
+#include <dsgd/placement/round_robin.hpp>
+#include <dsgd/server/detail/push_encoder.hpp>
+#include <dsgd/server/detail/residual_file.hpp>
+#include <dsgd/server/ps_client.hpp>
+
+#include <boost/test/unit_test.hpp>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
+
+BOOST_AUTO_TEST_SUITE(residual_checkpoint_test)
+
+namespace ds = dsgd::server;
+namespace c = dsgd::compress;
+
+namespace {
+
+// w [64, 8] in two shards on 2 ps tasks' plan, b [8]: top_k for w, two_bit for b.
+const std::vector<dsgd::placement::variable_info> model{{"w", {64, 8}}, {"b", {8}}};
+const c::selection chosen{.all = c::two_bit{0.05f}, .variables = {{"w", c::top_k{0.05f}}}};
+
+struct temp_dir {
+  std::filesystem::path path = std::filesystem::temp_directory_path() /
+                               ("dsgd_residual_" + std::to_string(::getpid()));
+  temp_dir() { std::filesystem::create_directories(path); }
+  ~temp_dir() { std::filesystem::remove_all(path); }
+};
+
+// The bytes of every request the encoder makes for one push of @p grads (per variable).
+std::vector<std::vector<std::byte>> push(ds::detail::push_encoder& e, const dsgd::placement::plan& plan,
+                                         const std::vector<std::vector<float>>& grads, std::uint64_t step) {
+  std::vector<std::vector<std::byte>> out;
+  for (std::size_t i = 0; i < plan.shards().size(); ++i) {
+    const auto& sh = plan.shards()[i];
+    auto r = e.push(i, sh.ps_task, sh.variable, 0, step, std::span(grads[sh.variable]).subspan(sh.offset, sh.elements));
+    const auto* p = static_cast<const std::byte*>(r.payload.data());
+    out.emplace_back(p, p + r.payload.size());
+  }
+  return out;
+}
+
+std::vector<std::vector<float>> gradients(std::mt19937& rng) {
+  std::normal_distribution<float> d(0.f, 0.1f);
+  std::vector<std::vector<float>> g{std::vector<float>(512), std::vector<float>(8)};
+  for (auto& v : g)
+    for (auto& x : v) x = d(rng);
+  return g;
+}
+
+bool same_bits(std::span<const float> a, std::span<const float> b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size_bytes()) == 0;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(a_restored_residual_is_bit_identical_and_the_next_push_is_the_same) {
+  const auto plan = dsgd::placement::round_robin{}.place(model, 2);
+  temp_dir dir;
+  std::mt19937 rng(7);
+  ds::detail::push_encoder running;
+  running.track(plan, chosen);
+  for (std::uint64_t step = 0; step < 5; ++step) push(running, plan, gradients(rng), step);
+  const auto path = ds::detail::residual_path(dir.path, 5, "worker:1");
+  BOOST_TEST(path.filename().string() == "ckpt-5.worker-1.residual");
+  ds::detail::write_residuals(path, running.save());
+
+  // A fresh worker (a restarted process has nothing but the file) takes the residuals back.
+  ds::detail::push_encoder restarted;
+  restarted.track(plan, chosen);
+  restarted.restore(ds::detail::read_residuals(path, 520), plan, path.filename().string());
+  bool some_nonzero = false;
+  for (std::size_t i = 0; i < plan.shards().size(); ++i) {
+    BOOST_TEST(same_bits(restarted.residual(i), running.residual(i)), "shard " << i);
+    for (float x : running.residual(i)) some_nonzero = some_nonzero || x != 0.f;
+  }
+  BOOST_TEST(some_nonzero);  // top_k and two_bit left gradient mass unsent: there was something to keep
+
+  // The next push, and the one after, are byte for byte what the uninterrupted worker sends.
+  ds::detail::push_encoder zero;  // what a restart without the residual would send
+  zero.track(plan, chosen);
+  for (std::uint64_t step = 5; step < 7; ++step) {
+    const auto g = gradients(rng);
+    const auto a = push(running, plan, g, step), b = push(restarted, plan, g, step), z = push(zero, plan, g, step);
+    BOOST_TEST(a == b, "step " << step);
+    if (step == 5) BOOST_TEST(a != z);  // the residual matters
+  }
+}
+
+BOOST_AUTO_TEST_CASE(damaged_or_foreign_residual_files_are_named_errors) {
+  const auto plan = dsgd::placement::round_robin{}.place(model, 2);
+  temp_dir dir;
+  std::mt19937 rng(3);
+  ds::detail::push_encoder e;
+  e.track(plan, chosen);
+  push(e, plan, gradients(rng), 0);
+  const auto path = ds::detail::residual_path(dir.path, 1, "worker:0");
+  ds::detail::write_residuals(path, e.save());
+  // A flipped byte: the checksum names the file.
+  {
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(40);
+    f.put('\x7f');
+  }
+  try {
+    ds::detail::read_residuals(path, 520);
+    BOOST_FAIL("a damaged residual file was read");
+  } catch (const dsgd::error& err) {
+    BOOST_TEST((err.code() == dsgd::errc::checkpoint_corrupt));
+    BOOST_TEST(std::string(err.what()) == "ckpt-1.worker-0.residual: checksum mismatch");
+  }
+  // Another selection (w as two_bit): the shard and both codecs are named.
+  ds::detail::write_residuals(path, e.save());
+  ds::detail::push_encoder other;
+  other.track(plan, {.all = c::two_bit{0.05f}});
+  try {
+    other.restore(ds::detail::read_residuals(path, 520), plan, "ckpt-1.worker-0.residual");
+    BOOST_FAIL("a residual of another codec was restored");
+  } catch (const dsgd::error& err) {
+    BOOST_TEST((err.code() == dsgd::errc::checkpoint_corrupt));
+    BOOST_TEST(std::string(err.what()).find("w shard at 0 was pushed as top_k(0.05), this worker pushes two_bit(0.05)") !=
+                   std::string::npos,
+               err.what());
+  }
+  // More floats than the plan has are refused before they are read.
+  BOOST_CHECK_THROW(ds::detail::read_residuals(path, 100), dsgd::error);
+}
+
+BOOST_AUTO_TEST_CASE(a_client_saves_and_restores_its_residuals_by_task_and_step) {
+  const auto plan = dsgd::placement::round_robin{}.place(model, 2);
+  temp_dir dir;
+  const auto spec = dsgd::cluster::cluster_spec({{"ps", {"127.0.0.1:1", "127.0.0.1:2"}}, {"worker", {"127.0.0.1:3"}}});
+  ds::client_options o;
+  o.connection.log = [](std::string_view) {};
+  o.compression = chosen;
+  ds::ps_client a(spec, {"worker", 0}, o);
+  a.save_residuals(plan, dir.path, 12);
+  BOOST_TEST(std::filesystem::exists(dir.path / "ckpt-12.worker-0.residual"));
+  ds::ps_client b(spec, {"worker", 0}, o);
+  BOOST_TEST(b.restore_residuals(plan, dir.path, 12));
+  BOOST_TEST(!b.restore_residuals(plan, dir.path, 13));  // nothing written for step 13
+}
+
+BOOST_AUTO_TEST_SUITE_END()

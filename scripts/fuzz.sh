@@ -5,7 +5,7 @@
 # Builds the libFuzzer targets of test/fuzz/ with clang (ASan + UBSan) in build-fuzz and runs
 # each of them, bounded:
 #   scripts/fuzz.sh              # DSGD_FUZZ_RUNS executions per target (default 300000), a
-#                                # fifth of that for checkpoint (it writes files): 1.26 million
+#                                # fifth of that for checkpoint (it writes files): 1.86 million
 #                                # executions in all
 #   scripts/fuzz.sh SECONDS      # each target for SECONDS seconds instead
 # Fails if any target crashes, leaks, trips a sanitizer, lets an exception other than
@@ -21,7 +21,7 @@
 # Environment: CXX (default clang++), DSGD_FUZZ_BUILD_DIR (default build-fuzz), DSGD_FUZZ_RUNS,
 # DSGD_FUZZ_SEED (libFuzzer's -seed: the same seed and corpus explore the same inputs; unset,
 # a fresh random seed each run; scripts/test.sh uses 1 so that the test command is repeatable),
-# DSGD_FUZZ_TARGETS (default: all five), DSGD_FUZZ_JOBS (build parallelism; default nproc).
+# DSGD_FUZZ_TARGETS (default: all seven), DSGD_FUZZ_JOBS (build parallelism; default nproc).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -35,7 +35,7 @@ if [[ -n $seconds && ! $seconds =~ ^[0-9]+$ ]]; then usage; fi
 
 build=${DSGD_FUZZ_BUILD_DIR:-build-fuzz}
 runs=${DSGD_FUZZ_RUNS:-300000}
-targets=${DSGD_FUZZ_TARGETS:-"frame_header handshake control_message cluster_parsers checkpoint"}
+targets=${DSGD_FUZZ_TARGETS:-"frame_header handshake control_message cluster_parsers checkpoint compressed_payload compressed_reply"}
 jobs=${DSGD_FUZZ_JOBS:-$(nproc)}
 
 cmake -S . -B "$build" -G Ninja \

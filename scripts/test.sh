@@ -56,7 +56,7 @@ optimised() {
   ctest --test-dir "$build" -j "$jobs" --output-on-failure --timeout 1200 -L 'slow|gpu|consumer|bench|compile|libtorch'
 }
 stage optimised optimised
-# The libFuzzer targets, bounded (about 1.3 million executions under ASan and UBSan, clang):
+# The libFuzzer targets, bounded (about 1.9 million executions under ASan and UBSan, clang):
 # docs/reliability.md, "Fuzzing". A fixed seed keeps the command repeatable; scripts/fuzz.sh
 # alone explores with fresh seeds.
 stage fuzzers env DSGD_FUZZ_SEED="${DSGD_FUZZ_SEED:-1}" scripts/fuzz.sh

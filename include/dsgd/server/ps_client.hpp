@@ -118,14 +118,8 @@ class basic_ps_client {
     std::vector<std::string> bodies(ps_tasks());
     std::vector<std::vector<std::uint64_t>> counts(ps_tasks());
     for (std::size_t i = 0; i < ps_tasks(); ++i) {
-      auto mine = detail::layouts(plan, i);
-      counts[i].resize(mine.size());
-      auto codecs = detail::describe_codecs(opts_.compression, mine);
-      auto pulls = detail::describe_codecs(opts_.pull_compression, mine);
-      bodies[i] = encode_control(register_request{me_.to_string(), static_cast<std::uint32_t>(replica), chief,
-                                                  plan.fingerprint(), plan.describe(),
-                                                  static_cast<std::uint32_t>(mine.size()), std::move(mine),
-                                                  std::move(codecs), std::move(pulls)});
+      bodies[i] = detail::registration_body(me_.to_string(), replica, chief, plan, i, opts_.compression,
+                                            opts_.pull_compression, counts[i]);
       detail::request r{i, detail::header(message::register_worker, 0, 0, 0), boost::asio::buffer(bodies[i]),
                         boost::asio::buffer(counts[i])};
       r.h.flags = transport::frame_flags::control;
@@ -155,9 +149,7 @@ class basic_ps_client {
   /// completed by the next push() made with `skip_received`, which sends it to the shards still
   /// missing it and skips those that have it. After a restore they are the checkpoint's, where a
   /// shard may be several pushes ahead: it is skipped until the others reach it.
-  std::uint64_t pushes_received() const noexcept {
-    return received_.lowest();
-  }
+  std::uint64_t pushes_received() const noexcept { return received_.lowest(); }
 
   /// Chief only: creates every shard on its ps task with the initial values of its variable.
   /// @param values one host span per variable, in creation order

@@ -11,6 +11,7 @@
 #include <dsgd/compress/selection.hpp>
 #include <dsgd/placement/plan.hpp>
 #include <dsgd/server/detail/client_channel.hpp>
+#include <dsgd/server/detail/client_routing.hpp>
 #include <dsgd/server/detail/residual_file.hpp>
 #include <dsgd/server/protocol.hpp>
 
@@ -43,6 +44,22 @@ inline request pull_request(const placement::plan& plan, const placement::shard&
             span_buffer(into), {}};
   r.reply_encoding = plain ? compress::encoding::none : compress::id_of(c);
   return r;
+}
+
+/// The register_request body of task @p me (replica @p replica) for ps task @p ps of @p plan: its
+/// shards' layouts with the push codec @p pushes and the pull codec @p pulls give each; sizes
+/// @p counts for that ps's answer (one count per shard).
+inline std::string registration_body(const std::string& me, std::size_t replica, bool chief,
+                                     const placement::plan& plan, std::size_t ps, const compress::selection& pushes,
+                                     const compress::selection& pulls, std::vector<std::uint64_t>& counts) {
+  auto mine = layouts(plan, ps);
+  counts.resize(mine.size());
+  auto codecs = describe_codecs(pushes, mine);
+  auto pull_codecs = describe_codecs(pulls, mine);
+  const auto shards = static_cast<std::uint32_t>(mine.size());
+  return encode_control(register_request{me, static_cast<std::uint32_t>(replica), chief, plan.fingerprint(),
+                                         plan.describe(), shards, std::move(mine), std::move(codecs),
+                                         std::move(pull_codecs)});
 }
 
 /// A worker's encoders, one per shard of its plan. The residual of a shard (top_k, two_bit)

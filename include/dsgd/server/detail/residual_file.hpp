@@ -44,7 +44,9 @@ inline std::filesystem::path residual_path(const std::filesystem::path& dir, std
 /// Writes @p shards as the residual file @p path, atomically (a crash leaves the old one or none).
 inline void write_residuals(const std::filesystem::path& path, const std::vector<saved_residual>& shards) {
   std::string out = "dsgdres1";
-  auto put = [&out](const void* p, std::size_t n) { out.append(static_cast<const char*>(p), n); };
+  auto put = [&out](const void* p, std::size_t n) {
+    if (n != 0) out.append(static_cast<const char*>(p), n);  // p may be an empty vector's null data()
+  };
   const auto count = static_cast<std::uint32_t>(shards.size());
   put(&count, 4);
   for (const auto& s : shards) {
@@ -77,6 +79,7 @@ inline std::vector<saved_residual> read_residuals(const std::filesystem::path& p
   std::size_t at = 8;
   auto take = [&](void* p, std::size_t n) {
     if (n > body.size() - at) throw bad("truncated");
+    if (n == 0) return;  // p may be an empty vector's null data()
     std::memcpy(p, body.data() + at, n);
     at += n;
   };

@@ -24,10 +24,14 @@ namespace {
 auto softmax() { return dsgd::model::softmax_regression<dsgd::device::cpu>(dsgd::device::cpu{}, {.seed = 1}); }
 
 // One epoch (469 pushes of each worker) with @p codec for every variable; @returns the outcome.
+// Async takes a third of sync's step: each worker's push is applied alone, with momentum 0.9,
+// so at 0.03 the values swing from push to push and where one epoch ends depends on the
+// interleaving (0.69 to 0.81 seen for `none` under ASan on a loaded machine); at 0.01 they do not.
 template <class Rule>
 dsgd::test::compress_outcome one_epoch(const c::codec& codec) {
-  const auto r = dsgd::test::train_compressed<Rule>(c::selection{.all = codec}, {}, {.epochs = 1, .learning_rate = 0.03f},
-                                                    softmax);
+  constexpr float rate = std::is_same_v<Rule, dsgd::update::async> ? 0.01f : 0.03f;
+  const auto r =
+      dsgd::test::train_compressed<Rule>(c::selection{.all = codec}, {}, {.epochs = 1, .learning_rate = rate}, softmax);
   std::printf("%s %s: test accuracy %.4f, %.0f bytes per push, %.1f s\n",
               std::is_same_v<Rule, dsgd::update::async> ? "async" : "sync", c::describe(codec).c_str(), r.accuracy,
               r.bytes_per_push(), r.seconds);
@@ -62,9 +66,10 @@ void every_codec(double lowest, double sparse) {
 
 }  // namespace
 
-// Chance is 0.10. One epoch here: none, fp16 and bf16 0.81 to 0.83 (async 0.74 on a loaded
-// machine: its interleavings vary, as example_03's async one-epoch run says); top_k(0.01)
-// 0.73 to 0.77; two_bit(0.1) 0.74 to 0.78. The bounds say each compressor trains.
+// Chance is 0.10. One epoch here: sync none, fp16 and bf16 0.81 to 0.83, top_k(0.01) 0.73 to
+// 0.77, two_bit(0.1) 0.74 to 0.78; async (at its rate) none, fp16 and bf16 0.78 to 0.82,
+// top_k 0.69 to 0.78, two_bit 0.76 to 0.78 (four at once on two cores included). The bounds
+// say each compressor trains.
 BOOST_AUTO_TEST_CASE(every_codec_learns_in_one_sync_epoch) { every_codec<dsgd::update::sync_average>(0.78, 0.65); }
 BOOST_AUTO_TEST_CASE(every_codec_learns_in_one_async_epoch) { every_codec<dsgd::update::async>(0.70, 0.65); }
 

@@ -339,17 +339,13 @@ class shard_table : detail::shard_requests<U, O, D> {
   }
   // Whether no sync step can complete: more replicas refused at authentication than backups.
   bool stalled_by_refusals() const {
-    if constexpr (std::is_same_v<U, update::sync_average>) {
-      if (this->members_.elastic()) return false;  // a refused replica is no member
-      const std::size_t aggregated = std::min<std::size_t>(this->opts_.rule.replicas_to_aggregate, this->replicas_);
-      return this->absent_.refused_count() > (aggregated == 0 ? 0 : this->replicas_ - aggregated);
-    } else {
+    if constexpr (std::is_same_v<U, update::sync_average>)  // a refused replica is no member when elastic
+      return !this->members_.elastic() && this->absent_.stall_sync(this->opts_.rule.replicas_to_aggregate, this->replicas_);
+    else
       return false;
-    }
   }
   std::string cannot_complete(const transport::frame_header& h) const {
-    return this->self_ + ": step " + std::to_string(h.step) + " cannot complete without every replica" +
-           this->absent_.describe();
+    return this->absent_.cannot_complete(this->self_, h.step);
   }
 
   template <reply_sink S>

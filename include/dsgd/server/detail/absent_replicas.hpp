@@ -8,8 +8,10 @@
 // IWYU pragma: private, include <dsgd/server/shard_table.hpp>
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -44,6 +46,16 @@ class absent_replicas {
     std::size_t n = 0;
     for (const auto& note : notes_) n += note.what == absence::refused;
     return n;
+  }
+  /// @returns whether no sync step of @p replicas replicas aggregating @p aggregated (0: all)
+  /// can complete: more of them refused at authentication than there are backups.
+  bool stall_sync(std::size_t aggregated, std::size_t replicas) const {
+    aggregated = std::min(aggregated, replicas);
+    return refused_count() > (aggregated == 0 ? 0 : replicas - aggregated);
+  }
+  /// @returns the error of a step @p step of ps @p self that cannot complete while they are absent.
+  std::string cannot_complete(const std::string& self, std::uint64_t step) const {
+    return self + ": step " + std::to_string(step) + " cannot complete without every replica" + describe();
   }
   /// @returns "; worker:1 (replica 1) was refused at authentication 0.4 s ago: peer 'worker:1'
   /// failed the challenge (wrong cluster token)", one such part per absent replica ("" if none).

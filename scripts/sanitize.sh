@@ -33,7 +33,8 @@
 # failed test. test/sanitizers/ holds suppression files for third-party code only (ubsan.supp:
 # Thrust; each entry says why); dsgd code is never suppressed.
 #
-# Environment: DSGD_SANITIZE_BUILD_DIR (default build-asan / build-tsan), DSGD_SANITIZE_TARGETS
+# Environment: DSGD_SANITIZE_SKIP_FUZZ_REPLAYS=1 (asan: leave out the `fuzz` replay tests, which
+# scripts/test.sh's fuzzers stage covers), DSGD_SANITIZE_BUILD_DIR (default build-asan / build-tsan), DSGD_SANITIZE_TARGETS
 # (build only these targets instead of everything, e.g. "dsgd_server_tests dsgd_transport_tests":
 # a test folder's executable, test/CMakeLists.txt),
 # DSGD_SANITIZE_JOBS (build jobs; default: nproc), DSGD_SANITIZE_TEST_JOBS (tests at once;
@@ -60,6 +61,7 @@ suppressions=$PWD/test/sanitizers
 cmake_extra=()
 case $kind in
   asan)
+    cmake_extra+=(-DDSGD_TEST_ONLY_THREADS=OFF)
     # UBSan checks stay recoverable at compile time (no -fno-sanitize-recover=undefined) only
     # so that ubsan.supp can work: a non-recoverable check dies even when suppressed.
     # halt_on_error=1 still stops at the first report that is not suppressed.
@@ -76,7 +78,8 @@ case $kind in
     ;;
   tsan)
     flags="-fsanitize=thread -fno-omit-frame-pointer"
-    cmake_extra+=(-DCMAKE_DISABLE_FIND_PACKAGE_OpenMP=ON)
+    # Only the tests it runs (label threads) go into the folders' shared test executables.
+    cmake_extra+=(-DCMAKE_DISABLE_FIND_PACKAGE_OpenMP=ON -DDSGD_TEST_ONLY_THREADS=ON)
     tsan_options="halt_on_error=1:second_deadlock_stack=1:history_size=4"
     if [[ -s $suppressions/tsan.supp ]]; then
       tsan_options+=":suppressions=$suppressions/tsan.supp"
@@ -110,10 +113,16 @@ cmake -S . -B "$build" -G Ninja \
 # ThreadSanitizer finds races between threads of one process, so it runs the tests that run
 # dsgd code on several threads (label `threads`, test/CMakeLists.txt); in every other test each
 # process runs dsgd on one thread (dsgd starts no threads itself; this build has no OpenMP and
-# one BLAS thread), which ASan and UBSan check. Only the executables those tests run are built.
+# one BLAS thread), which ASan and UBSan check. Only the executables those tests run are built,
+# and the folders' shared test executables hold only those tests (DSGD_TEST_ONLY_THREADS).
 select=()
 if [[ $kind == tsan ]]; then
   select=(-L threads)
+elif [[ ${DSGD_SANITIZE_SKIP_FUZZ_REPLAYS:-0} == 1 ]]; then
+  # scripts/test.sh's fuzzers stage has just run the replays' seeds and corpus, and far more
+  # mutations, under the same sanitizers: their replay programs are neither built nor run here.
+  exclude+='|fuzz'
+  select=(-L '.*')
 fi
 if [[ -n ${DSGD_SANITIZE_TARGETS:-} ]]; then
   # shellcheck disable=SC2086  # a list of target names
@@ -121,7 +130,7 @@ if [[ -n ${DSGD_SANITIZE_TARGETS:-} ]]; then
 elif ((${#select[@]})); then
   # The build's own files that the selected tests' commands run: their executables (and, through
   # their dependencies, the jobs they start).
-  mapfile -t outputs < <(scripts/test_executables.py "$build" threads "$exclude")
+  mapfile -t outputs < <(scripts/test_executables.py "$build" "${select[1]}" "$exclude")
   ninja -C "$build" -j "$jobs" "${outputs[@]}"
 else
   cmake --build "$build" -j "$jobs"
@@ -129,4 +138,13 @@ fi
 
 # OpenMP threads (asan build) sleep between kernels instead of spinning: tasks share the cores.
 export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
+if [[ $kind == asan ]]; then
+  # One compute thread per process: ctest runs two tests per core, many of them several
+  # processes, so OpenBLAS's and OpenMP's pools (a thread per core each) only take turns on
+  # cores the other tests need, and OpenBLAS's idle threads spin on sched_yield. With one
+  # thread each, softmax regression's accuracy test takes 8 s of CPU instead of 22 s. The code
+  # is the same: a parallel region with one thread runs the whole range. (Set here, after the
+  # build: nproc, and so the build's parallelism, obeys OMP_NUM_THREADS.)
+  export OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS:-1} OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
+fi
 ctest --test-dir "$build" -j "$test_jobs" --output-on-failure -LE "$exclude" "${select[@]}" "$@"

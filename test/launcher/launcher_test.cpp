@@ -70,12 +70,12 @@ class launcher_process {
       env.push_back(entry);
     }
     for (const auto& e : extra_env) {
-      if (e.empty() || e[0] != '-') {
-        env.push_back(e);
-        continue;
-      }
-      const std::string prefix = e.substr(1) + "=";
+      // "NAME=VALUE" replaces the test's own NAME (the first of two entries would win); "-NAME"
+      // removes it.
+      const bool removes = !e.empty() && e[0] == '-';
+      const std::string prefix = (removes ? e.substr(1) : e.substr(0, e.find('='))) + "=";
       std::erase_if(env, [&](const std::string& x) { return x.rfind(prefix, 0) == 0; });
+      if (!removes) env.push_back(e);
     }
     std::vector<char*> argv, envp;
     for (auto& a : args) argv.push_back(a.data());

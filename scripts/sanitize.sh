@@ -115,22 +115,24 @@ cmake -S . -B "$build" -G Ninja \
 # process runs dsgd on one thread (dsgd starts no threads itself; this build has no OpenMP and
 # one BLAS thread), which ASan and UBSan check. Only the executables those tests run are built,
 # and the folders' shared test executables hold only those tests (DSGD_TEST_ONLY_THREADS).
-select=()
+label=''  # the tests to run and build for: those with a label matching this (ctest -L)
 if [[ $kind == tsan ]]; then
-  select=(-L threads)
+  label=threads
 elif [[ ${DSGD_SANITIZE_SKIP_FUZZ_REPLAYS:-0} == 1 ]]; then
   # scripts/test.sh's fuzzers stage has just run the replays' seeds and corpus, and far more
   # mutations, under the same sanitizers: their replay programs are neither built nor run here.
   exclude+='|fuzz'
-  select=(-L '.*')
+  label='.*'
 fi
+select=()
+if [[ -n $label ]]; then select=(-L "$label"); fi
 if [[ -n ${DSGD_SANITIZE_TARGETS:-} ]]; then
   # shellcheck disable=SC2086  # a list of target names
   cmake --build "$build" -j "$jobs" --target ${DSGD_SANITIZE_TARGETS}
-elif ((${#select[@]})); then
+elif [[ -n $label ]]; then
   # The build's own files that the selected tests' commands run: their executables (and, through
   # their dependencies, the jobs they start).
-  mapfile -t outputs < <(scripts/test_executables.py "$build" "${select[1]}" "$exclude")
+  mapfile -t outputs < <(scripts/test_executables.py "$build" "$label" "$exclude")
   ninja -C "$build" -j "$jobs" "${outputs[@]}"
 else
   cmake --build "$build" -j "$jobs"

@@ -5,8 +5,9 @@
 // as its file of a checkpoint step and read back by a fresh encoder are bit-identical, and the
 // next push of the restored worker is byte for byte the one the uninterrupted worker sends; a
 // damaged file, or one of another selection, is a named checkpoint_corrupt error, and a step
-// the worker wrote nothing for leaves the residuals alone.
+// the worker wrote nothing for, or a file of another placement, leaves the residuals alone.
 #include <dsgd/compress/selection.hpp>
+#include <dsgd/placement/partitioned.hpp>
 #include <dsgd/placement/round_robin.hpp>
 #include <dsgd/server/detail/push_encoder.hpp>
 #include <dsgd/server/detail/residual_file.hpp>
@@ -141,6 +142,30 @@ BOOST_AUTO_TEST_CASE(damaged_or_foreign_residual_files_are_named_errors) {
   BOOST_CHECK_THROW(ds::detail::read_residuals(path, 100), dsgd::error);
 }
 
+// A job restored onto another number of ps tasks may cut its variables into other shards: a
+// residual belongs to its shard, so the file is not taken (the session logs it) rather than
+// failing the restore the checkpoint itself allows.
+BOOST_AUTO_TEST_CASE(a_residual_file_of_another_placement_is_left_alone) {
+  const auto plan = dsgd::placement::round_robin{}.place(model, 2);
+  temp_dir dir;
+  std::mt19937 rng(5);
+  ds::detail::push_encoder e;
+  e.track(plan, chosen);
+  push(e, plan, gradients(rng), 0);
+  const auto path = ds::detail::residual_path(dir.path, 1, "worker:0");
+  ds::detail::write_residuals(path, e.save());
+  const auto other = dsgd::placement::partitioned::fixed_size(4).place(model, 2);
+  BOOST_REQUIRE(other.shards().size() != plan.shards().size());
+  ds::detail::push_encoder restarted;
+  restarted.track(other, chosen);
+  BOOST_TEST(!restarted.restore_file(other, path));
+  for (std::size_t i = 0; i < other.shards().size(); ++i) BOOST_TEST(restarted.residual(i).empty());
+  // The same placement takes it.
+  ds::detail::push_encoder same;
+  same.track(plan, chosen);
+  BOOST_TEST(same.restore_file(plan, path));
+}
+
 BOOST_AUTO_TEST_CASE(a_client_saves_and_restores_its_residuals_by_task_and_step) {
   const auto plan = dsgd::placement::round_robin{}.place(model, 2);
   temp_dir dir;
@@ -154,6 +179,12 @@ BOOST_AUTO_TEST_CASE(a_client_saves_and_restores_its_residuals_by_task_and_step)
   ds::ps_client b(spec, {"worker", 0}, o);
   BOOST_TEST(b.restore_residuals(plan, dir.path, 12));
   BOOST_TEST(!b.restore_residuals(plan, dir.path, 13));  // nothing written for step 13
+  // Without a codec that keeps a residual there is no worker state, and no file.
+  o.compression = {.all = c::bf16{}};
+  ds::ps_client plain(spec, {"worker", 0}, o);
+  BOOST_TEST(!plain.keeps_residuals(plan));
+  BOOST_TEST(!plain.save_residuals(plan, dir.path, 14));
+  BOOST_TEST(!std::filesystem::exists(dir.path / "ckpt-14.worker-0.residual"));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -37,8 +37,10 @@ template <class O>
 using trainer_of = dsgd::trainer<cpu, dsgd::placement::partitioned, dsgd::update::sync_average, O>;
 
 template <class O>
-typename trainer_of<O>::options options(O optimizer, std::chrono::milliseconds startup_timeout = 30s) {
+typename trainer_of<O>::options options(O optimizer, std::chrono::milliseconds startup_timeout = 30s,
+                                        dsgd::compress::selection compression = {}) {
   typename trainer_of<O>::options o;
+  o.compression = compression;
   o.connection.token = "t";
   o.optimizer = optimizer;
   o.placement = dsgd::placement::partitioned::fixed_size(2);  // w is cut in row slices
@@ -91,6 +93,7 @@ struct run_settings {
   // startup_timeout (and then recover within the session's recovery deadline).
   std::chrono::milliseconds ps_delay{0};
   std::chrono::milliseconds startup_timeout{30'000};
+  dsgd::compress::selection compression{};  // of the workers' pushes (and the ps tasks')
 };
 
 // Runs a cluster of @p r.ps ps tasks and 2 workers until step @p r.last, checkpointing every 5
@@ -104,6 +107,7 @@ result run_cluster(const run_settings& r, const std::filesystem::path& dir, O op
     typename ps_type::options o;
     o.connection.token = "t";
     o.optimizer = optimizer;
+    o.compression = r.compression;
     o.serving.step_timeout = 30s;
     o.connection.log = [](std::string_view) {};
     return std::make_unique<ps_type>(spec, int(i), o);
@@ -125,7 +129,7 @@ result run_cluster(const run_settings& r, const std::filesystem::path& dir, O op
   for (int k = 0; k < 2; ++k)
     threads.emplace_back([&, k] {
       try {
-        trainer_of<O> t(spec, {"worker", k}, options(optimizer, r.startup_timeout));
+        trainer_of<O> t(spec, {"worker", k}, options(optimizer, r.startup_timeout, r.compression));
         auto vars = fresh_variables();
         auto grads = fresh_variables();
         // A session of views trains the same numbers in the worker's own buffers.
@@ -290,6 +294,44 @@ BOOST_AUTO_TEST_CASE(a_ps_lost_and_restarted_mid_run_is_recovered_from_the_last_
   BOOST_TEST(recovered.recoveries >= 2u);  // each worker at least once
   for (std::size_t v = 0; v < 2; ++v)
     BOOST_TEST(recovered.values[v] == uninterrupted.values[v], boost::test_tools::per_element());
+}
+
+// top_k keeps what it did not send as each worker's residual: every worker writes it with each
+// checkpoint (chief and non-chief alike) and takes it back when a ps restart or a new cluster
+// restores that checkpoint, so the run ends bit for bit where an uninterrupted one does. Without
+// the residual files the same restore ends elsewhere: they are what makes it exact.
+BOOST_AUTO_TEST_CASE(top_k_residuals_travel_with_the_checkpoint_through_a_ps_restart_and_a_new_cluster) {
+  temp_dir whole, cut, resumed_dir, bare_dir;
+  const dsgd::optim::momentum optimizer{0.05f, 0.9f, false};
+  const dsgd::compress::selection top_k{.all = dsgd::compress::top_k{0.25f}};
+  auto uninterrupted = run_cluster({.ps = 2, .last = 30, .compression = top_k}, whole.path, optimizer);
+  for (const char* task : {"worker-0", "worker-1"})
+    for (int step : {25, 30})
+      BOOST_TEST(std::filesystem::exists(whole.path / ("ckpt-" + std::to_string(step) + "." + task + ".residual")),
+                 task << " at step " << step);
+  BOOST_TEST(!std::filesystem::exists(whole.path / "ckpt-5.worker-1.residual"));  // pruned with its step (keep 5)
+
+  // ps:0 goes away at step 13: the chief restores step 10, both workers take back their
+  // residuals of step 10 and replay.
+  auto recovered = run_cluster({.ps = 2, .last = 30, .restart_ps_at = 13, .compression = top_k}, cut.path, optimizer);
+  BOOST_TEST(recovered.step == 30u);
+  BOOST_TEST(recovered.recoveries >= 2u);
+  for (std::size_t v = 0; v < 2; ++v)
+    BOOST_TEST(recovered.values[v] == uninterrupted.values[v], boost::test_tools::per_element());
+
+  // A new cluster restores step 20 of a run cut there, and goes on to 30.
+  run_cluster({.ps = 2, .last = 20, .compression = top_k}, resumed_dir.path, optimizer);
+  std::filesystem::copy(resumed_dir.path, bare_dir.path);
+  auto resumed = run_cluster({.ps = 2, .last = 30, .compression = top_k}, resumed_dir.path, optimizer);
+  BOOST_TEST(resumed.restored.value() == 20u);
+  for (std::size_t v = 0; v < 2; ++v)
+    BOOST_TEST(resumed.values[v] == uninterrupted.values[v], boost::test_tools::per_element());
+  // The same restore without the workers' residual files starts them at zero: another end.
+  for (const char* task : {"worker-0", "worker-1"})
+    BOOST_TEST(std::filesystem::remove(bare_dir.path / ("ckpt-20." + std::string(task) + ".residual")));
+  auto bare = run_cluster({.ps = 2, .last = 30, .compression = top_k}, bare_dir.path, optimizer);
+  BOOST_TEST(bare.restored.value() == 20u);
+  BOOST_TEST(bare.values[0] != uninterrupted.values[0]);
 }
 
 // A session of the workers' own buffers (views) trains the same numbers as one of tensors, bit

@@ -368,7 +368,9 @@ class saver {
       auto s = step_of(name, &rest);
       // Files of later steps without a manifest may be a checkpoint being written right now.
       bool later_in_progress = s && *s > committed && !std::binary_search(all.begin(), all.end(), *s);
-      bool stale_temp = s && *s <= committed && rest.find(".tmp.") != std::string::npos;
+      // A residual temporary of the step just committed may be a worker's being written now.
+      bool stale_temp = s && *s <= committed && rest.find(".tmp.") != std::string::npos &&
+                        (*s < committed || rest.find(".residual.tmp.") == std::string::npos);
       if (s && ((dropped(*s) && !later_in_progress) || stale_temp) && rest != "manifest") {
         std::filesystem::remove(e.path());
         removed = true;

@@ -131,12 +131,21 @@ class basic_ps_client {
 
   /// Writes this worker's error-feedback residuals (top_k, two_bit) as its file of checkpoint
   /// @p step in @p dir, beside the ps tasks' data files (detail/residual_file.hpp).
-  void save_residuals(const placement::plan& plan, const std::filesystem::path& dir, std::uint64_t step) {
+  /// @returns false, writing nothing, when no variable's codec keeps a residual
+  bool save_residuals(const placement::plan& plan, const std::filesystem::path& dir, std::uint64_t step) {
     track(plan);
+    if (!encoder_.keeps_residuals()) return false;
     encoder_.save_file(detail::residual_path(dir, step, me_.to_string()));
+    return true;
+  }
+  /// @returns whether some variable of @p plan is pushed with a codec that keeps a residual.
+  bool keeps_residuals(const placement::plan& plan) {
+    track(plan);
+    return encoder_.keeps_residuals();
   }
   /// Takes back what save_residuals() wrote for @p step; @returns false (residuals unchanged)
-  /// without such a file. @throws dsgd::error(errc::checkpoint_corrupt) naming a bad one
+  /// without such a file, or with one saved under another placement.
+  /// @throws dsgd::error(errc::checkpoint_corrupt) naming a damaged one, or one of another codec
   bool restore_residuals(const placement::plan& plan, const std::filesystem::path& dir, std::uint64_t step) {
     track(plan);
     return encoder_.restore_file(plan, detail::residual_path(dir, step, me_.to_string()));

@@ -8,7 +8,8 @@
 /// step is one push_pull exchange (gradients clipped by their global norm first, if asked) and
 /// runs the hooks (train/session_hooks.hpp: stop at step, logging, TensorBoard summaries with
 /// weight histograms, a NaN guard) and the chief's checkpoint schedule; close() runs the final
-/// hooks and shuts the cluster down from the chief.
+/// hooks and shuts the cluster down from the chief. A worker whose pushes keep an error-feedback
+/// residual (top_k, two_bit) writes it beside each checkpoint and takes it back on a restore.
 #pragma once
 
 #include <dsgd/detail/log.hpp>
@@ -37,7 +38,11 @@ namespace dsgd::train {
 
 /// Settings of a monitored session (the arguments of MonitoredTrainingSession).
 struct session_options {
-  std::filesystem::path checkpoint_dir;        ///< empty: no checkpoints, no restore
+  /// Empty: no checkpoints, no restore. Give it to every worker, not only the chief, when pushes
+  /// keep a residual (compress::top_k, two_bit): each worker then writes its residuals into the
+  /// checkpoints, the chief with each one and the others on the steps schedule and at close(),
+  /// so under sync with save_checkpoint_steps every checkpoint holds them (docs/compression.md).
+  std::filesystem::path checkpoint_dir;
   std::uint64_t save_checkpoint_steps = 0;     ///< chief saves every N steps (0: not by steps)
   std::chrono::seconds save_checkpoint_secs{0};  ///< and/or every N seconds (0: not by time)
   std::size_t keep_checkpoints = 5;
@@ -137,6 +142,7 @@ class monitored_session {
     if (closed_) return;
     closed_ = true;
     if (saver_ && trainer_.step() != last_save_step_) save();
+    save_residuals_of_worker(true);
     last_.step = trainer_.step();
     if (tensors_) {
       last_.variables = tensors_;
@@ -177,9 +183,38 @@ class monitored_session {
       if (!Trainer::recoverable(e.code()) || options_.recovery_timeout.count() == 0) throw;
       recover(e);
     }
+    restore_residuals();
     last_save_time_ = std::chrono::steady_clock::now();
     last_save_step_ = trainer_.step();
     for (auto& h : hooks_) h->begin(trainer_.step(), trainer_.is_chief());
+  }
+
+  // Error-feedback residuals (top_k, two_bit) are a worker's own state: each worker writes its
+  // file of a checkpoint's step, and takes it back wherever a restore or recovery lands on that
+  // step, so the pushes that follow are those of an uninterrupted run. Without the file (a
+  // seconds-only schedule on a non-chief, another placement) the residuals stay as they are:
+  // zero in a new process, the gradient mass not yet sent otherwise.
+  void restore_residuals() {
+    if (options_.checkpoint_dir.empty() || !trainer_.keeps_residuals() || trainer_.step() == 0) return;
+    if (!trainer_.restore_residuals(options_.checkpoint_dir, trainer_.step()))
+      options_.log(trainer_.task().to_string() + ": no residual file of step " + std::to_string(trainer_.step()) +
+                   " for this placement in " + options_.checkpoint_dir.string() +
+                   "; error feedback goes on from the residuals held (none in a new process)");
+  }
+  // A worker other than the chief writes its residuals on the steps schedule, which under sync
+  // meets the chief's steps; a failure to write is logged, since the file only refines a restore.
+  void save_residuals_of_worker(bool at_close) {
+    if (saver_ || options_.checkpoint_dir.empty()) return;
+    const auto s = trainer_.step();
+    const bool due_now = at_close ? s != last_save_step_
+                                  : options_.save_checkpoint_steps && s >= last_save_step_ + options_.save_checkpoint_steps;
+    if (!due_now) return;
+    last_save_step_ = s;
+    try {
+      trainer_.save_residuals(options_.checkpoint_dir);
+    } catch (const std::exception& e) {
+      options_.log(trainer_.task().to_string() + ": residuals of step " + std::to_string(s) + " not saved: " + e.what());
+    }
   }
 
   // One step: @p exchange (the push_pull), then the hooks on @p values and the checkpoint schedule.
@@ -205,6 +240,7 @@ class monitored_session {
         recover(e);
       }
     }
+    save_residuals_of_worker(false);
     return dropped;
   }
 
@@ -252,6 +288,7 @@ class monitored_session {
   // holds, at the step the chief just pulled: under sync exactly that step), then the chief
   // verifies them and writes the manifest.
   void save() {
+    trainer_.save_residuals(options_.checkpoint_dir);
     trainer_.save_shards(options_.checkpoint_dir);
     saver_->commit(trainer_.step(), trainer_.plan());
     last_save_step_ = trainer_.step();
@@ -277,6 +314,7 @@ class monitored_session {
         else
           trainer_.recover(variable_views(views_), from, deadline);
         ++recoveries_;
+        restore_residuals();
         last_save_step_ = trainer_.step();
         last_save_time_ = std::chrono::steady_clock::now();
         options_.log(who + ": session re-created at step " + std::to_string(trainer_.step()) +

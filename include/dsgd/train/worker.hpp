@@ -177,6 +177,16 @@ class worker {
   /// Chief: every ps task writes its part of checkpoint step() into @p dir (values, optimizer
   /// slots and counters of its shards); checkpoint::saver::commit() then makes it a checkpoint.
   void save_shards(const std::filesystem::path& dir) { client_->save(std::filesystem::absolute(dir), step_); }
+  /// Writes this worker's error-feedback residuals (top_k, two_bit) as its file of checkpoint
+  /// step() in @p dir (ps_client::save_residuals). @returns false when no codec keeps one
+  bool save_residuals(const std::filesystem::path& dir) { return client_->save_residuals(plan_, dir, step_); }
+  /// Takes back the residuals of checkpoint @p step in @p dir; @returns false without its file.
+  /// @throws dsgd::error(errc::checkpoint_corrupt) naming a damaged one
+  bool restore_residuals(const std::filesystem::path& dir, std::uint64_t step) {
+    return client_->restore_residuals(plan_, dir, step);
+  }
+  /// @returns whether a variable is pushed with a codec that keeps a residual (top_k, two_bit).
+  bool keeps_residuals() { return client_->keeps_residuals(plan_); }
 
   /// Re-creates this task's session after a recoverable failure (a ps lost and restarted, a
   /// restore by the chief): reconnects to every ps task it lost (retrying until the startup

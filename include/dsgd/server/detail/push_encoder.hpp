@@ -17,6 +17,7 @@
 
 #include <boost/asio/buffer.hpp>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -102,35 +103,43 @@ class push_encoder {
   }
 
   /// Takes the residuals @p saved (save() of a worker with the same plan and selection, read
-  /// from @p what) in place of this encoder's. @throws dsgd::error(errc::checkpoint_corrupt)
-  /// naming @p what, the shard and both sides for another shard count, codec or size
-  void restore(const std::vector<saved_residual>& saved, const placement::plan& plan, const std::string& what) {
-    auto bad = [&](const std::string& why) { throw error(errc::checkpoint_corrupt, what + ": " + why); };
-    if (saved.size() != slots_.size())
-      bad("holds " + std::to_string(saved.size()) + " shards, the plan has " + std::to_string(slots_.size()));
+  /// from @p what) in place of this encoder's. @returns false, changing nothing, when they were
+  /// saved under another placement (another shard count or shard size: the job was restored
+  /// onto another number of ps tasks), since a residual belongs to its shard.
+  /// @throws dsgd::error(errc::checkpoint_corrupt) naming @p what, the shard and both codecs
+  ///         when a shard was pushed with another codec
+  bool restore(const std::vector<saved_residual>& saved, const placement::plan& plan, const std::string& what) {
+    if (saved.size() != slots_.size()) return false;
+    for (std::size_t i = 0; i < slots_.size(); ++i)
+      if (!saved[i].values.empty() && saved[i].values.size() != plan.shards()[i].elements) return false;
     for (std::size_t i = 0; i < slots_.size(); ++i) {
       const auto& sh = plan.shards()[i];
       const auto ours = compress::describe(slots_[i].codec);
-      const auto where = plan.variables()[sh.variable].name + " shard at " + std::to_string(sh.offset);
-      if (saved[i].codec != ours) bad(where + " was pushed as " + saved[i].codec + ", this worker pushes " + ours);
-      if (!saved[i].values.empty() && saved[i].values.size() != sh.elements)
-        bad(where + " has " + std::to_string(saved[i].values.size()) + " residual floats for " +
-            std::to_string(sh.elements) + " elements");
+      if (saved[i].codec != ours)
+        throw error(errc::checkpoint_corrupt, what + ": " + plan.variables()[sh.variable].name + " shard at " +
+                                                  std::to_string(sh.offset) + " was pushed as " + saved[i].codec +
+                                                  ", this worker pushes " + ours);
     }
     for (std::size_t i = 0; i < slots_.size(); ++i) slots_[i].residual = saved[i].values;
+    return true;
   }
 
   /// Writes save() as the residual file @p path (residual_file.hpp).
   void save_file(const std::filesystem::path& path) const { write_residuals(path, save()); }
-  /// restore() from the residual file @p path; @returns false, changing nothing, without it.
+  /// restore() from the residual file @p path; @returns false, changing nothing, without it or
+  /// when it was saved under another placement.
   bool restore_file(const placement::plan& plan, const std::filesystem::path& path) {
     if (!std::filesystem::exists(path)) return false;
     std::size_t floats = 0;
     for (const auto& sh : plan.shards()) floats += sh.elements;
-    restore(read_residuals(path, floats), plan, path.filename().string());
-    return true;
+    return restore(read_residuals(path, floats), plan, path.filename().string());
   }
 
+  /// @returns whether some shard's codec keeps a residual (top_k, two_bit): only then is there
+  /// worker state to checkpoint.
+  bool keeps_residuals() const noexcept {
+    return std::any_of(slots_.begin(), slots_.end(), [](const slot& s) { return compress::uses_residual(s.codec); });
+  }
   /// @returns the residual of plan shard @p at (empty before its first push, or without one).
   std::span<const float> residual(std::size_t at) const { return slots_.at(at).residual; }
   /// @returns the payload bytes of every push so far (frame headers not counted).

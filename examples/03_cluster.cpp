@@ -30,6 +30,7 @@
 // Every worker trains until the global step reaches --epochs epochs of the schedule (about
 // one pass over the training set each), so a straggler stops with the others; the chief
 // evaluates the test accuracy each time the global step crosses an epoch.
+#include <dsgd/compress/selection.hpp>
 #include <dsgd/data/fashion_mnist.hpp>
 #include <dsgd/model/blas.hpp>
 #include <dsgd/model/mlp.hpp>
@@ -96,6 +97,8 @@ struct settings {
   std::uint64_t summary_steps = 100;  // summaries every N global steps
   std::uint64_t log_steps = 0;        // chief: a progress line every N global steps (0: epochs only)
   double recovery_timeout_s = 300;    // how long a lost session is re-created before giving up
+  dsgd::compress::codec compress = dsgd::compress::none{};       // of every push
+  dsgd::compress::codec pull_compress = dsgd::compress::none{};  // of every pull
 };
 
 const char* const usage = R"(usage: 03_cluster [--demo] [OPTIONS]
@@ -130,6 +133,9 @@ which one it is. The default job trains the Fashion-MNIST MLP data-parallel over
   --log-steps N          chief: a progress line every N global steps (0: per epoch only) [0]
   --recovery-timeout S   how long a session lost with a ps is re-created before the task
                          gives up (0: fail at once)                         [300]
+  --compress C           pushes as none | fp16 | bf16 | top_k(RATIO) | two_bit(THRESHOLD),
+                         the last two with error feedback (docs/compression.md)   [none]
+  --pull-compress C      pulls as none | fp16 | bf16                        [none]
   --num-ps N             under mpirun or srun: ranks 0..N-1 are the ps tasks   [1]
   --base-port P          under mpirun or srun: rank r listens on P + r         [2222]
   --listen ADDR          ps: "*" any address, an IP, "if:NAME" [the spec's address]
@@ -174,6 +180,20 @@ std::vector<std::size_t> parse_widths(const std::string& option, const std::stri
     if (comma == std::string::npos) return widths;
     at = comma + 1;
   }
+}
+
+// "--compress top_k(0.01)": a codec as compress::describe() writes it; a pull's sends values,
+// so it cannot keep a residual.
+dsgd::compress::codec parse_codec(const std::string& option, const std::string& v, bool pull) {
+  dsgd::compress::codec c;
+  try {
+    c = dsgd::compress::parse(v);
+  } catch (const dsgd::error& e) {
+    throw usage_error(option + ": " + e.what());
+  }
+  if (pull && dsgd::compress::uses_residual(c))
+    throw usage_error(option + " " + v + ": a pull sends values, which keep no residual: expected none, fp16 or bf16");
+  return c;
 }
 
 // 0.05 as "0.05", 1e9 as "1e+09".
@@ -349,6 +369,8 @@ int train(const settings& s) {
       w->flush();
     };
   }
+  o.compression = {.all = s.compress};
+  o.pull_compression = {.all = s.pull_compress};
   o.requests.startup_timeout = std::chrono::milliseconds(static_cast<long long>(s.startup_timeout_s * 1000));
   o.optimizer = local ? optimizer{{1.f, 0.f, false}, 1.f, steps_per_epoch, true} : worker_optimizer;
   if (!local) o.optimizer.decay_steps = steps_per_epoch;
@@ -533,6 +555,8 @@ bool parse(settings& s, int argc, char** argv) {
     else if (a == "--summary-steps") s.summary_steps = with_logdir(1);
     else if (a == "--log-steps") s.log_steps = parse_whole(a, value());
     else if (a == "--recovery-timeout") s.recovery_timeout_s = parse_real(a, value(), 0, 1e9);
+    else if (a == "--compress") s.compress = parse_codec(a, value(), false);
+    else if (a == "--pull-compress") s.pull_compress = parse_codec(a, value(), true);
     else if (a == "--num-ps") s.layout.num_ps = static_cast<int>(parse_whole(a, value(), 0, 1'000'000));
     else if (a == "--listen") s.listen = value();
     else if (a == "--startup-timeout") s.startup_timeout_s = parse_real(a, value(), 0, 1e9, true);

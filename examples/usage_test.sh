@@ -38,6 +38,9 @@ expect_usage_error() {
 expect_usage_error "unknown option --bogus" --bogus
 expect_usage_error "--epochs needs a value" --epochs
 expect_usage_error "--epochs abc: expected a whole number" --epochs abc
+expect_usage_error "--compress: compression \"gzip\": expected none, fp16, bf16" --compress gzip
+expect_usage_error "--compress: compression \"top_k(2)\": top_k.ratio: must be in (0, 1]" --compress "top_k(2)"
+expect_usage_error "--pull-compress top_k(0.01): a pull sends values, which keep no residual: expected none, fp16 or bf16" --pull-compress "top_k(0.01)"
 expect_usage_error "--epochs 0: expected a whole number from 1" --epochs 0
 expect_usage_error "--epochs 5x: expected a whole number" --epochs 5x
 expect_usage_error "--epochs -1: expected a whole number" --epochs -1

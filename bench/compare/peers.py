@@ -186,11 +186,14 @@ def run_ddp(args):
     test = tuple(torch.from_numpy(a) for a in load("test"))
     net = torch_model(torch, initial_parameters(widths(args), args.seed))
     model = DistributedDataParallel(net)  # broadcasts rank 0's parameters
+    if args.fp16_hook:  # the gradients cross the wire as fp16 and are widened after the allreduce
+        from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+        model.register_comm_hook(None, default_hooks.fp16_compress_hook)
     optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=args.momentum)
     loss_fn = torch.nn.CrossEntropyLoss()
     batches = Batches(images, labels, args.batch, index, workers, 1000 + index + 100 * args.seed)
     per_epoch = steps_per_epoch("sync", workers, args.batch)
-    log = CsvLog(args.csv if index == 0 else None, "ddp")
+    log = CsvLog(args.csv if index == 0 else None, "ddp_fp16" if args.fp16_hook else "ddp")
     dist.barrier()
     start = time.perf_counter()
     for step in range(args.epochs * per_epoch):
@@ -424,7 +427,11 @@ def main():
     p.add_argument("--seed", type=int, default=0, help="initial draws and data order (default 0)")
     p.add_argument("--hidden", type=lambda v: [int(w) for w in v.split(",")], default=[256, 128],
                    help="widths of the hidden layers, e.g. 1024,1024 (default 256,128)")
+    p.add_argument("--fp16-hook", action="store_true",
+                   help="ddp: DDP's fp16_compress_hook (gradients allreduced as fp16)")
     args = p.parse_args()
+    if args.fp16_hook and args.system != "ddp":
+        p.error("--fp16-hook is a DDP communication hook: ddp only")
     if not args.hidden or min(args.hidden) < 1:
         p.error("--hidden: expected positive widths separated by commas, e.g. 1024,1024")
     if args.system == "ddp" and args.rule != "sync":

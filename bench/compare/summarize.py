@@ -21,7 +21,7 @@ import re
 import statistics
 
 TRAIN_EXAMPLES = 60000
-ORDER = ["dsgd_sync", "torch_ddp", "torch_rpc_sync", "tf_ps_sync",
+ORDER = ["dsgd_sync", "dsgd_sync_bf16", "dsgd_sync_top_k", "torch_ddp", "torch_ddp_fp16", "torch_rpc_sync", "tf_ps_sync",
          "dsgd_async", "torch_rpc_async", "tf_ps_async", "dsgd_local"]
 
 
@@ -129,8 +129,8 @@ def main():
                      f"{m['best_accuracy']:.4f} | "
                      f"{fmt(m['eval_share'] and 100 * m['eval_share'], '.1f')}{'' if m['eval_share'] is None else ' %'} |")
     ratio_lines = []
-    for mine in ("dsgd_sync", "dsgd_async", "dsgd_local"):
-        if mine not in med:
+    for mine in systems:
+        if not mine.startswith("dsgd"):
             continue
         for peer in systems:
             if peer.startswith("dsgd"):

@@ -293,4 +293,20 @@ BOOST_AUTO_TEST_CASE(a_selection_picks_per_variable_and_validates) {
       dsgd::errc::invalid_argument, {"o.compression.variables[w].threshold"});
 }
 
+// A command line's codec is what describe() writes, and reads back to the same codec; anything
+// else names the text and what was expected.
+BOOST_AUTO_TEST_CASE(parse_reads_what_describe_writes_and_names_bad_text) {
+  for (const c::codec& k : {c::codec(c::none{}), c::codec(c::fp16{}), c::codec(c::bf16{}), c::codec(c::top_k{0.01f}),
+                            c::codec(c::two_bit{0.5f})})
+    BOOST_TEST(c::describe(c::parse(c::describe(k))) == c::describe(k));
+  BOOST_TEST(std::get<c::top_k>(c::parse("top_k(0.25)")).ratio == 0.25f);
+  check_error([] { c::parse("gzip"); }, dsgd::errc::invalid_argument,
+              {"compression \"gzip\"", "expected none, fp16, bf16, top_k(RATIO) or two_bit(THRESHOLD)"});
+  check_error([] { c::parse("top_k"); }, dsgd::errc::invalid_argument, {"top_k(RATIO)"});
+  check_error([] { c::parse("top_k()"); }, dsgd::errc::invalid_argument, {"expected top_k(NUMBER)"});
+  check_error([] { c::parse("top_k(1%)"); }, dsgd::errc::invalid_argument, {"\"1%\" is not a number"});
+  check_error([] { c::parse("top_k(2)"); }, dsgd::errc::invalid_argument, {"top_k.ratio: must be in (0, 1]"});
+  check_error([] { c::parse("two_bit(-1)"); }, dsgd::errc::invalid_argument, {"two_bit.threshold"});
+}
+
 BOOST_AUTO_TEST_SUITE_END()

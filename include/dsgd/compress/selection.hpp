@@ -88,6 +88,40 @@ inline void validate(const codec& c, std::string_view path) {
     dsgd::detail::bad_option(path, "threshold", "must be finite and above 0, is " + std::to_string(t->threshold));
 }
 
+/// @returns the codec that describe() writes as @p text: "none", "fp16", "bf16", "top_k(R)" or
+/// "two_bit(T)", with R and T numbers (a command line's `--compress top_k(0.01)`); the
+/// parameters are then validate()d.
+/// @throws dsgd::error(errc::invalid_argument) naming @p text and what was expected
+inline codec parse(std::string_view text) {
+  const auto bad = [&](const std::string& why) -> error {
+    return error(errc::invalid_argument, "compression \"" + std::string(text) + "\": " + why);
+  };
+  if (text == "none") return none{};
+  if (text == "fp16") return fp16{};
+  if (text == "bf16") return bf16{};
+  const auto open = text.find('(');
+  const auto name = text.substr(0, open);
+  if (open == std::string_view::npos || (name != "top_k" && name != "two_bit"))
+    throw bad("expected none, fp16, bf16, top_k(RATIO) or two_bit(THRESHOLD)");
+  if (text.back() != ')' || text.size() < open + 3) throw bad("expected " + std::string(name) + "(NUMBER)");
+  const std::string number(text.substr(open + 1, text.size() - open - 2));
+  std::size_t used = 0;
+  float v = 0;
+  try {
+    v = std::stof(number, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != number.size() || used == 0) throw bad("\"" + number + "\" is not a number");
+  codec c = name == "top_k" ? codec(top_k{v}) : codec(two_bit{v});
+  try {
+    validate(c, name);
+  } catch (const dsgd::error& e) {
+    throw bad(e.what());
+  }
+  return c;
+}
+
 /// Checks every codec of @p s, naming a bad one by its path ("trainer_options.compression.all").
 /// @throws dsgd::error(errc::invalid_argument)
 inline void validate(const selection& s, std::string_view path = "selection") {

@@ -285,7 +285,12 @@ def run_rpc(args):
     if len(cluster.get("ps", [])) != 1 or kind not in ("ps", "worker"):
         raise SystemExit("peers.py rpc: run with dsgd-launch --ps 1 --workers N")
     rank = 0 if kind == "ps" else 1 + index
-    options = rpc.TensorPipeRpcBackendOptions(init_method=f"tcp://{cluster['ps'][0]}", num_worker_threads=8)
+    # --tcp-only: TensorPipe's TCP transport and basic channel alone. Network-namespace "hosts"
+    # share one kernel, where its cma channel (process_vm_readv) would carry the tensors beside
+    # the shaped link, which no two machines can do.
+    transports = {"_transports": ["uv"], "_channels": ["basic"]} if args.tcp_only else {}
+    options = rpc.TensorPipeRpcBackendOptions(init_method=f"tcp://{cluster['ps'][0]}", num_worker_threads=8,
+                                              **transports)
     if kind == "ps":
         PS = ParameterServer(torch, args, workers)
     rpc.init_rpc("ps" if kind == "ps" else f"worker{index}", rank=rank, world_size=1 + workers,
@@ -429,7 +434,11 @@ def main():
                    help="widths of the hidden layers, e.g. 1024,1024 (default 256,128)")
     p.add_argument("--fp16-hook", action="store_true",
                    help="ddp: DDP's fp16_compress_hook (gradients allreduced as fp16)")
+    p.add_argument("--tcp-only", action="store_true",
+                   help="rpc: TensorPipe over TCP only, as between machines (no shared-memory or cma channel)")
     args = p.parse_args()
+    if args.tcp_only and args.system != "rpc":
+        p.error("--tcp-only is a TensorPipe setting: rpc only")
     if args.fp16_hook and args.system != "ddp":
         p.error("--fp16-hook is a DDP communication hook: ddp only")
     if not args.hidden or min(args.hidden) < 1:

@@ -8,9 +8,13 @@
 #   dsgd_sync          2 ps + 2 workers, sync, no compression
 #   dsgd_sync_bf16     the same, pushes and pulls as bf16
 #   dsgd_sync_top_k    the same, pushes as top_k(0.01) with error feedback, pulls as bf16
+#   dsgd_sync_colocated, dsgd_sync_bf16_colocated, dsgd_sync_top_k_colocated
+#                      as dsgd_sync, dsgd_sync_bf16 and dsgd_sync_top_k on 2 hosts, ps:k beside worker:k (as
+#                      ps-lite and BytePS deploy): the hosts and links DDP has
 #   torch_ddp          DDP over gloo, 2 workers
 #   torch_ddp_fp16     the same with DDP's fp16_compress_hook
-#   torch_rpc_sync     the PyTorch RPC parameter server, 1 ps + 2 workers
+#   torch_rpc_sync     the PyTorch RPC parameter server, 1 ps + 2 workers, TensorPipe over TCP
+#                      only (its cma channel would reach across namespaces, not across machines)
 # Every host's outgoing link is shaped alike: a rate (a token bucket) and a delay (netem, or
 # the harness's userspace forwarder without it). Per link, systems interleaved within each
 # repetition so that a noisy neighbour hits them alike; bench/compare/summarize.py then gives
@@ -46,11 +50,12 @@ trap '"$harness" down hc >/dev/null 2>&1 || true' EXIT
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1 OMP_WAIT_POLICY=passive PYTHONWARNINGS=ignore
 common=(--epochs "$epochs" --hidden 1024,1024)
 
-# hosts LINK NAME PS CHIEF_HOST COMMAND...: the cluster of PS ps tasks and 2 workers, one task
-# per namespace host (dsgd-launch --nnodes puts ps tasks first), on links shaped as LINK.
+# hosts LINK NAME PS NODES CHIEF_HOST COMMAND...: the cluster of PS ps tasks and 2 workers on
+# NODES namespace hosts (dsgd-launch --nnodes: task k, ps tasks first, on host k mod NODES), on
+# links shaped as LINK.
 hosts() {
-  local link=$1 name=$2 ps=$3 chief=$4 part shape=() pids=() k n list=""
-  shift 4
+  local link=$1 name=$2 ps=$3 n=$4 chief=$5 part shape=() pids=() k list=""
+  shift 5
   for part in ${link//+/ }; do
     case $part in
       *bit) shape+=(--rate "$part") ;;
@@ -58,7 +63,6 @@ hosts() {
       *) echo "compare.sh: link $link: $part is neither a rate (1gbit) nor a delay (0.2ms)" >&2; exit 2 ;;
     esac
   done
-  n=$((ps + 2))
   for ((k = 1; k <= n; ++k)); do list+="${list:+,}h$k"; done
   "$harness" up hc "$n" "${shape[@]}" >/dev/null
   for ((k = 1; k <= n; ++k)); do
@@ -85,7 +89,7 @@ for link in $links; do
   dir="$out/${link//[^a-z0-9.]/_}"
   mkdir -p "$dir"
   for ((rep = 1; rep <= reps; ++rep)); do
-    run() {  # SYSTEM PS CHIEF_HOST COMMAND...
+    run() {  # SYSTEM PS NODES CHIEF_HOST COMMAND...
       local system=$1
       shift
       wanted "$system" || return 0
@@ -93,12 +97,16 @@ for link in $links; do
       hosts "$link" "${link//[^a-z0-9.]/_}/${system}_r$rep" "$@"
       tail -1 "$dir/${system}_r$rep.csv" 2>/dev/null | sed 's/^/   last evaluation: /'
     }
-    run dsgd_sync 2 3 "$example" --rule sync
-    run dsgd_sync_bf16 2 3 "$example" --rule sync --compress bf16 --pull-compress bf16
-    run dsgd_sync_top_k 2 3 "$example" --rule sync --compress "top_k(0.01)" --pull-compress bf16
-    run torch_ddp 0 1 "$py" "$peers" ddp
-    run torch_ddp_fp16 0 1 "$py" "$peers" ddp --fp16-hook
-    run torch_rpc_sync 1 2 "$py" "$peers" rpc --rule sync
+    top_k=(--compress "top_k(0.01)" --pull-compress bf16)
+    run dsgd_sync 2 4 3 "$example" --rule sync
+    run dsgd_sync_bf16 2 4 3 "$example" --rule sync --compress bf16 --pull-compress bf16
+    run dsgd_sync_top_k 2 4 3 "$example" --rule sync "${top_k[@]}"
+    run dsgd_sync_colocated 2 2 1 "$example" --rule sync
+    run dsgd_sync_bf16_colocated 2 2 1 "$example" --rule sync --compress bf16 --pull-compress bf16
+    run dsgd_sync_top_k_colocated 2 2 1 "$example" --rule sync "${top_k[@]}"
+    run torch_ddp 0 2 1 "$py" "$peers" ddp
+    run torch_ddp_fp16 0 2 1 "$py" "$peers" ddp --fp16-hook
+    run torch_rpc_sync 1 3 2 "$py" "$peers" rpc --rule sync --tcp-only
   done
   for target in 0.88 0.87; do
     echo "## $link, time to $target"

@@ -81,6 +81,7 @@
 #include <dsgd/server/protocol.hpp>
 #include <dsgd/server/ps_client.hpp>
 #include <dsgd/server/ps_options.hpp>
+#include <dsgd/server/residuals.hpp>
 #include <dsgd/server/shard_table.hpp>
 
 #include <dsgd/data/fashion_mnist.hpp>

@@ -180,14 +180,8 @@ class trainer {
   }
   /// Chief: every ps task writes its part of checkpoint step() (train::worker::save_shards).
   void save_shards(const std::filesystem::path& dir) { as_worker("save_shards()").save_shards(dir); }
-  /// Writes this worker's error-feedback residuals of step() (train::worker::save_residuals).
-  bool save_residuals(const std::filesystem::path& dir) { return as_worker("save_residuals()").save_residuals(dir); }
-  /// Takes back the residuals of checkpoint @p step (train::worker::restore_residuals).
-  bool restore_residuals(const std::filesystem::path& dir, std::uint64_t step) {
-    return as_worker("restore_residuals()").restore_residuals(dir, step);
-  }
-  /// @returns whether a variable's codec keeps a residual (train::worker::keeps_residuals).
-  bool keeps_residuals() { return as_worker("keeps_residuals()").keeps_residuals(); }
+  /// @returns this worker's error-feedback residuals (train::worker::residuals).
+  server::residuals residuals() { return as_worker("residuals()").residuals(); }
   /// Re-creates this task's session after a recoverable failure (train::worker::recover).
   void recover(std::vector<tensor<D>>& variables,
                const std::optional<std::pair<std::filesystem::path, std::uint64_t>>& checkpoint = std::nullopt,

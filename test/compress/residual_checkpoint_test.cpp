@@ -174,16 +174,16 @@ BOOST_AUTO_TEST_CASE(a_client_saves_and_restores_its_residuals_by_task_and_step)
   o.connection.log = [](std::string_view) {};
   o.compression = chosen;
   ds::ps_client a(spec, {"worker", 0}, o);
-  a.save_residuals(plan, dir.path, 12);
+  BOOST_TEST(a.residuals(plan).save(dir.path, 12));
   BOOST_TEST(std::filesystem::exists(dir.path / "ckpt-12.worker-0.residual"));
   ds::ps_client b(spec, {"worker", 0}, o);
-  BOOST_TEST(b.restore_residuals(plan, dir.path, 12));
-  BOOST_TEST(!b.restore_residuals(plan, dir.path, 13));  // nothing written for step 13
+  BOOST_TEST(b.residuals(plan).restore(dir.path, 12));
+  BOOST_TEST(!b.residuals(plan).restore(dir.path, 13));  // nothing written for step 13
   // Without a codec that keeps a residual there is no worker state, and no file.
   o.compression = {.all = c::bf16{}};
   ds::ps_client plain(spec, {"worker", 0}, o);
-  BOOST_TEST(!plain.keeps_residuals(plan));
-  BOOST_TEST(!plain.save_residuals(plan, dir.path, 14));
+  BOOST_TEST(!plain.residuals(plan).kept());
+  BOOST_TEST(!plain.residuals(plan).save(dir.path, 14));
   BOOST_TEST(!std::filesystem::exists(dir.path / "ckpt-14.worker-0.residual"));
 }
 

@@ -13,9 +13,9 @@
 #include <dsgd/server/detail/client_channel.hpp>
 #include <dsgd/server/detail/client_routing.hpp>
 #include <dsgd/server/detail/push_counts.hpp>
-#include <dsgd/server/detail/push_encoder.hpp>
 #include <dsgd/server/detail/request_table.hpp>
 #include <dsgd/server/protocol.hpp>
+#include <dsgd/server/residuals.hpp>
 #include <dsgd/transport/asio_tcp_policy.hpp>
 #include <dsgd/transport/concepts.hpp>
 
@@ -129,26 +129,11 @@ class basic_ps_client {
     received_.assign(plan, counts);
   }
 
-  /// Writes this worker's error-feedback residuals (top_k, two_bit) as its file of checkpoint
-  /// @p step in @p dir, beside the ps tasks' data files (detail/residual_file.hpp).
-  /// @returns false, writing nothing, when no variable's codec keeps a residual
-  bool save_residuals(const placement::plan& plan, const std::filesystem::path& dir, std::uint64_t step) {
+  /// @returns this worker's error-feedback residuals per shard of @p plan, to save with a
+  /// checkpoint or take back from one (server::residuals).
+  server::residuals residuals(const placement::plan& plan) {
     track(plan);
-    if (!encoder_.keeps_residuals()) return false;
-    encoder_.save_file(detail::residual_path(dir, step, me_.to_string()));
-    return true;
-  }
-  /// @returns whether some variable of @p plan is pushed with a codec that keeps a residual.
-  bool keeps_residuals(const placement::plan& plan) {
-    track(plan);
-    return encoder_.keeps_residuals();
-  }
-  /// Takes back what save_residuals() wrote for @p step; @returns false (residuals unchanged)
-  /// without such a file, or with one saved under another placement.
-  /// @throws dsgd::error(errc::checkpoint_corrupt) naming a damaged one, or one of another codec
-  bool restore_residuals(const placement::plan& plan, const std::filesystem::path& dir, std::uint64_t step) {
-    track(plan);
-    return encoder_.restore_file(plan, detail::residual_path(dir, step, me_.to_string()));
+    return server::residuals(encoder_, plan, me_.to_string());
   }
 
   /// @returns how many pushes of this replica every shard had received when it last registered:

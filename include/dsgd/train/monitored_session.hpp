@@ -195,8 +195,9 @@ class monitored_session {
   // seconds-only schedule on a non-chief, another placement) the residuals stay as they are:
   // zero in a new process, the gradient mass not yet sent otherwise.
   void restore_residuals() {
-    if (options_.checkpoint_dir.empty() || !trainer_.keeps_residuals() || trainer_.step() == 0) return;
-    if (!trainer_.restore_residuals(options_.checkpoint_dir, trainer_.step()))
+    if (options_.checkpoint_dir.empty() || trainer_.step() == 0) return;
+    auto held = trainer_.residuals();
+    if (held.kept() && !held.restore(options_.checkpoint_dir, trainer_.step()))
       options_.log(trainer_.task().to_string() + ": no residual file of step " + std::to_string(trainer_.step()) +
                    " for this placement in " + options_.checkpoint_dir.string() +
                    "; error feedback goes on from the residuals held (none in a new process)");
@@ -211,7 +212,7 @@ class monitored_session {
     if (!due_now) return;
     last_save_step_ = s;
     try {
-      trainer_.save_residuals(options_.checkpoint_dir);
+      trainer_.residuals().save(options_.checkpoint_dir, s);
     } catch (const std::exception& e) {
       options_.log(trainer_.task().to_string() + ": residuals of step " + std::to_string(s) + " not saved: " + e.what());
     }
@@ -288,7 +289,7 @@ class monitored_session {
   // holds, at the step the chief just pulled: under sync exactly that step), then the chief
   // verifies them and writes the manifest.
   void save() {
-    trainer_.save_residuals(options_.checkpoint_dir);
+    trainer_.residuals().save(options_.checkpoint_dir, trainer_.step());
     trainer_.save_shards(options_.checkpoint_dir);
     saver_->commit(trainer_.step(), trainer_.plan());
     last_save_step_ = trainer_.step();

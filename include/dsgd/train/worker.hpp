@@ -16,6 +16,7 @@
 #include <dsgd/placement/round_robin.hpp>
 #include <dsgd/server/client_options.hpp>
 #include <dsgd/server/ps_client.hpp>
+#include <dsgd/server/residuals.hpp>
 #include <dsgd/transport/asio_tcp_policy.hpp>
 #include <dsgd/transport/concepts.hpp>
 #include <dsgd/tensor/tensor.hpp>
@@ -177,16 +178,9 @@ class worker {
   /// Chief: every ps task writes its part of checkpoint step() into @p dir (values, optimizer
   /// slots and counters of its shards); checkpoint::saver::commit() then makes it a checkpoint.
   void save_shards(const std::filesystem::path& dir) { client_->save(std::filesystem::absolute(dir), step_); }
-  /// Writes this worker's error-feedback residuals (top_k, two_bit) as its file of checkpoint
-  /// step() in @p dir (ps_client::save_residuals). @returns false when no codec keeps one
-  bool save_residuals(const std::filesystem::path& dir) { return client_->save_residuals(plan_, dir, step_); }
-  /// Takes back the residuals of checkpoint @p step in @p dir; @returns false without its file.
-  /// @throws dsgd::error(errc::checkpoint_corrupt) naming a damaged one
-  bool restore_residuals(const std::filesystem::path& dir, std::uint64_t step) {
-    return client_->restore_residuals(plan_, dir, step);
-  }
-  /// @returns whether a variable is pushed with a codec that keeps a residual (top_k, two_bit).
-  bool keeps_residuals() { return client_->keeps_residuals(plan_); }
+  /// @returns this worker's error-feedback residuals (top_k, two_bit) per shard of its plan,
+  /// to save with a checkpoint or take back from one (server::residuals).
+  server::residuals residuals() { return client_->residuals(plan_); }
 
   /// Re-creates this task's session after a recoverable failure (a ps lost and restarted, a
   /// restore by the chief): reconnects to every ps task it lost (retrying until the startup
@@ -267,20 +261,10 @@ class worker {
   template <class W, class V>
   friend class train::overlap;
 
+  // The public constructors' common part; @p path names client options in errors (none: the
+  // trainer_options constructor validated them).
   worker(cluster::cluster_spec spec, cluster::task_id task, server::client_options client, P placement, D device,
-         const char* path, T transport)
-      : spec_(std::move(spec)), task_(std::move(task)), placement_(std::move(placement)), device_(std::move(device)) {
-    client.connection.log = dsgd::detail::or_stderr(std::move(client.connection.log));
-    if (path) validate(client, path);
-    if (!spec_.contains(task_))
-      throw error(errc::bad_cluster_spec, "task " + task_.to_string() + " is not in the cluster spec");
-    if (task_.job == "ps")
-      throw error(errc::invalid_argument, "train::worker: " + task_.to_string() + " is a ps task, not a worker");
-    replica_ = cluster::replicas::index_of(spec_, task_);
-    chief_ = cluster::replicas::is_chief(spec_, task_);
-    log_ = client.connection.log;
-    client_ = std::make_unique<client_type>(spec_, task_, std::move(client), std::move(transport));
-  }
+         const char* path, T transport);
 
   // The variables pull() and push() skip: those read and written by rows.
   auto skip_sparse() const {

@@ -2,7 +2,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 /// @file
-/// Out-of-line members of train::worker (declared in train/worker.hpp): placing tensors,
+/// Out-of-line members of train::worker (declared in train/worker.hpp): constructing, placing tensors,
 /// opening a session, finishing a push sent with a pull behind it, finishing the job.
 // IWYU pragma: private, include <dsgd/train/worker.hpp>
 #pragma once
@@ -10,12 +10,30 @@
 #include <dsgd/train/worker.hpp>
 
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace dsgd::train {
+
+template <Device D, Placement P, UpdateRule U, Transport T>
+worker<D, P, U, T>::worker(cluster::cluster_spec spec, cluster::task_id task, server::client_options client,
+                           P placement, D device, const char* path, T transport)
+    : spec_(std::move(spec)), task_(std::move(task)), placement_(std::move(placement)), device_(std::move(device)) {
+  client.connection.log = dsgd::detail::or_stderr(std::move(client.connection.log));
+  if (path) validate(client, path);
+  if (!spec_.contains(task_))
+    throw error(errc::bad_cluster_spec, "task " + task_.to_string() + " is not in the cluster spec");
+  if (task_.job == "ps")
+    throw error(errc::invalid_argument, "train::worker: " + task_.to_string() + " is a ps task, not a worker");
+  replica_ = cluster::replicas::index_of(spec_, task_);
+  chief_ = cluster::replicas::is_chief(spec_, task_);
+  log_ = client.connection.log;
+  client_ = std::make_unique<client_type>(spec_, task_, std::move(client), std::move(transport));
+}
 
 template <Device D, Placement P, UpdateRule U, Transport T>
 void worker<D, P, U, T>::place(const std::vector<tensor<D>>& variables, const std::vector<std::string>& names) {

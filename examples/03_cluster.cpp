@@ -89,6 +89,7 @@ struct settings {
   std::string csv;              // the chief writes one line per evaluation here
   dsgd::cluster::rank_layout layout;  // under mpirun or srun: which ranks are ps tasks, ports
   std::string listen;                 // ps: where to listen ("" the spec's address, "*" any)
+  std::size_t ps_threads = 1;         // ps: threads serving its connections
   double startup_timeout_s = 120;     // workers: how long to retry an unreachable ps
   std::string logdir;                 // checkpoints and TensorBoard summaries ("": neither)
   std::uint64_t save_steps = 0;       // chief: a checkpoint every N global steps (0: not by steps)
@@ -139,6 +140,7 @@ which one it is. The default job trains the Fashion-MNIST MLP data-parallel over
   --num-ps N             under mpirun or srun: ranks 0..N-1 are the ps tasks   [1]
   --base-port P          under mpirun or srun: rank r listens on P + r         [2222]
   --listen ADDR          ps: "*" any address, an IP, "if:NAME" [the spec's address]
+  --ps-threads N         ps: threads serving its connections, 1 to 1024     [1]
   --startup-timeout S    workers: retry an unreachable or unresolvable ps this long [120]
   --help                 this text
 
@@ -355,6 +357,7 @@ int train(const settings& s) {
   typename trainer::options o;
   o.connection.token = token();
   o.serving.listen = s.listen;
+  o.serving.threads = s.ps_threads;
   // An elastic job (dsgd-launch --workers MIN:MAX, or a StatefulSet scaled up and down): the
   // spec's workers are slots, and the ps averages each step over the members present.
   if (const char* min = std::getenv("DSGD_MIN_REPLICAS"); min && *min)
@@ -559,6 +562,7 @@ bool parse(settings& s, int argc, char** argv) {
     else if (a == "--pull-compress") s.pull_compress = parse_codec(a, value(), true);
     else if (a == "--num-ps") s.layout.num_ps = static_cast<int>(parse_whole(a, value(), 0, 1'000'000));
     else if (a == "--listen") s.listen = value();
+    else if (a == "--ps-threads") s.ps_threads = parse_whole(a, value(), 1, 1024);
     else if (a == "--startup-timeout") s.startup_timeout_s = parse_real(a, value(), 0, 1e9, true);
     else if (a == "--base-port") s.layout.base_port = static_cast<std::uint16_t>(parse_whole(a, value(), 1, 65535));
     else throw usage_error("unknown option " + a);

@@ -2,8 +2,8 @@
 # SPDX-FileCopyrightText: Copyright (c) 2026 The dsgd authors
 # SPDX-License-Identifier: Apache-2.0
 #
-# expect_lines.sh LINE-PREFIX... -- COMMAND ARGS...
-# Runs COMMAND; passes when it exits 0 and every LINE-PREFIX starts some line of its output.
+# expect_lines.sh TEXT... -- COMMAND ARGS...
+# Runs COMMAND; passes when it exits 0 and every TEXT occurs in some line of its output.
 set -uo pipefail
 expected=()
 while [[ $# -gt 0 && $1 != "--" ]]; do expected+=("$1"); shift; done
@@ -13,6 +13,6 @@ status=$?
 printf '%s\n' "$output"
 if [[ $status -ne 0 ]]; then echo "expect_lines: command exited with status $status"; exit 1; fi
 for line in "${expected[@]}"; do
-  if ! grep -qF -- "$line" <<<"$output"; then echo "expect_lines: no line starting with: $line"; exit 1; fi
+  if ! grep -qF -- "$line" <<<"$output"; then echo "expect_lines: no line with: $line"; exit 1; fi
 done
 echo "expect_lines: all ${#expected[@]} expected lines present"

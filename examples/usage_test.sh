@@ -44,6 +44,7 @@ expect_usage_error "--pull-compress top_k(0.01): a pull sends values, which keep
 expect_usage_error "--epochs 0: expected a whole number from 1" --epochs 0
 expect_usage_error "--epochs 5x: expected a whole number" --epochs 5x
 expect_usage_error "--epochs -1: expected a whole number" --epochs -1
+expect_usage_error "--ps-threads 0: expected a whole number from 1 to 1024" --ps-threads 0
 expect_usage_error "--batch 0:" --batch 0
 expect_usage_error "--lr 0: expected a number in (0" --lr 0
 expect_usage_error "--lr nan:" --lr nan

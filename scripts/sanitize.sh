@@ -31,7 +31,7 @@
 #
 # Reports stop the test at the first error (halt_on_error / abort_on_error), so a report is a
 # failed test. test/sanitizers/ holds suppression files for third-party code only (ubsan.supp:
-# Thrust; each entry says why); dsgd code is never suppressed.
+# Thrust; tsan.supp: OpenSSL; each entry says why); dsgd code is never suppressed.
 #
 # Environment: DSGD_SANITIZE_SKIP_FUZZ_REPLAYS=1 (asan: leave out the `fuzz` replay tests, which
 # scripts/test.sh's fuzzers stage covers), DSGD_SANITIZE_BUILD_DIR (default build-asan / build-tsan), DSGD_SANITIZE_TARGETS

@@ -23,11 +23,13 @@
 // bench/fan_in/table.py turns the rows into medians and ratios; bench/fan_in/run.sh runs both.
 //
 //   dsgd_bench_fan_in [--workers=W,...] [--sizes=B,...] [--ps=P,...] [--rules=async,sync]
-//                     [--variants=raw,dsgd_tcp,dsgd] [--threads=N] [--reps=N] [--warmup=N]
+//                     [--variants=raw,dsgd_tcp,dsgd,dsgd_tcp_2t,...] [--threads=N] [--reps=N] [--warmup=N]
 //                     [--bytes-per-rep=B] [--max-steps=N] [--smoke]
 //
 // Variants: raw (the baseline); dsgd_tcp (every payload on the socket, as between hosts);
-// dsgd (the defaults: on loopback payloads through shared memory, 8 MiB of rings a connection).
+// dsgd (the defaults: on loopback payloads through shared memory, 8 MiB of rings a connection);
+// either with "_<N>t" (dsgd_tcp_2t): each ps serves its connections on N threads
+// (serving_options::threads).
 // RLIMIT_NOFILE is raised to its hard limit at start (a line on stderr says to what); a run that
 // needs more descriptors than that fails with a message saying how many.
 //
@@ -64,6 +66,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -397,8 +400,10 @@ class raw_fleet final : public fleet {
 // fixed ports: it takes one the system reports free; task addresses no one dials are distinct
 // placeholder ports (a spec has no duplicates).
 template <class Rule>
-void serve_ps(std::size_t w, std::size_t p, std::size_t index, bool shared_memory, int report_fd) {
+void serve_ps(std::size_t w, std::size_t p, std::size_t index, bool shared_memory, std::size_t threads,
+              int report_fd) {
   typename dsgd::server::parameter_server<Rule, dsgd::optim::sgd>::options o;
+  o.serving.threads = threads;
   o.connection.token = "bench";
   o.optimizer = {learning_rate};
   o.connection.shared_memory.enabled = shared_memory;
@@ -424,12 +429,13 @@ void serve_ps(std::size_t w, std::size_t p, std::size_t index, bool shared_memor
 template <class Rule>
 class ps_fleet final : public fleet {
  public:
-  ps_fleet(std::size_t w, std::size_t p, std::size_t bytes, bool shared_memory)
+  ps_fleet(std::size_t w, std::size_t p, std::size_t bytes, bool shared_memory, std::size_t ps_threads)
       : floats_(bytes / sizeof(float)), shared_memory_(shared_memory), grad_(floats_, 1.f), values_(w), steps_(w, 0) {
     const std::string rule = std::same_as<Rule, dsgd::update::sync_average> ? "sync" : "async";
     for (std::size_t j = 0; j < p; ++j)
       servers_.push_back(fork_server({"--serve=" + rule, "--workers=" + std::to_string(w), "--ps=" + std::to_string(p),
-                                      "--index=" + std::to_string(j), "--shm=" + std::to_string(int(shared_memory))}));
+                                      "--index=" + std::to_string(j), "--shm=" + std::to_string(int(shared_memory)),
+                                      "--ps-threads=" + std::to_string(ps_threads)}));
   }
 
   void connect() override {
@@ -558,12 +564,27 @@ double timed_steps(fleet& f, std::size_t threads, std::size_t steps) {
       .count();
 }
 
+// A dsgd variant's name: dsgd_tcp or dsgd, and with "_<N>t" a ps on N threads
+// (serving_options::threads; 1 without). @returns {base, N}, or N = 0 when the name is neither.
+std::pair<std::string, std::size_t> split_variant(const std::string& v) {
+  std::string base = v;
+  std::size_t threads = 1;
+  if (auto u = v.rfind('_'); u != std::string::npos && v.size() > u + 2 && v.back() == 't' &&
+                             std::all_of(v.begin() + std::ptrdiff_t(u) + 1, v.end() - 1, [](char c) { return c >= '0' && c <= '9'; })) {
+    base = v.substr(0, u);
+    threads = std::stoull(v.substr(u + 1, v.size() - u - 2));
+  }
+  if ((base != "dsgd_tcp" && base != "dsgd") || threads < 1 || threads > 1024) return {base, 0};
+  return {base, threads};
+}
+
 std::unique_ptr<fleet> make_fleet(const std::string& rule, const std::string& variant, std::size_t w, std::size_t p,
                                   std::size_t bytes) {
   if (variant == "raw") return std::make_unique<raw_fleet>(w, p, bytes);
-  const bool shm = variant == "dsgd";
-  if (rule == "sync") return std::make_unique<ps_fleet<dsgd::update::sync_average>>(w, p, bytes, shm);
-  return std::make_unique<ps_fleet<dsgd::update::async>>(w, p, bytes, shm);
+  const auto [base, ps_threads] = split_variant(variant);
+  const bool shm = base == "dsgd";
+  if (rule == "sync") return std::make_unique<ps_fleet<dsgd::update::sync_average>>(w, p, bytes, shm, ps_threads);
+  return std::make_unique<ps_fleet<dsgd::update::async>>(w, p, bytes, shm, ps_threads);
 }
 
 std::size_t rows_printed = 0;
@@ -671,9 +692,10 @@ int main(int argc, char** argv) {
       const int fd = int(num("report-fd"));
       if (a.at("serve") == "raw") raw_server(num("bytes"), fd);
       else if (a.at("serve") == "sync")
-        serve_ps<dsgd::update::sync_average>(num("workers"), num("ps"), num("index"), num("shm") != 0, fd);
+        serve_ps<dsgd::update::sync_average>(num("workers"), num("ps"), num("index"), num("shm") != 0,
+                                             num("ps-threads"), fd);
       else
-        serve_ps<dsgd::update::async>(num("workers"), num("ps"), num("index"), num("shm") != 0, fd);
+        serve_ps<dsgd::update::async>(num("workers"), num("ps"), num("index"), num("shm") != 0, num("ps-threads"), fd);
     } catch (const std::exception& e) {
       fail(std::string("server: ") + e.what());
     }
@@ -721,8 +743,8 @@ int main(int argc, char** argv) {
     for (const auto& r : s.rules)
       if (r != "async" && r != "sync") throw std::invalid_argument("--rules: '" + r + "' is not async or sync");
     for (const auto& v : s.variants)
-      if (v != "raw" && v != "dsgd_tcp" && v != "dsgd")
-        throw std::invalid_argument("--variants: '" + v + "' is not raw, dsgd_tcp or dsgd");
+      if (v != "raw" && split_variant(v).second == 0)
+        throw std::invalid_argument("--variants: '" + v + "' is not raw, dsgd_tcp or dsgd (each with _<N>t, 1 <= N <= 1024, for a ps on N threads)");
     for (auto b : s.sizes)
       for (auto p : s.ps)
         if (b % (sizeof(float) * p) != 0)
@@ -731,7 +753,7 @@ int main(int argc, char** argv) {
   } catch (const std::exception& e) {
     std::fprintf(stderr,
                  "dsgd_bench_fan_in: %s\nusage: dsgd_bench_fan_in [--workers=W,...] [--sizes=B,...] [--ps=P,...] "
-                 "[--rules=async,sync] [--variants=raw,dsgd_tcp,dsgd] [--threads=N] [--reps=N] [--warmup=N] "
+                 "[--rules=async,sync] [--variants=raw,dsgd_tcp,dsgd,dsgd_tcp_2t,...] [--threads=N] [--reps=N] [--warmup=N] "
                  "[--bytes-per-rep=B] [--max-steps=N] [--smoke]\n",
                  e.what());
     return 2;

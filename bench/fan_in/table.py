@@ -10,6 +10,7 @@ its prediction against every measured point.
 
   table.py FILE.csv [FILE.csv ...]"""
 import csv
+import re
 import statistics
 import sys
 from collections import defaultdict
@@ -70,12 +71,20 @@ def ratio(m, key, variant):
     return f"{mine['pushes'] / raw['pushes']:.2f} ({statistics.median(paired):.2f})"
 
 
+def dsgd_variants(m):
+    """The dsgd variants in @p m: dsgd_tcp, then dsgd, each before its "_<N>t" forms (a ps on N threads)."""
+    def order(v):
+        base, threads = re.fullmatch(r"(dsgd_tcp|dsgd)(?:_(\d+)t)?", v).groups()
+        return (base != "dsgd_tcp", int(threads or 1))
+    return sorted({k[1] for k in m if k[1] != "raw"}, key=order)
+
+
 def fan_in_table(m, ps=1):
     keys = sorted(k for k in m if k[3] == ps and k[1] == "raw")
     if not keys:
         return
     reps = max(v["reps"] for v in m.values())
-    variants = [v for v in ("dsgd_tcp", "dsgd") if any(k[1] == v for k in m)]
+    variants = dsgd_variants(m)
     print(f"\nFan-in through {ps} ps task(s), medians of {reps} repetitions; pushes/s = W x steps / s, GB/s = "
           "2 x S x W x steps / s (pushed and pulled); ratio = dsgd pushes/s / raw pushes/s (in brackets the median "
           "of the per-repetition ratios); CPU = the server's CPU time per push (per exchange for raw)\n")
@@ -179,8 +188,30 @@ def model_table(m, c0, c1, b, variant="dsgd_tcp"):
         print(f"| {k[0]} | {size(k[4])} | {k[3]} | {k[2]} | {pred:.3f} | {meas:.3f} | {meas / pred:.2f} |")
 
 
+def threads_table(m):
+    """Each "_<N>t" variant against its one-thread form, same configuration and run."""
+    pairs = sorted({(k[1], re.sub(r"_\d+t$", "", k[1])) for k in m if re.search(r"_\d+t$", k[1])})
+    if not pairs:
+        return
+    print("\nA ps on N threads against the same ps on one (serving_options::threads): pushes/s of N threads / "
+          "pushes/s of one (in brackets the median of the per-repetition ratios), and the ps's CPU per push of each\n")
+    print("| rule | S | P | W | variant | pushes/s ratio | CPU µs one thread | CPU µs N threads |")
+    print("|---|---|---:|---:|---|---:|---:|---:|")
+    for k in sorted((k for k in m if k[1] == pairs[0][1] or any(k[1] == b for _, b in pairs)),
+                    key=lambda k: (k[0] != "async", k[4], k[3], k[2], k[1])):
+        for threaded, base in pairs:
+            if base != k[1] or (k[0], threaded) + k[2:] not in m:
+                continue
+            t = m[(k[0], threaded) + k[2:]]
+            paired = [t["pushes_by_rep"][r] / m[k]["pushes_by_rep"][r] for r in t["pushes_by_rep"]
+                      if r in m[k]["pushes_by_rep"]]
+            print(f"| {k[0]} | {size(k[4])} | {k[3]} | {k[2]} | {threaded} | {t['pushes'] / m[k]['pushes']:.2f} "
+                  f"({statistics.median(paired):.2f}) | {m[k]['cpu_us']:.1f} | {t['cpu_us']:.1f} |")
+
+
 def main(paths):
     m = summarise(load(paths))
+    threads_table(m)
     for p in sorted({k[3] for k in m}):
         if any(k[2] <= 32 for k in m if k[3] == p):
             fan_in_table({k: v for k, v in m.items() if k[2] <= 32}, p)

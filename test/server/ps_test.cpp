@@ -17,6 +17,7 @@
 
 #include <support/inproc_cluster.hpp>
 #include <support/loopback_cluster.hpp>
+#include <support/worker_loops.hpp>
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/read.hpp>
@@ -126,56 +127,12 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(sync_workers_equal_single_process_sgd, T, dsgd::te
   auto grad = [](std::size_t k, std::uint64_t s, float w) { return 0.5f * w + float(k) - float(s) * 0.1f; };
 
   // Reference: SGD with the mean of the three workers' gradients.
-  auto expected = init;
-  for (std::uint64_t s = 0; s < steps; ++s)
-    for (auto& var : expected)
-      for (auto& w : var) {
-        float g = (grad(0, s, w) + grad(1, s, w) + grad(2, s, w)) / 3.f;
-        w -= 0.1f * g;
-      }
-
-  std::vector<std::vector<std::vector<float>>> finals(3);
-  // Boost.Test is not thread-safe: the workers record what went wrong, the test thread checks.
-  std::vector<std::string> failures(3);
-  std::vector<std::thread> workers;
-  for (std::size_t k = 0; k < 3; ++k)
-    workers.emplace_back([&, k] {
-      try {
-        ds::basic_ps_client<T> c(spec, {"worker", int(k)}, client(), n.transport());
-        c.connect();
-        c.register_worker(plan, k, k == 0);
-        if (k == 0) {
-          std::vector<std::span<const float>> v(init.begin(), init.end());
-          c.initialize(plan, v);
-        }
-        c.wait_ready();
-        auto w = init;
-        std::vector<std::vector<float>> g = init;
-        for (std::uint64_t s = 0; s < steps; ++s) {
-          std::vector<std::span<float>> dst(w.begin(), w.end());
-          if (auto got = c.pull(plan, s, dst); got != s) {
-            failures[k] = "pull at step " + std::to_string(s) + " returned step " + std::to_string(got);
-            return;
-          }
-          for (std::size_t v = 0; v < w.size(); ++v)
-            for (std::size_t i = 0; i < w[v].size(); ++i) g[v][i] = grad(k, s, w[v][i]);
-          std::vector<std::span<const float>> src(g.begin(), g.end());
-          if (auto dropped = c.push(plan, s, src); dropped != 0) {
-            failures[k] = "push at step " + std::to_string(s) + ": " + std::to_string(dropped) + " shards dropped it";
-            return;
-          }
-        }
-        std::vector<std::span<float>> dst(w.begin(), w.end());
-        c.pull(plan, steps, dst);
-        finals[k] = w;
-        c.finish();
-      } catch (const std::exception& e) {
-        failures[k] = e.what();
-      }
-    });
-  for (auto& t : workers) t.join();
-  for (std::size_t k = 0; k < 3; ++k) BOOST_TEST(failures[k].empty(), "worker " << k << ": " << failures[k]);
-  for (const auto& f : finals)
+  auto expected = dsgd::test::mean_gradient_sgd(init, 3, steps, 0.1f, grad);
+  auto run = dsgd::test::run_sync_steps(3, plan, init, steps, grad, [&](std::size_t k) {
+    return std::make_unique<ds::basic_ps_client<T>>(spec, dsgd::cluster::task_id{"worker", int(k)}, client(), n.transport());
+  });
+  for (std::size_t k = 0; k < 3; ++k) BOOST_TEST(run.failures[k].empty(), "worker " << k << ": " << run.failures[k]);
+  for (const auto& f : run.finals)
     for (std::size_t v = 0; v < f.size(); ++v)
       BOOST_TEST(f[v] == expected[v], boost::test_tools::tolerance(1e-5f) << boost::test_tools::per_element());
 }
@@ -308,57 +265,14 @@ void async_pushes_in_many_chunks(bool through_shared_memory) {
 
   constexpr std::size_t elements = 50'000;  // 200 kB: 13 chunks of 16 KiB per push
   constexpr int pushes = 30;
-  auto plan = dsgd::placement::round_robin{}.place({{"w", {elements}}}, 1);
-  std::vector<std::string> failures(2);
-  std::atomic<int> done_pushing{0};
-  std::vector<float> final_values;
-  std::vector<std::thread> workers;
-  for (std::size_t k = 0; k < 2; ++k)
-    workers.emplace_back([&, k] {
-      try {
-        auto co = client();
-        co.connection.chunk_bytes = 16 << 10;
-        co.connection.shared_memory.enabled = through_shared_memory;
-        ds::basic_ps_client<T> c(spec, {"worker", int(k)}, co, n.transport());
-        c.connect();
-        c.register_worker(plan, k, k == 0);
-        std::vector<float> w(elements, 1.f), g(elements, 1.f);
-        if (k == 0) {
-          std::vector<std::span<const float>> init{w};
-          c.initialize(plan, init);
-        }
-        c.wait_ready();
-        for (int i = 0; i < pushes; ++i) {
-          std::vector<std::span<const float>> src{g};
-          c.push(plan, 0, src);
-          std::vector<std::span<float>> dst{w};
-          c.pull(plan, 0, dst);
-          // Every push moves every element alike, so a pull that saw part of one would differ.
-          if (auto odd = std::find_if(w.begin(), w.end(), [&](float x) { return x != w[0]; }); odd != w.end()) {
-            failures[k] = "pull " + std::to_string(i) + " is torn: element 0 is " + std::to_string(w[0]) + ", element " +
-                          std::to_string(odd - w.begin()) + " is " + std::to_string(*odd);
-            return;
-          }
-        }
-        ++done_pushing;
-        if (k == 0) {  // once both are done, the shard holds every push exactly once
-          for (auto until = std::chrono::steady_clock::now() + 20s; done_pushing < 2;) {
-            if (std::chrono::steady_clock::now() > until) throw std::runtime_error("worker 1 never finished pushing");
-            std::this_thread::sleep_for(5ms);
-          }
-          std::vector<std::span<float>> dst{w};
-          c.pull(plan, 0, dst);
-          final_values = w;
-        }
-        c.finish();
-        if (k == 0) c.shutdown_cluster();
-      } catch (const std::exception& e) {
-        failures[k] = e.what();
-      }
-    });
-  for (auto& t : workers) t.join();
+  auto run = dsgd::test::run_async_pushes(2, pushes, elements, [&](std::size_t k) {
+    auto co = client();
+    co.connection.chunk_bytes = 16 << 10;
+    co.connection.shared_memory.enabled = through_shared_memory;
+    return std::make_unique<ds::basic_ps_client<T>>(spec, dsgd::cluster::task_id{"worker", int(k)}, co, n.transport());
+  });
   serving.join();
-  for (std::size_t k = 0; k < 2; ++k) BOOST_TEST(failures[k].empty(), "worker " << k << ": " << failures[k]);
+  for (std::size_t k = 0; k < 2; ++k) BOOST_TEST(run.failures[k].empty(), "worker " << k << ": " << run.failures[k]);
   const auto* shard = ps.find(0, 0);
   BOOST_REQUIRE(shard != nullptr);
   BOOST_TEST(shard->step() == 2u * pushes);
@@ -367,7 +281,7 @@ void async_pushes_in_many_chunks(bool through_shared_memory) {
   else
     BOOST_TEST(shard->streamed() > 0u);  // two workers contend, so not every push streams
   const float expected = 1.f - 2.f * pushes / 1024.f;
-  BOOST_TEST(std::count(final_values.begin(), final_values.end(), expected) == std::ptrdiff_t(elements));
+  BOOST_TEST(std::count(run.final_values.begin(), run.final_values.end(), expected) == std::ptrdiff_t(elements));
 }
 
 }  // namespace

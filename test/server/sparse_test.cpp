@@ -20,6 +20,7 @@
 #include <support/inproc_cluster.hpp>
 #include <support/loopback_cluster.hpp>
 #include <support/reference_optim.hpp>
+#include <support/worker_loops.hpp>
 
 #include <boost/test/unit_test.hpp>
 
@@ -85,13 +86,7 @@ std::unique_ptr<client_type> join_cluster(const dsgd::test::test_net<inproc>& ne
                                           const dp::plan& plan, std::size_t k,
                                           const std::vector<std::vector<float>>& init) {
   auto c = std::make_unique<client_type>(spec, dsgd::cluster::task_id{"worker", int(k)}, client(), net.transport());
-  c->connect();
-  c->register_worker(plan, k, k == 0);
-  if (k == 0) {
-    std::vector<std::span<const float>> v(init.begin(), init.end());
-    c->initialize(plan, v);
-  }
-  c->wait_ready();
+  dsgd::test::join_cluster(*c, plan, k, init);
   return c;
 }
 

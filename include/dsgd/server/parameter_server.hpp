@@ -26,12 +26,16 @@
 
 #include <chrono>
 #include <concepts>
+#include <exception>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <utility>
+#include <vector>
 
 namespace dsgd::server {
 
@@ -41,8 +45,12 @@ namespace dsgd::server {
 /// cluster spec gives ps task @p task_index, authenticates every peer with the cluster token,
 /// and serves until the chief sends shutdown; join() then returns.
 ///
-/// One thread (the one calling join()) serves every connection: a pull that must wait is
-/// parked and answered when a push completes the step, or with an error at its deadline.
+/// One thread (the one calling join()) serves every connection, or serving_options::threads
+/// of them (TCP): a pull that must wait is parked and answered when a push completes the step,
+/// or with an error at its deadline. With several threads each connection runs on a strand of
+/// its own (its reads, writes, checksums, TLS) and everything the table holds is behind one
+/// lock, taken by every handler below and never held across a wait; a call on a connection
+/// from another's handler is posted to its strand (docs/design.md, "Threads of a ps").
 ///
 /// Sparse pulls and pushes (sparse_pull, sparse_push) name rows of dimension 0 of a variable of
 /// rank 2 or more by their index in the whole variable; the ps checks every key against the
@@ -74,6 +82,10 @@ class parameter_server {
         transport_(std::move(transport)),
         sweep_(ioc_) {
     validate(opts_);
+    if (threaded() && !std::same_as<T, transport::asio_tcp>)
+      throw error(errc::invalid_argument, self_.to_string() + ": serving.threads " +
+                                              std::to_string(opts_.serving.threads) +
+                                              " is for TCP; this transport is served by one thread");
     if (cluster::replicas::count(spec_) == 0)
       throw error(errc::bad_cluster_spec, "parameter_server: the cluster has no worker or chief task");
     const auto& addr = spec_.address("ps", task_index);
@@ -109,10 +121,27 @@ class parameter_server {
   void join() {
     listener_->start([this](connection c) { on_connection(std::move(c)); });
     arm_sweep();
-    log(self_.to_string() + " serving on " + local_address().to_string());
-    ioc_.run();
+    log(self_.to_string() + " serving on " + local_address().to_string() +
+        (threaded() ? " with " + std::to_string(opts_.serving.threads) + " threads" : ""));
+    std::exception_ptr thrown;
+    std::mutex thrown_mutex;
+    auto serve = [&] {
+      try {
+        ioc_.run();
+      } catch (...) {
+        const std::lock_guard l(thrown_mutex);
+        if (!thrown) thrown = std::current_exception();
+        ioc_.stop();
+      }
+    };
+    std::vector<std::thread> helpers;
+    for (std::size_t i = 1; i < opts_.serving.threads; ++i) helpers.emplace_back(serve);
+    serve();
+    for (auto& t : helpers) t.join();
+    if (thrown) std::rethrow_exception(thrown);
     // A transport may still hold work on this context from another thread (inproc completes
-    // this task's sends from the peer's thread): let it end, so that the context outlives it.
+    // this task's sends from the peer's thread), and closes posted to the connections' strands
+    // are still to run: let them end, so that the context outlives them.
     ioc_.restart();
     ioc_.run_for(std::chrono::seconds(1));
     if (failure_) throw *failure_;
@@ -120,7 +149,10 @@ class parameter_server {
 
   /// Stops serving from any thread; join() returns soon after.
   void stop() {
-    boost::asio::post(ioc_, [this] { close_all("stopped"); });
+    boost::asio::post(ioc_, [this] {
+      const auto l = lock();
+      close_all("stopped");
+    });
   }
 
   /// @returns the shard (variable, shard) or nullptr; for tests and checkpoints, after join().
@@ -135,21 +167,43 @@ class parameter_server {
     void send(peer_id p, outgoing_reply r) { ps.send(p, std::move(r), [](error_code) {}); }
     bool is_open(peer_id p) const {
       auto it = ps.peers_.find(p);
-      return it != ps.peers_.end() && it->second->is_open();
+      // Threaded, a connection's own state is its strand's: the ps's map says whether it is kept.
+      return it != ps.peers_.end() && (ps.threaded() || it->second->is_open());
     }
     void supersede(peer_id p) { ps.drop(p, boost::asio::error::operation_aborted, false); }
     void shut_down(peer_id p, outgoing_reply ok) { ps.shutdown_now(p, std::move(ok)); }
   };
 
+  // The log, stderr by default; threaded, one line at a time (the connections log from their
+  // strands).
   static options with_log(options o) {
     o.connection.log = dsgd::detail::or_stderr(std::move(o.connection.log));
+    if (o.serving.threads > 1)
+      o.connection.log = [m = std::make_shared<std::mutex>(), log = std::move(o.connection.log)](std::string_view line) {
+        const std::lock_guard l(*m);
+        log(line);
+      };
     return o;
+  }
+
+  bool threaded() const noexcept { return opts_.serving.threads > 1; }
+  // Every handler holds it while it touches the table, the peers or the ps's own state. It is
+  // recursive because a transport may complete a call inline, into another handler.
+  std::unique_lock<std::recursive_mutex> lock() { return std::unique_lock(mutex_); }
+  // Runs @p f on @p conn's strand (threaded), or here.
+  template <class F>
+  void on_strand_of(const connection& conn, F f) {
+    if (threaded())
+      boost::asio::post(conn->get_executor(), std::move(f));
+    else
+      f();
   }
 
   // The connection settings as given, with this task's identity and the peers it accepts.
   typename T::options_type connection_options() {
     typename T::options_type t = opts_.connection;
     t.identity = self_.to_string();
+    t.strand_per_connection = threaded();
     auto spec = spec_;
     t.accept_peer = [spec](std::string_view who) {
       auto colon = who.find(':');
@@ -169,6 +223,7 @@ class parameter_server {
 
   // A peer claiming @p who failed the handshake: a replica of the spec is named to the table.
   void on_refused(std::string_view who, std::string_view why) {
+    const auto l = lock();
     const auto colon = who.find(':');
     if (closed_ || colon == std::string_view::npos) return;
     try {
@@ -186,6 +241,8 @@ class parameter_server {
   // --- the transport: every call on a connection or the listener is below -----------------
 
   void on_connection(connection conn) {
+    const auto l = lock();
+    if (closed_) return conn->close();  // it completed its handshake after the ps closed
     const peer_id id = next_peer_++;
     table_.connect(id, conn->peer_identity(), conn->receives_through_shared_memory());
     peers_.emplace(id, conn);
@@ -196,28 +253,39 @@ class parameter_server {
   void receive(peer_id id, const connection& conn) {
     conn->async_receive(
         [this, id](const transport::frame_header& h, error_code& ec) {
+          const auto l = lock();
           auto bytes = table_.destination(id, h, ec);
           return boost::asio::mutable_buffer(bytes.data(), bytes.size());
         },
         [this, id, conn](error_code ec, transport::frame_header h) {
+          const auto l = lock();
           if (ec) return drop(id, ec);
+          if (closed_) return;  // threaded: its close is posted behind this
           replies out{*this};
           table_.received(id, h, out);
           if (!closed_ && peers_.contains(id)) receive(id, conn);
         });
   }
 
+  // Writes @p r to peer @p p, then calls @p done; the payload's owner is let go under the lock,
+  // so that a push that finds a pulled buffer no longer shared sees its write finished.
   template <class Handler>
   void send(peer_id p, outgoing_reply r, Handler&& done) {
     auto it = peers_.find(p);
-    if (it == peers_.end() || !it->second->is_open()) return;
+    if (it == peers_.end() || (!threaded() && !it->second->is_open())) return;
     ++sending_;
-    it->second->async_send(r.header, boost::asio::buffer(r.payload.data(), r.payload.size()),
-                           [this, keep = std::move(r.keep_alive), done = std::forward<Handler>(done)](error_code ec) mutable {
-                             --sending_;
-                             done(ec);
-                             if (draining_ && sending_ == 0) close_all("cluster shut down");
-                           });
+    on_strand_of(it->second, [this, conn = it->second, r = std::move(r), done = std::forward<Handler>(done)]() mutable {
+      auto written = [this, keep = std::move(r.keep_alive), done = std::move(done)](error_code ec, bool sent) mutable {
+        const auto l = lock();
+        keep.reset();
+        --sending_;
+        if (sent) done(ec);
+        if (draining_ && sending_ == 0) close_all("cluster shut down");
+      };
+      if (!conn->is_open()) return written({}, false);  // it closed before its turn came (threaded)
+      conn->async_send(r.header, boost::asio::buffer(r.payload.data(), r.payload.size()),
+                       [written = std::move(written)](error_code ec) mutable { written(ec, true); });
+    });
   }
 
   // Shuts down once every replica has finished (or the step timeout passed), so a chief that
@@ -244,10 +312,22 @@ class parameter_server {
       bool clean = ec == boost::asio::error::eof && table_.finished(id);
       if (!clean) log(self_.to_string() + ": lost " + who + " (" + ec.message() + ")");
     }
-    conn->close();
     peers_.erase(it);
     replies out{*this};
-    table_.disconnect(id, departs && !closed_, out);
+    if (!threaded()) {
+      conn->close();
+      table_.disconnect(id, departs && !closed_, out);
+      return;
+    }
+    // The connection's read may be under way on another thread, into the buffers of its state:
+    // they are let go once it is closed, on its strand.
+    auto state = std::make_shared<decltype(table_.disconnect(id, departs, out))>(
+        table_.disconnect(id, departs && !closed_, out));
+    on_strand_of(conn, [this, conn, state]() mutable {
+      conn->close();
+      const auto l = lock();
+      state.reset();
+    });
   }
 
   void close_all(const std::string& why) {
@@ -256,7 +336,7 @@ class parameter_server {
     closed_ = true;
     listener_->close();
     sweep_.cancel();
-    for (auto& [id, conn] : peers_) conn->close();
+    for (auto& [id, conn] : peers_) on_strand_of(conn, [c = conn] { c->close(); });
     peers_.clear();
     ioc_.stop();
   }
@@ -267,6 +347,7 @@ class parameter_server {
   void arm_sweep() {
     sweep_.expires_after(std::chrono::milliseconds(50));
     sweep_.async_wait([this](error_code ec) {
+      const auto l = lock();
       if (ec || closed_) return;
       auto now = update::clock_type::now();
       if (shutting_down_ && now >= drain_deadline_) return close_all("cluster shut down");
@@ -310,6 +391,7 @@ class parameter_server {
   // How long a shutdown waits for replies still being written.
   static constexpr std::chrono::seconds drain_grace{5};
   update::clock_type::time_point drain_deadline_{};
+  std::recursive_mutex mutex_;  // see lock()
   std::size_t sending_ = 0;  // replies being written
   bool draining_ = false;    // the chief's shutdown reply is written: close once sending_ is 0
   bool shutting_down_ = false;

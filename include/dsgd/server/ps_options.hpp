@@ -51,9 +51,15 @@ struct serving_options {
   /// members present and needs at least N of them (finished ones count). dsgd-launch
   /// --workers MIN:MAX sets DSGD_MIN_REPLICAS for programs to pass here.
   std::size_t min_replicas = 0;
-  /// Elastic jobs: called on the ps's thread with the members and the global step after every
-  /// change of membership (a summary's "membership/workers"; 03_cluster writes it). Empty: none.
+  /// Elastic jobs: called on a serving thread, one call at a time, with the members and the
+  /// global step after every change of membership (a summary's "membership/workers"; 03_cluster
+  /// writes it). Empty: none.
   std::function<void(std::size_t members, std::uint64_t step)> on_membership;
+  /// Threads serving the connections (TCP only): 1, the thread calling join() does all; N > 1,
+  /// join() and N - 1 more run the connections' reads, writes, checksums and TLS side by side,
+  /// each connection on a strand of its own, while the shards and every request's bookkeeping
+  /// stay behind one lock (docs/design.md, "Threads of a ps").
+  std::size_t threads = 1;
 };
 
 /// Checks @p o, naming a bad field by its path (@p path: "serving_options", "trainer_options.ps").
@@ -64,6 +70,8 @@ inline void validate(const serving_options& o, std::string_view path = "serving_
   if (o.chief_timeout.count() < 0)
     dsgd::detail::bad_option(path, "chief_timeout", "must not be negative (0: wait for the chief forever)");
   dsgd::detail::require_positive(o.max_rows_per_request, path, "max_rows_per_request");
+  if (o.threads == 0 || o.threads > 1024)
+    dsgd::detail::bad_option(path, "threads", "is " + std::to_string(o.threads) + "; expected 1 to 1024");
   if (!o.listen.empty() && o.listen != "*" && !o.listen.starts_with("if:")) {
     error_code ec;
     boost::asio::ip::make_address(o.listen, ec);

@@ -82,21 +82,25 @@ class shard_table : detail::shard_requests<U, O, D> {
 
   /// Peer @p p's connection is gone: its parked requests are forgotten. With @p departs, a
   /// registered replica that has not finished and has no other connection counts as gone for
-  /// the rule (update::tracks_departures) until it registers again.
+  /// the rule (update::tracks_departures) until it registers again. @returns the peer's state,
+  /// taken out of the table: the buffers its payloads were read into live as long as the caller
+  /// keeps it (a ps on several threads, until the connection's reads have stopped).
   template <reply_sink S>
-  void disconnect(peer_id p, bool departs, S& out) {
+  auto disconnect(peer_id p, bool departs, S& out) {
     auto it = this->peers_.find(p);
-    if (it == this->peers_.end()) return;
-    const auto gone = std::move(it->second);
-    this->peers_.erase(it);
+    if (it == this->peers_.end()) return decltype(this->peers_.extract(it)){};
+    auto node = this->peers_.extract(it);
+    const auto& gone = node.mapped();
     std::erase_if(this->parked_, [&](const auto& r) { return r.from == p; });
-    if (!departs || !gone.registered || this->finished_.contains(gone.replica) || connected(gone.replica, out)) return;
+    if (!departs || !gone.registered || this->finished_.contains(gone.replica) || connected(gone.replica, out))
+      return node;
     this->absent_.departed(gone.replica, gone.identity);
     this->members_.left(gone.replica, gone.identity, "connection lost", this->global_step());
     if constexpr (update::tracks_departures<shard_type>) {
       for (auto& [k, s] : this->shards_) s->depart(gone.replica);
       retry_parked(out);
     }
+    return node;
   }
 
   /// A peer claiming to be replica @p replica (task @p task) failed the handshake: @p why.

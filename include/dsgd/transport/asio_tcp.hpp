@@ -32,6 +32,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <concepts>
 #include <cstddef>
@@ -322,7 +323,8 @@ class tcp_listener : public std::enable_shared_from_this<tcp_listener> {
  public:
   using executor_type = boost::asio::any_io_executor;          ///< the acceptor's executor
   using endpoint_type = boost::asio::ip::tcp::endpoint;         ///< a local address
-  /// Called with each authenticated connection, on the listener's executor.
+  /// Called with each authenticated connection, on the listener's executor (on the
+  /// connection's own strand with tcp_options::strand_per_connection).
   using on_connection_type = std::function<void(std::shared_ptr<tcp_connection>)>;
 
   /// Use create(); public only for std::make_shared.
@@ -340,7 +342,7 @@ class tcp_listener : public std::enable_shared_from_this<tcp_listener> {
   /// @returns the bound address, with the real port.
   endpoint_type local_endpoint() const { return acceptor_.local_endpoint(); }
   /// @returns how many accepted peers failed the handshake so far.
-  std::size_t rejected() const noexcept { return rejected_; }
+  std::size_t rejected() const noexcept { return rejected_.load(); }
   /// Starts accepting; @p on_connection receives every authenticated connection.
   void start(on_connection_type on_connection);
   /// Stops accepting, and reports the rejections counted but not yet logged. Connections
@@ -350,6 +352,7 @@ class tcp_listener : public std::enable_shared_from_this<tcp_listener> {
  private:
   void accept_next();
 
+  executor_type connections_;  // where accepted connections run (each on a strand of it, or not)
   boost::asio::ip::tcp::acceptor acceptor_;
   boost::asio::steady_timer retry_timer_;
   tcp_options options_;
@@ -357,8 +360,8 @@ class tcp_listener : public std::enable_shared_from_this<tcp_listener> {
   // counted per reason (detail/rejection_log.hpp); accepted connections log through it too.
   std::shared_ptr<detail::rejection_log> rejections_;
   on_connection_type on_connection_;
-  std::size_t rejected_ = 0;
-  bool closed_ = false;
+  std::atomic<std::size_t> rejected_{0};  // counted on the connections' strands
+  bool closed_ = false;                   // on the acceptor's executor
 };
 
 }  // namespace dsgd::transport

@@ -86,6 +86,9 @@ struct tcp_options {
   std::optional<tls_options> tls;
   /// Payloads to a peer on this host through shared memory (see shared_memory_options).
   shared_memory_options shared_memory{};
+  /// A listener's: each accepted connection runs on a strand of its own (and the acceptor on
+  /// another), so that several threads may run the context (server::serving_options::threads).
+  bool strand_per_connection = false;
 };
 
 /// Checks every field of @p o that has a domain, naming the first bad one by its path from the

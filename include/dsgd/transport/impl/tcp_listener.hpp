@@ -11,16 +11,22 @@
 
 #include <boost/asio/error.hpp>
 #include <boost/asio/ip/v6_only.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/strand.hpp>
 
 #include <chrono>
 #include <cstdio>
 #include <string>
+#include <utility>
 
 namespace dsgd::transport {
 
 inline tcp_listener::tcp_listener(private_tag, executor_type ex, const endpoint_type& bind_to,
                                   tcp_options options)
-    : acceptor_(ex), retry_timer_(ex), options_(std::move(options)),
+    : connections_(ex),
+      acceptor_(options.strand_per_connection ? executor_type(boost::asio::make_strand(ex)) : ex),
+      retry_timer_(acceptor_.get_executor()),
+      options_(std::move(options)),
       rejections_(std::make_shared<detail::rejection_log>(options_.log)) {
   if (options_.tls) shared_tls_context(*options_.tls);  // throws naming a bad file, before binding
   options_.log = [log = rejections_](std::string_view line) { (*log)(line); };
@@ -47,17 +53,24 @@ inline void tcp_listener::start(on_connection_type on_connection) {
 }
 
 inline void tcp_listener::close() {
-  closed_ = true;
-  error_code ignored;
-  acceptor_.close(ignored);
-  retry_timer_.cancel();
-  rejections_->flush();
+  auto stop = [self = shared_from_this()] {
+    self->closed_ = true;
+    error_code ignored;
+    self->acceptor_.close(ignored);
+    self->retry_timer_.cancel();
+    self->rejections_->flush();
+  };
+  // With a strand per connection the acceptor is on a strand of its own, and close() may come
+  // from any thread: it runs there.
+  if (options_.strand_per_connection)
+    boost::asio::post(acceptor_.get_executor(), std::move(stop));
+  else
+    stop();
 }
 
 inline void tcp_listener::accept_next() {
   if (closed_) return;
-  acceptor_.async_accept([self = shared_from_this()](error_code ec,
-                                                     tcp_connection::socket_type socket) {
+  auto accepted = [self = shared_from_this()](error_code ec, tcp_connection::socket_type socket) {
     if (self->closed_) return;
     if (ec) {
       // Out of descriptors and the like: log, pause briefly, keep serving.
@@ -69,15 +82,25 @@ inline void tcp_listener::accept_next() {
       return;
     }
     auto conn = tcp_connection::create(std::move(socket), self->options_);
-    conn->async_handshake(handshake::role::acceptor, [self, conn](error_code e) {
-      if (e) {
-        ++self->rejected_;  // the connection logged why and closed itself
-        return;
-      }
-      if (self->on_connection_) self->on_connection_(conn);
-    });
+    auto handshake = [self, conn] {
+      conn->async_handshake(handshake::role::acceptor, [self, conn](error_code e) {
+        if (e) {
+          ++self->rejected_;  // the connection logged why and closed itself
+          return;
+        }
+        if (self->on_connection_) self->on_connection_(conn);
+      });
+    };
+    if (self->options_.strand_per_connection)
+      boost::asio::post(conn->get_executor(), std::move(handshake));  // on the connection's strand
+    else
+      handshake();
     self->accept_next();
-  });
+  };
+  if (options_.strand_per_connection)
+    acceptor_.async_accept(executor_type(boost::asio::make_strand(connections_)), std::move(accepted));
+  else
+    acceptor_.async_accept(std::move(accepted));
 }
 
 }  // namespace dsgd::transport

@@ -19,6 +19,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <functional>
 #include <memory>
@@ -28,6 +29,10 @@
 #include <string>
 #include <vector>
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 BOOST_AUTO_TEST_SUITE(asio_tcp_test)
@@ -647,6 +652,47 @@ BOOST_AUTO_TEST_CASE(a_segment_is_opened_only_with_its_cookie_and_within_the_siz
   BOOST_TEST(decoded->name == again->offer().name);
   BOOST_TEST(decoded->bytes == 8192u);
   BOOST_TEST(t::detail::shared_ring::open(*decoded, 1u << 20, why).has_value());
+}
+
+// A segment whose creator was killed between creating it and removing its name (the soak's
+// kill -9 during a handshake) is removed by the next handshake's sweep once its creator is gone
+// and it is older than the handshake deadline; a live creator's segment and other names stay.
+BOOST_AUTO_TEST_CASE(segments_left_by_a_killed_creator_are_removed_and_no_others) {
+  using ring = t::detail::shared_ring;
+  BOOST_TEST(ring::creator_of("dsgd-00007de0ae7babbbfc7ba18a").value_or(0) == 0x7de0u);
+  BOOST_TEST(!ring::creator_of("dsgd-00007de0ae7babbbfc7ba18").has_value());   // too short
+  BOOST_TEST(!ring::creator_of("dsgd-00007DE0ae7babbbfc7ba18a").has_value());  // not ours: upper case
+  BOOST_TEST(!ring::creator_of("dsgd-00000000ae7babbbfc7ba18a").has_value());  // no pid 0
+  BOOST_TEST(!ring::creator_of("sem.dsgd-00007de0ae7babbb").has_value());
+
+  // A pid that is gone: a child that exits at once, reaped.
+  const pid_t child = ::fork();
+  BOOST_REQUIRE(child >= 0);
+  if (child == 0) ::_exit(0);
+  int status = 0;
+  BOOST_REQUIRE(::waitpid(child, &status, 0) == child);
+  char dead_name[40], live_name[40];
+  std::snprintf(dead_name, sizeof dead_name, "dsgd-%08x0123456789abcdef", static_cast<unsigned>(child));
+  std::snprintf(live_name, sizeof live_name, "dsgd-%08xfedcba9876543210", static_cast<unsigned>(::getpid()));
+  const std::filesystem::path shm = "/dev/shm";
+  for (const char* name : {dead_name, live_name}) {
+    const int fd = ::shm_open(("/" + std::string(name)).c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
+    BOOST_REQUIRE_MESSAGE(fd >= 0, name << ": " << std::strerror(errno));
+    ::close(fd);
+  }
+  const auto exists = [&](const char* name) { return std::filesystem::exists(shm / name); };
+  // Young: kept whoever made it (the creator could be mid-handshake in another pid namespace).
+  ring::remove_stale(10s);
+  BOOST_TEST(exists(dead_name));
+  BOOST_TEST(exists(live_name));
+  // An hour old: the dead creator's goes, the live one's (this process) stays.
+  const std::array<timespec, 2> hour_ago{timespec{::time(nullptr) - 3600, 0}, timespec{::time(nullptr) - 3600, 0}};
+  for (const char* name : {dead_name, live_name})
+    BOOST_REQUIRE(::utimensat(AT_FDCWD, (shm / name).c_str(), hour_ago.data(), 0) == 0);
+  BOOST_TEST(ring::remove_stale(10s) >= 1u);
+  BOOST_TEST(!exists(dead_name));
+  BOOST_TEST(exists(live_name));
+  ::shm_unlink(("/" + std::string(live_name)).c_str());
 }
 
 BOOST_AUTO_TEST_SUITE_END()

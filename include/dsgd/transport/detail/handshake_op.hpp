@@ -111,7 +111,10 @@ class handshake_op {
         c.peer_identity_ = o.hs_->peer_identity();
         // A ring the system cannot make (no /dev/shm, full) only means payloads go inline.
         std::string ignored;
-        if (o.shared_memory_eligible()) c.tx_ring_ = shared_ring::create(c.options_.shared_memory.ring_bytes, ignored);
+        if (o.shared_memory_eligible()) {
+          shared_ring::remove_stale_now_and_then(c.options_.handshake_timeout);  // of processes killed in a handshake
+          c.tx_ring_ = shared_ring::create(c.options_.shared_memory.ring_bytes, ignored);
+        }
         o.own_offer_ = c.tx_ring_ ? c.tx_ring_->offer().encode() : ring_offer{}.encode();
         return o.write(std::move(op), o.own_offer_, step::read_offer);
       }

@@ -20,16 +20,21 @@
 #include <array>
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <ctime>
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #if defined(__linux__)
+#include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -146,6 +151,65 @@ class shared_ring {
     return *this;
   }
   ~shared_ring() { release(); }
+
+  /// Removes the segments that processes killed during a handshake left behind: every
+  /// `/dsgd-` name of this user whose creator (the pid in its name) is gone and that was last
+  /// changed more than @p older_than ago. A live creator removes its name within its handshake
+  /// deadline, so the age only guards a segment of a process this one cannot see (another pid
+  /// namespace sharing /dev/shm); losing it would only leave that ring's payloads on the socket.
+  /// @returns how many it removed
+  static std::size_t remove_stale(std::chrono::milliseconds older_than) noexcept {
+#if defined(__linux__)
+    DIR* dir = ::opendir("/dev/shm");
+    if (dir == nullptr) return 0;
+    std::size_t removed = 0;
+    const auto cutoff = std::chrono::system_clock::now() - older_than;
+    while (const dirent* e = ::readdir(dir)) {
+      const auto pid = creator_of(e->d_name);
+      if (!pid || (::kill(static_cast<pid_t>(*pid), 0) == 0 || errno != ESRCH)) continue;
+      struct stat st {};
+      if (::fstatat(::dirfd(dir), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
+          st.st_uid != ::geteuid())
+        continue;
+      using std::chrono::system_clock;
+      const auto changed = system_clock::from_time_t(st.st_mtim.tv_sec) +
+                           std::chrono::duration_cast<system_clock::duration>(std::chrono::nanoseconds{st.st_mtim.tv_nsec});
+      if (changed < cutoff && ::shm_unlink(("/" + std::string(e->d_name)).c_str()) == 0) ++removed;
+    }
+    ::closedir(dir);
+    return removed;
+#else
+    (void)older_than;
+    return 0;
+#endif
+  }
+
+  /// remove_stale() at most once a second per process, as each handshake asks for it.
+  static void remove_stale_now_and_then(std::chrono::milliseconds older_than) noexcept {
+    static std::atomic<std::int64_t> last_sweep{-1};
+    const auto now = std::chrono::steady_clock::now().time_since_epoch();
+    const auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(now).count();
+    auto last = last_sweep.load(std::memory_order_relaxed);
+    if (last >= 0 && now_ms - last < 1000) return;
+    if (!last_sweep.compare_exchange_strong(last, now_ms, std::memory_order_relaxed)) return;  // another thread sweeps
+    remove_stale(older_than);
+  }
+
+  /// @returns the pid a segment name of create()'s form carries ("dsgd-", 8 hex digits of the
+  /// pid, 16 random ones; without the leading slash), or nothing for any other name.
+  static std::optional<std::uint32_t> creator_of(std::string_view file_name) noexcept {
+    constexpr std::string_view prefix = "dsgd-";
+    if (file_name.size() != ring_offer::name_size - 1 || !file_name.starts_with(prefix)) return std::nullopt;
+    std::uint32_t pid = 0;
+    for (std::size_t i = prefix.size(); i < file_name.size(); ++i) {
+      const char c = file_name[i];
+      const int digit = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+      if (digit < 0) return std::nullopt;
+      if (i < prefix.size() + 8) pid = pid << 4 | static_cast<std::uint32_t>(digit);
+    }
+    if (pid == 0) return std::nullopt;
+    return pid;
+  }
 
   /// Sender: makes a fresh segment of @p capacity data bytes with a random name, mode 0600,
   /// its memory reserved now (a full /dev/shm fails here, not later with SIGBUS).

@@ -9,10 +9,10 @@
 // Optimised builds only (label slow): compress_cluster_test is the one-epoch run the
 // sanitizers afford.
 //
-// The test command runs two sync cases (109 s together on the 2-core machine at a load of 4
-// to 6; the ten this file ran before took 752 s of CI): top_k(0.01), whose residual delivers a
-// gradient late and meets its target by the thinnest margin, and bf16 both ways (pushes and
-// pulls). The other nine (none, fp16, bf16 pushes alone and two_bit under sync, every codec
+// The test command runs two sync cases (4 to 5 min together in CI on the 2-core machine; the
+// ten this file ran before took 752 s of CI): top_k(0.01), whose residual delivers a gradient
+// late (16 epochs decaying 0.85: with 12 at 0.8 it ended at 0.8770 where OpenBLAS picks other
+// kernels, docs/compression.md), and bf16 both ways (pushes and pulls). The other nine (none, fp16, bf16 pushes alone and two_bit under sync, every codec
 // under async) are the same cases, disabled by default: bench/compress/accuracy.sh runs all
 // eleven by name (an explicit --run_test enables a disabled case) and docs/compression.md
 // records their figures with that command.
@@ -69,7 +69,8 @@ BOOST_AUTO_TEST_CASE(fp16_sync, *bench_only) { reaches<sync>(c::fp16{}, 12, 0.88
 BOOST_AUTO_TEST_CASE(bf16_sync, *bench_only) { reaches<sync>(c::bf16{}, 12, 0.88); }
 // Both ways in bf16: the pushes, and the values every pull brings back.
 BOOST_AUTO_TEST_CASE(bf16_sync_bf16_pulls) { reaches<sync>(c::bf16{}, 12, 0.88, 0.05f, 0.8f, c::bf16{}); }
-BOOST_AUTO_TEST_CASE(top_k_1_percent_sync) { reaches<sync>(c::top_k{0.01f}, 12, 0.88); }
+// top_k's residual delivers a gradient over several steps: it needs the rate for longer.
+BOOST_AUTO_TEST_CASE(top_k_1_percent_sync) { reaches<sync>(c::top_k{0.01f}, 16, 0.88, 0.05f, 0.85f); }
 BOOST_AUTO_TEST_CASE(two_bit_sync, *bench_only) { reaches<sync>(c::two_bit{0.5f}, 12, 0.87); }
 // Async applies every worker's gradient on its own (sync applies the mean of two): at sync's
 // 0.05 two_bit's +-threshold kicks diverge in the first epoch, whatever the threshold (0.1,

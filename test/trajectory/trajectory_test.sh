@@ -14,6 +14,11 @@ here=$(cd "$(dirname "$0")" && pwd)
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
+# Both sides' matrix products are OpenBLAS's (Debian's torch links it too), whose kernels the
+# CPU picks: on x86-64 they are pinned to its Haswell ones (AVX2 + FMA, on every x86-64 CI
+# machine), as its Cooperlake kernels (AVX512-BF16 CPUs) round PyTorch's and dsgd's layouts
+# differently enough to tip a ReLU unit at step 47 (docs/convergence.md, "Same start").
+if [ "$(uname -m)" = x86_64 ] && [ -z "${OPENBLAS_CORETYPE:-}" ]; then export OPENBLAS_CORETYPE=Haswell; fi
 # Debian's python3-torch is for Debian's python3: prefer it to another python3 first on PATH.
 py=python3
 /usr/bin/python3 -c "import torch" 2>/dev/null && py=/usr/bin/python3

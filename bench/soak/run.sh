@@ -280,7 +280,8 @@ for name in $jobs; do
     calm2_acc=$(accuracy_of "$job_log")
     report "$name undisturbed, 2 workers: launcher status $job_rc in ${job_wall} s, final test accuracy ${calm2_acc:-none}"
     [ "$job_rc" -eq 0 ] && [ -n "$calm2_acc" ] && [ -n "$calm_acc" ] || {
-      check "$name undisturbed run, 2 workers" "status $job_rc (see $job_log)" 1; continue; }
+      check "$name undisturbed run, 2 workers" "status $job_rc, final accuracy ${calm2_acc:-none} (see $job_log)" 1
+      continue; }
     read -r calm_lo calm_hi <<< "$(printf '%s\n%s\n' "$calm_acc" "$calm2_acc" | sort -n | tr '\n' ' ')"
   fi
   soak_job "$name" "$want"

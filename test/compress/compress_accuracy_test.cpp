@@ -12,10 +12,11 @@
 // The test command runs two sync cases (4 to 5 min together in CI on the 2-core machine; the
 // ten this file ran before took 752 s of CI): top_k(0.01), whose residual delivers a gradient
 // late (16 epochs decaying 0.85: with 12 at 0.8 it ended at 0.8770 where OpenBLAS picks other
-// kernels, docs/compression.md), and bf16 both ways (pushes and pulls). The other nine (none, fp16, bf16 pushes alone and two_bit under sync, every codec
-// under async) are the same cases, disabled by default: bench/compress/accuracy.sh runs all
-// eleven by name (an explicit --run_test enables a disabled case) and docs/compression.md
-// records their figures with that command.
+// kernels, docs/compression.md), and bf16 both ways (pushes and pulls). The other nine (none,
+// fp16, bf16 pushes alone and two_bit under sync, every codec under async) are the same cases,
+// disabled by default: bench/compress/accuracy.sh runs all eleven by name (an explicit
+// --run_test enables a disabled case) and docs/compression.md records their figures with that
+// command.
 #include "compress_cluster.hpp"
 
 #include <dsgd/model/mlp.hpp>

@@ -659,11 +659,11 @@ BOOST_AUTO_TEST_CASE(a_segment_is_opened_only_with_its_cookie_and_within_the_siz
 // and it is older than the handshake deadline; a live creator's segment and other names stay.
 BOOST_AUTO_TEST_CASE(segments_left_by_a_killed_creator_are_removed_and_no_others) {
   using ring = t::detail::shared_ring;
-  BOOST_TEST(ring::creator_of("dsgd-00007de0ae7babbbfc7ba18a").value_or(0) == 0x7de0u);
-  BOOST_TEST(!ring::creator_of("dsgd-00007de0ae7babbbfc7ba18").has_value());   // too short
-  BOOST_TEST(!ring::creator_of("dsgd-00007DE0ae7babbbfc7ba18a").has_value());  // not ours: upper case
-  BOOST_TEST(!ring::creator_of("dsgd-00000000ae7babbbfc7ba18a").has_value());  // no pid 0
-  BOOST_TEST(!ring::creator_of("sem.dsgd-00007de0ae7babbb").has_value());
+  BOOST_TEST(ring::creator_of("/dsgd-00007de0ae7babbbfc7ba18a").value_or(0) == 0x7de0u);
+  BOOST_TEST(!ring::creator_of("/dsgd-00007de0ae7babbbfc7ba18").has_value());   // too short
+  BOOST_TEST(!ring::creator_of("/dsgd-00007DE0ae7babbbfc7ba18a").has_value());  // not ours: upper case
+  BOOST_TEST(!ring::creator_of("/dsgd-00000000ae7babbbfc7ba18a").has_value());  // no pid 0
+  BOOST_TEST(!ring::creator_of("/sem.dsgd-00007de0ae7babb").has_value());
 
   // A pid that is gone: a child that exits at once, reaped.
   const pid_t child = ::fork();

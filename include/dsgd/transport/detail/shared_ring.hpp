@@ -53,6 +53,7 @@ inline bool starts_with(std::span<const std::byte> in, const std::array<std::byt
 struct ring_offer {
   static constexpr std::size_t size = 64;
   static constexpr std::size_t name_size = 30;  // "/dsgd-", 8 hex digits of the pid, 16 random
+  static constexpr std::string_view name_prefix = "/dsgd-";
   static constexpr std::array<std::byte, 4> magic{std::byte{'D'}, std::byte{'S'}, std::byte{'G'},
                                                   std::byte{'M'}};
   using bytes_type = std::array<std::byte, size>;
@@ -82,14 +83,19 @@ struct ring_offer {
     std::memcpy(o.cookie.data(), in.data() + 48, o.cookie.size());
     if (o.bytes == 0) return o;
     // Only names of the form this side makes: nothing else on the host can be opened by it.
-    bool well_formed = o.name.starts_with("/dsgd-");
-    for (std::size_t i = 6; i < name_size && well_formed; ++i)
-      well_formed = (o.name[i] >= '0' && o.name[i] <= '9') || (o.name[i] >= 'a' && o.name[i] <= 'f');
-    if (!well_formed) {
+    if (!well_formed_name(o.name)) {
       reason = "shared-memory offer names no dsgd segment";
       return std::nullopt;
     }
     return o;
+  }
+
+  /// @returns whether @p name has the form of every name shared_ring::create() makes:
+  /// name_prefix, then lower-case hex digits (the creator's pid in 8, 16 random), name_size in all.
+  static bool well_formed_name(std::string_view name) noexcept {
+    return name.size() == name_size && name.starts_with(name_prefix) &&
+           std::all_of(name.begin() + name_prefix.size(), name.end(),
+                       [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
   }
 };
 
@@ -165,7 +171,11 @@ class shared_ring {
     std::size_t removed = 0;
     const auto cutoff = std::chrono::system_clock::now() - older_than;
     while (const dirent* e = ::readdir(dir)) {
-      const auto pid = creator_of(e->d_name);
+      const std::size_t n = std::strlen(e->d_name);
+      if (n + 1 != ring_offer::name_size) continue;
+      std::array<char, ring_offer::name_size + 1> name{'/'};  // the shm_open name, NUL-terminated
+      std::memcpy(name.data() + 1, e->d_name, n + 1);
+      const auto pid = creator_of({name.data(), ring_offer::name_size});
       if (!pid || (::kill(static_cast<pid_t>(*pid), 0) == 0 || errno != ESRCH)) continue;
       struct stat st {};
       if (::fstatat(::dirfd(dir), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
@@ -174,7 +184,7 @@ class shared_ring {
       using std::chrono::system_clock;
       const auto changed = system_clock::from_time_t(st.st_mtim.tv_sec) +
                            std::chrono::duration_cast<system_clock::duration>(std::chrono::nanoseconds{st.st_mtim.tv_nsec});
-      if (changed < cutoff && ::shm_unlink(("/" + std::string(e->d_name)).c_str()) == 0) ++removed;
+      if (changed < cutoff && ::shm_unlink(name.data()) == 0) ++removed;
     }
     ::closedir(dir);
     return removed;
@@ -195,18 +205,13 @@ class shared_ring {
     remove_stale(older_than);
   }
 
-  /// @returns the pid a segment name of create()'s form carries ("dsgd-", 8 hex digits of the
-  /// pid, 16 random ones; without the leading slash), or nothing for any other name.
-  static std::optional<std::uint32_t> creator_of(std::string_view file_name) noexcept {
-    constexpr std::string_view prefix = "dsgd-";
-    if (file_name.size() != ring_offer::name_size - 1 || !file_name.starts_with(prefix)) return std::nullopt;
+  /// @returns the pid that a shm_open name of create()'s form carries
+  /// (ring_offer::well_formed_name), or nothing for any other name or pid 0.
+  static std::optional<std::uint32_t> creator_of(std::string_view name) noexcept {
+    if (!ring_offer::well_formed_name(name)) return std::nullopt;
     std::uint32_t pid = 0;
-    for (std::size_t i = prefix.size(); i < file_name.size(); ++i) {
-      const char c = file_name[i];
-      const int digit = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-      if (digit < 0) return std::nullopt;
-      if (i < prefix.size() + 8) pid = pid << 4 | static_cast<std::uint32_t>(digit);
-    }
+    for (const char c : name.substr(ring_offer::name_prefix.size(), 8))
+      pid = pid << 4 | static_cast<std::uint32_t>(c <= '9' ? c - '0' : c - 'a' + 10);
     if (pid == 0) return std::nullopt;
     return pid;
   }
@@ -224,7 +229,7 @@ class shared_ring {
     // "/dsgd-", the creator's pid in 8 hex digits, 16 random ones: a segment left behind by a
     // killed process names it (tests and leak checks tell theirs from another process's).
     constexpr char hex[] = "0123456789abcdef";
-    std::string name = "/dsgd-";
+    std::string name(ring_offer::name_prefix);
     const auto pid = static_cast<std::uint32_t>(::getpid());
     for (int shift = 28; shift >= 0; shift -= 4) name += hex[(pid >> shift) & 15];
     for (std::size_t i = 0; i < 8; ++i) {

@@ -1,0 +1,100 @@
+#!/usr/bin/env python3
+# SPDX-FileCopyrightText: Copyright (c) 2026 The dsgd authors
+# SPDX-License-Identifier: Apache-2.0
+"""The markdown table of bench/local_sgd/run.sh: medians over the repetitions.
+
+usage: table.py DIR
+
+DIR holds, per model M (small, big) and repetition r, M_solo_rR.log (a `profile,solo,...` row
+of dsgd_bench_step_profile) and the chief's CSVs M_alone_rR.csv, M_sync_rR.csv and
+M_local_K_rR.csv (examples/03_cluster --csv: one row per evaluation). Per run:
+  examples/s          examples trained by the last evaluation over its wall time
+  without evaluation  the same over that time less the chief's evaluations (eval_s)
+  x 2 solo, x 2 alone that rate over twice the same repetition's baseline: step_profile's solo
+                      rate (64 / its median step) and the `alone` run's rate without evaluation
+"""
+import csv
+import glob
+import os
+import re
+import statistics
+import sys
+from collections import defaultdict
+
+BATCH = 64  # 03_cluster's default, which run.sh keeps
+TARGET = 0.88
+
+
+def solo_rate(path):
+    for line in open(path):
+        if line.startswith("profile,solo,"):
+            return BATCH / float(line.split(",")[4]) * 1e3  # step_ms: the median step
+    raise SystemExit(f"table.py: {path}: no 'profile,solo,' row (did dsgd_bench_step_profile fail?)")
+
+
+def run(path, k):
+    rows = list(csv.DictReader(open(path)))
+    if not rows:
+        raise SystemExit(f"table.py: {path}: no evaluation rows (see the run's .log beside it)")
+    last = rows[-1]
+    # A global step averages every worker's batch (sync) or K local steps of every worker.
+    examples = int(last["global_step"]) * int(last["workers"]) * BATCH * k
+    wall = float(last["wall_s"])
+    evals = sum(float(r["eval_s"]) for r in rows)
+    reached = [int(r["epoch"]) for r in rows if float(r["test_accuracy"]) >= TARGET]
+    return {"rate": examples / wall, "rate_no_eval": examples / (wall - evals),
+            "final": float(last["test_accuracy"]), "first": reached[0] if reached else None}
+
+
+def main():
+    if len(sys.argv) != 2:
+        raise SystemExit(__doc__)
+    d = sys.argv[1]
+    runs = defaultdict(list)  # (model, system) -> [per repetition]
+    for path in sorted(glob.glob(os.path.join(d, "*_solo_r*.log"))):
+        model, rep = re.match(r"(\w+?)_solo_r(\d+)\.log", os.path.basename(path)).groups()
+        solo = solo_rate(path)
+        alone_csv = os.path.join(d, f"{model}_alone_r{rep}.csv")
+        if not os.path.exists(alone_csv):
+            continue
+        alone = run(alone_csv, 938)
+        runs[(model, "solo")].append({"rate": solo, "rate_no_eval": solo, "final": None, "first": None,
+                                      "x_solo": 0.5, "x_alone": 0.5 * solo / alone["rate_no_eval"]})
+        for path2 in sorted(glob.glob(os.path.join(d, f"{model}_*_r{rep}.csv"))):
+            system = os.path.basename(path2)[len(model) + 1:-len(f"_r{rep}.csv")]
+            m = re.fullmatch(r"local_(\d+)", system)
+            k = 938 if system == "alone" else int(m.group(1)) if m else 1
+            r = run(path2, k)
+            r["x_solo"] = r["rate_no_eval"] / (2 * solo)
+            r["x_alone"] = r["rate_no_eval"] / (2 * alone["rate_no_eval"])
+            runs[(model, system)].append(r)
+
+    def med(rs, key, fmt):
+        xs = [r[key] for r in rs if r[key] is not None]
+        return format(statistics.median(xs), fmt) if xs else "-"
+
+    def order(key):
+        model, system = key
+        m = re.fullmatch(r"local_(\d+)", system)
+        rank = {"solo": 0, "alone": 1, "sync": 2}.get(system, 3)
+        return ({"small": 0, "big": 1}.get(model, 2), rank, int(m.group(1)) if m else 0)
+
+    names = {"small": "784-256-128-10", "big": "784-1024-1024-10"}
+    print(f"| model | system | runs | examples/s | without evaluation | x 2 solo | x 2 alone | "
+          f"final accuracy | first epoch at {TARGET} |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    for key in sorted(runs, key=order):
+        rs = runs[key]
+        model, system = key
+        label = {"solo": "solo (step_profile)", "alone": "alone (1 worker)"}.get(
+            system, system.replace("local_", "local, K = "))
+        firsts = [r["first"] for r in rs]
+        first = "-" if all(f is None for f in firsts) and system in ("solo",) else \
+            ", ".join("no" if f is None else str(f) for f in firsts)
+        print(f"| {names.get(model, model)} | {label} | {len(rs)} | {med(rs, 'rate', ',.0f')} | "
+              f"{med(rs, 'rate_no_eval', ',.0f')} | {med(rs, 'x_solo', '.2f')} | {med(rs, 'x_alone', '.2f')} | "
+              f"{med(rs, 'final', '.4f')} | {first} |")
+
+
+if __name__ == "__main__":
+    main()

@@ -7,7 +7,7 @@
 # and its plot to docs/img/<name>.png (the plots that docs show).
 #   bench/run_all.sh                       # all of them (about 50 minutes on 2 cores)
 #   bench/run_all.sh kernels push_pull     # only these
-# Names: kernels push_pull update_rules step_profile scaling straggler local_sgd compare. Run it on an
+# Names: kernels push_pull update_rules step_profile scaling straggler solo_limit compare. Run it on an
 # otherwise idle machine: the figures are medians and ratios to baselines measured in the same
 # run, but two benchmarks sharing the cores would still disturb each other. The first one that
 # needs them installs torch, tensorflow-cpu and matplotlib into bench/compare/.venv (pip).
@@ -17,7 +17,7 @@ out="$root/build-bench/results"
 img="$root/docs/img"
 mkdir -p "$out" "$img"
 "$root/scripts/setup.sh"  # the build's Debian packages (Boost, OpenBLAS, Google Benchmark, ...)
-names=${*:-kernels push_pull update_rules step_profile scaling straggler local_sgd compare}
+names=${*:-kernels push_pull update_rules step_profile scaling straggler solo_limit compare}
 for name in $names; do
   script="$root/bench/$name/run.sh"
   case $name in
@@ -33,7 +33,7 @@ for name in $names; do
       export PNG="$img/scaling.png"
       set -- --reps 3 --epochs 3 --workers "1 2 3 4" ;;
     straggler) set -- --verify --epochs 15 --png "$img/straggler.png" ;;
-    local_sgd) set -- --reps 3 ;;
+    solo_limit) set -- --reps 3 ;;
     compare) set -- --reps 3 --epochs 8 --png "$img/compare.png" ;;
     *) echo "run_all.sh: unknown benchmark $name" >&2; exit 2 ;;
   esac

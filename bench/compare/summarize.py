@@ -22,7 +22,8 @@ import statistics
 
 TRAIN_EXAMPLES = 60000
 ORDER = ["dsgd_sync", "dsgd_sync_bf16", "dsgd_sync_top_k", "dsgd_sync_colocated",
-         "dsgd_sync_bf16_colocated", "dsgd_sync_top_k_colocated",
+         "dsgd_sync_bf16_colocated", "dsgd_sync_top_k_colocated", "dsgd_local_colocated",
+         "dsgd_local_bf16_colocated",
          "torch_ddp", "torch_ddp_fp16", "torch_rpc_sync", "tf_ps_sync",
          "dsgd_async", "torch_rpc_async", "tf_ps_async", "dsgd_local"]
 

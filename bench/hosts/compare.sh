@@ -11,6 +11,9 @@
 #   dsgd_sync_colocated, dsgd_sync_bf16_colocated, dsgd_sync_top_k_colocated
 #                      as dsgd_sync, dsgd_sync_bf16 and dsgd_sync_top_k on 2 hosts, ps:k beside worker:k (as
 #                      ps-lite and BytePS deploy): the hosts and links DDP has
+#   dsgd_local_colocated, dsgd_local_bf16_colocated
+#                      local SGD on those 2 hosts (--rule local --local-steps 8: one average
+#                      every 8 steps), without compression and with bf16 both ways
 #   torch_ddp          DDP over gloo, 2 workers
 #   torch_ddp_fp16     the same with DDP's fp16_compress_hook
 #   torch_rpc_sync     the PyTorch RPC parameter server, 1 ps + 2 workers, TensorPipe over TCP
@@ -104,6 +107,8 @@ for link in $links; do
     run dsgd_sync_colocated 2 2 1 "$example" --rule sync
     run dsgd_sync_bf16_colocated 2 2 1 "$example" --rule sync --compress bf16 --pull-compress bf16
     run dsgd_sync_top_k_colocated 2 2 1 "$example" --rule sync "${top_k[@]}"
+    run dsgd_local_colocated 2 2 1 "$example" --rule local --local-steps 8
+    run dsgd_local_bf16_colocated 2 2 1 "$example" --rule local --local-steps 8 --compress bf16 --pull-compress bf16
     run torch_ddp 0 2 1 "$py" "$peers" ddp
     run torch_ddp_fp16 0 2 1 "$py" "$peers" ddp --fp16-hook
     run torch_rpc_sync 1 3 2 "$py" "$peers" rpc --rule sync --tcp-only

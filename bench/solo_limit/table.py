@@ -1,17 +1,18 @@
 #!/usr/bin/env python3
 # SPDX-FileCopyrightText: Copyright (c) 2026 The dsgd authors
 # SPDX-License-Identifier: Apache-2.0
-"""The markdown table of bench/local_sgd/run.sh: medians over the repetitions.
+"""The markdown table of bench/solo_limit/run.sh: medians over the repetitions.
 
 usage: table.py DIR
 
 DIR holds, per model M (small, big) and repetition r, M_solo_rR.log (a `profile,solo,...` row
-of dsgd_bench_step_profile) and the chief's CSVs M_alone_rR.csv, M_sync_rR.csv and
-M_local_K_rR.csv (examples/03_cluster --csv: one row per evaluation). Per run:
+of dsgd_bench_step_profile) and the chief's CSVs M_alone_rR.csv, M_sync_rR.csv, M_async_rR.csv
+and M_local_K_rR.csv (examples/03_cluster --csv: one row per evaluation), and the
+peers' M_torch_ddp_rR.csv and M_torch_rpc_sync_rR.csv (bench/compare/peers.py --csv). Per run:
   examples/s          examples trained by the last evaluation over its wall time
   without evaluation  the same over that time less the chief's evaluations (eval_s)
   x 2 solo, x 2 alone that rate over twice the same repetition's baseline: step_profile's solo
-                      rate (64 / its median step) and the `alone` run's rate without evaluation
+                      rate (64 / its mean step) and the `alone` run's rate without evaluation
 """
 import csv
 import glob
@@ -22,13 +23,16 @@ import sys
 from collections import defaultdict
 
 BATCH = 64  # 03_cluster's default, which run.sh keeps
+TRAIN_EXAMPLES = 60000
 TARGET = 0.88
 
 
 def solo_rate(path):
     for line in open(path):
         if line.startswith("profile,solo,"):
-            return BATCH / float(line.split(",")[4]) * 1e3  # step_ms: the median step
+            # mean_step_ms, the last field: a rate is examples over the whole time, which the
+            # median step (step_ms) would overstate by leaving the slow steps out.
+            return BATCH / float(line.split(",")[-1]) * 1e3
     raise SystemExit(f"table.py: {path}: no 'profile,solo,' row (did dsgd_bench_step_profile fail?)")
 
 
@@ -37,8 +41,12 @@ def run(path, k):
     if not rows:
         raise SystemExit(f"table.py: {path}: no evaluation rows (see the run's .log beside it)")
     last = rows[-1]
-    # A global step averages every worker's batch (sync) or K local steps of every worker.
-    examples = int(last["global_step"]) * int(last["workers"]) * BATCH * k
+    if "rule" in last:  # 03_cluster's: a global step averages every worker's batch (sync), K
+        # local steps of every worker (local SGD), or applies one batch (async)
+        per_step = BATCH * k * (1 if last["rule"] == "async" else int(last["workers"]))
+        examples = int(last["global_step"]) * per_step
+    else:  # bench/compare/peers.py's, which names its steps per pass over the training set
+        examples = int(last["global_step"]) / int(last["steps_per_epoch"]) * TRAIN_EXAMPLES
     wall = float(last["wall_s"])
     evals = sum(float(r["eval_s"]) for r in rows)
     reached = [int(r["epoch"]) for r in rows if float(r["test_accuracy"]) >= TARGET]
@@ -76,7 +84,7 @@ def main():
     def order(key):
         model, system = key
         m = re.fullmatch(r"local_(\d+)", system)
-        rank = {"solo": 0, "alone": 1, "sync": 2}.get(system, 3)
+        rank = {"solo": 0, "alone": 1, "sync": 2, "async": 3}.get(system, 5 if system.startswith("torch") else 4)
         return ({"small": 0, "big": 1}.get(model, 2), rank, int(m.group(1)) if m else 0)
 
     names = {"small": "784-256-128-10", "big": "784-1024-1024-10"}

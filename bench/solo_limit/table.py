@@ -96,9 +96,8 @@ def main():
         model, system = key
         label = {"solo": "solo (step_profile)", "alone": "alone (1 worker)"}.get(
             system, system.replace("local_", "local, K = "))
-        firsts = [r["first"] for r in rs]
-        first = "-" if all(f is None for f in firsts) and system in ("solo",) else \
-            ", ".join("no" if f is None else str(f) for f in firsts)
+        # The solo baseline trains no model to evaluate.
+        first = "-" if system == "solo" else ", ".join("no" if r["first"] is None else str(r["first"]) for r in rs)
         print(f"| {names.get(model, model)} | {label} | {len(rs)} | {med(rs, 'rate', ',.0f')} | "
               f"{med(rs, 'rate_no_eval', ',.0f')} | {med(rs, 'x_solo', '.2f')} | {med(rs, 'x_alone', '.2f')} | "
               f"{med(rs, 'final', '.4f')} | {first} |")

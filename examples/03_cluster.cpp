@@ -289,7 +289,7 @@ class csv_log {
     if (!file_)
       throw dsgd::error(dsgd::errc::invalid_argument,
                         "--csv " + s.csv + ": cannot open for writing: " + std::strerror(errno));
-    std::fprintf(file_, "rule,workers,backup,slowdown,epoch,wall_s,global_step,steps_per_s,train_loss,test_accuracy,eval_s\n");
+    std::fprintf(file_, "rule,workers,backup,slowdown,epoch,wall_s,global_step,steps_per_s,train_loss,test_accuracy,eval_s,examples_per_step\n");
     std::fflush(file_);
   }
   csv_log(const csv_log&) = delete;
@@ -297,12 +297,13 @@ class csv_log {
   ~csv_log() {
     if (file_) std::fclose(file_);
   }
-  void write(const settings& s, std::size_t workers, const evaluation& e) {
+  // @p examples_per_step: what a global step trains (all workers' batches, times K under local SGD).
+  void write(const settings& s, std::size_t workers, std::size_t examples_per_step, const evaluation& e) {
     if (!file_) return;
-    std::fprintf(file_, "%s,%zu,%zu,%s,%zu,%.3f,%llu,%.2f,%.5f,%.4f,%.3f\n", s.rule.c_str(), workers, s.backup,
+    std::fprintf(file_, "%s,%zu,%zu,%s,%zu,%.3f,%llu,%.2f,%.5f,%.4f,%.3f,%zu\n", s.rule.c_str(), workers, s.backup,
                  s.slowdown.empty() ? "none" : s.slowdown.c_str(), e.epoch, e.seconds,
                  static_cast<unsigned long long>(e.step), e.seconds > 0 ? e.step / e.seconds : 0.0, e.loss, e.accuracy,
-                 e.eval_seconds);
+                 e.eval_seconds, examples_per_step);
     std::fflush(file_);
   }
 
@@ -457,7 +458,7 @@ int train(const settings& s) {
     std::printf("epoch %2zu  %7.1f s  step %6llu  %6.1f steps/s  %7.0f examples/s  loss %.4f  test accuracy %.4f\n",
                 e.epoch, e.seconds, static_cast<unsigned long long>(e.step), steps_per_second,
                 steps_per_second * static_cast<double>(examples_per_step), e.loss, e.accuracy);
-    csv.write(s, t.replicas(), e);
+    csv.write(s, t.replicas(), examples_per_step, e);
     if (summaries) summaries->scalar("accuracy", static_cast<float>(accuracy), static_cast<std::int64_t>(e.step));
     evaluated_at = e.step;
     next_eval = epoch + 1;

@@ -174,9 +174,7 @@ class CnnServer(peers.ParameterServer):
     """peers.py's ps (momentum, the schedule, sync averaging) holding the CNN's parameters."""
 
     def __init__(self, args, workers, per_epoch):
-        super().__init__(torch, args, workers)
-        self.params = [p.detach().clone() for p in new_net().parameters()]
-        self.velocity = [torch.zeros_like(p) for p in self.params]
+        super().__init__(torch, args, workers, [p.detach().clone() for p in new_net().parameters()])
         self.per_epoch = per_epoch
 
 

@@ -216,10 +216,13 @@ def run_ddp(args):
 class ParameterServer:
     """The ps of the RPC peer: the variables, their velocities and the global step."""
 
-    def __init__(self, torch, args, workers):
+    def __init__(self, torch, args, workers, params=None):
+        """Holds @p params, or else the MLP of args.hidden drawn from args.seed."""
         import threading
         self.torch, self.args, self.workers = torch, args, workers
-        self.params = [torch.from_numpy(p) for p in torch_layout(initial_parameters(widths(args), args.seed))]
+        if params is None:
+            params = [torch.from_numpy(p) for p in torch_layout(initial_parameters(widths(args), args.seed))]
+        self.params = params
         self.velocity = [torch.zeros_like(p) for p in self.params]
         self.step = 0
         self.per_epoch = steps_per_epoch(args.rule, workers, args.batch)

@@ -14,7 +14,6 @@ peers' M_torch_ddp_rR.csv and M_torch_rpc_sync_rR.csv (bench/compare/peers.py --
   x 2 solo, x 2 alone that rate over twice the same repetition's baseline: step_profile's solo
                       rate (64 / its mean step) and the `alone` run's rate without evaluation
 """
-import csv
 import glob
 import os
 import re
@@ -22,8 +21,10 @@ import statistics
 import sys
 from collections import defaultdict
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "compare"))
+import summarize  # noqa: E402  (bench/compare/summarize.py: read_run)
+
 BATCH = 64  # 03_cluster's default, which run.sh keeps
-TRAIN_EXAMPLES = 60000
 TARGET = 0.88
 
 
@@ -36,22 +37,18 @@ def solo_rate(path):
     raise SystemExit(f"table.py: {path}: no 'profile,solo,' row (did dsgd_bench_step_profile fail?)")
 
 
-def run(path, k):
-    rows = list(csv.DictReader(open(path)))
-    if not rows:
+def run(path):
+    """One run's rates from its CSV, read by bench/compare/summarize.py, which knows both formats
+    and counts what was trained (local SGD's from its examples_per_step)."""
+    points = summarize.read_run(path)
+    if not points:
         raise SystemExit(f"table.py: {path}: no evaluation rows (see the run's .log beside it)")
-    last = rows[-1]
-    if "rule" in last:  # 03_cluster's: a global step averages every worker's batch (sync), K
-        # local steps of every worker (local SGD), or applies one batch (async)
-        per_step = BATCH * k * (1 if last["rule"] == "async" else int(last["workers"]))
-        examples = int(last["global_step"]) * per_step
-    else:  # bench/compare/peers.py's, which names its steps per pass over the training set
-        examples = int(last["global_step"]) / int(last["steps_per_epoch"]) * TRAIN_EXAMPLES
-    wall = float(last["wall_s"])
-    evals = sum(float(r["eval_s"]) for r in rows)
-    reached = [int(r["epoch"]) for r in rows if float(r["test_accuracy"]) >= TARGET]
+    wall, epochs, _, final = points[-1]
+    examples = epochs * summarize.TRAIN_EXAMPLES
+    evals = sum(p[2] or 0 for p in points)
+    reached = [round(p[1]) for p in points if p[3] >= TARGET]
     return {"rate": examples / wall, "rate_no_eval": examples / (wall - evals),
-            "final": float(last["test_accuracy"]), "first": reached[0] if reached else None}
+            "final": final, "first": reached[0] if reached else None}
 
 
 def main():
@@ -65,14 +62,12 @@ def main():
         alone_csv = os.path.join(d, f"{model}_alone_r{rep}.csv")
         if not os.path.exists(alone_csv):
             continue
-        alone = run(alone_csv, 938)
+        alone = run(alone_csv)
         runs[(model, "solo")].append({"rate": solo, "rate_no_eval": solo, "final": None, "first": None,
                                       "x_solo": 0.5, "x_alone": 0.5 * solo / alone["rate_no_eval"]})
         for path2 in sorted(glob.glob(os.path.join(d, f"{model}_*_r{rep}.csv"))):
             system = os.path.basename(path2)[len(model) + 1:-len(f"_r{rep}.csv")]
-            m = re.fullmatch(r"local_(\d+)", system)
-            k = 938 if system == "alone" else int(m.group(1)) if m else 1
-            r = run(path2, k)
+            r = run(path2)
             r["x_solo"] = r["rate_no_eval"] / (2 * solo)
             r["x_alone"] = r["rate_no_eval"] / (2 * alone["rate_no_eval"])
             runs[(model, system)].append(r)

@@ -11,12 +11,14 @@
 #   counter  test/faults/counter_job, async in monitored sessions with --pushes: exactly once
 # For sync and async an undisturbed run of the same job comes first, in the same invocation;
 # for async a second one with 2 workers too (async's accuracy depends on how many push at once).
-# At the end it checks and prints, per job: the launcher exited 0 (the job completed); the final
-# test accuracy within --tolerance points of the undisturbed run's (async: of the range of its
-# two); the counters (each equals 4 x --pushes: every push applied once across the kills); no
-# leaks: every ps incarnation's private memory and open file descriptors less one per live
-# worker (sampled every 0.5 s) do not grow past the bounds, no /dev/shm/dsgd-* entry is left
-# that was not there before, and none of the job's ports is still listening.
+# At the end it checks and prints, per job: the launcher exited 0 (the job completed); no task
+# exited non-zero by itself (every restart followed a kill: a task that gave up on its session or
+# ran into a deadline did not recover); the final test accuracy within --tolerance points of the
+# undisturbed run's (async: of the range of its two); the counters (each equals 4 x --pushes:
+# every push applied once across the kills); no leaks: every ps incarnation's private memory and
+# open file descriptors less one per live worker (sampled every 0.5 s) do not grow past the
+# bounds, no /dev/shm/dsgd-* entry is left that was not there before, and none of the job's
+# ports is still listening.
 # Exit status 0 when every check held, 1 otherwise, 2 on bad usage.
 #
 #   bench/soak/run.sh [--kills N] [--interval S] [--jobs "sync async counter"] [--epochs E]
@@ -290,6 +292,11 @@ for name in $jobs; do
   report "$name soaked: $(kill_counts), $restarts restarts by the launcher, ${job_wall} s; workers live: mean $live of 4"
   check "$name completed" "launcher status $job_rc" "$([ "$job_rc" -eq 0 ]; echo $?)"
   check "$name kills" "$job_kills of $want kills made before the job ended" "$([ "$job_kills" -ge "$want" ]; echo $?)"
+  # Every restart follows a kill: a task that exits non-zero by itself did not recover (a
+  # session that gave up, a wait that ran into its deadline because the job stalled).
+  self_failed=$(grep -a '^\[launcher\] .* exited with status [0-9]*; restarting it in' "$job_log" | awk '{print $2}' |
+                sort | uniq -c | awk '{printf "%s%s x%d", sep, $2, $1; sep = ", "}')
+  check "$name recovered" "tasks that failed by themselves: ${self_failed:-none}" "$([ -z "$self_failed" ]; echo $?)"
   if [ "$name" != counter ]; then
     acc=$(accuracy_of "$job_log")
     ok=1

@@ -249,6 +249,63 @@ BOOST_AUTO_TEST_CASE(a_dead_worker_in_sync_is_a_named_error_within_the_step_dead
 
 namespace {
 
+// A sync step over two ps tasks (a on ps:0, b on ps:1, 20 s step deadlines) that ps:1 cannot
+// complete: worker 1 pushes a but never b. Worker 0 pushes both and pulls the next step, which
+// waits on ps:1; `held_too` makes ps:0 hold it as well (worker 1 pushes nothing). Then ps task
+// `dies` stops. Worker 0's pull cannot complete whatever the other ps does, so it must fail at
+// once with that loss, not at the step deadline. (In a job, worker 1 may be waiting for this
+// very worker, the chief, to restore the lost ps: waiting for the other would stall the job for
+// the deadline; the soak found it, docs/reliability.md.)
+void a_ps_lost_while_its_step_is_held(int dies, bool held_too) {
+  net<inproc> n;
+  auto spec = n.spec(2, 2);
+  std::array<std::unique_ptr<running_ps<inproc>>, 2> ps{std::make_unique<running_ps<inproc>>(spec, 0, n.transport(), 20s),
+                                                        std::make_unique<running_ps<inproc>>(spec, 1, n.transport(), 20s)};
+  auto plan = dsgd::placement::round_robin{}.place({{"a", {2}}, {"b", {2}}}, 2);  // a on ps:0, b on ps:1
+  ds::basic_ps_client<inproc> w0(spec, {"worker", 0}, client(), n.transport()),
+      w1(spec, {"worker", 1}, client(), n.transport());
+  w0.connect();
+  w1.connect();
+  w0.register_worker(plan, 0, true);
+  w1.register_worker(plan, 1, false);
+  std::vector<float> va(2, 1.f), vb(2, 1.f);
+  std::vector<std::span<const float>> both{va, vb}, only_a{va, {}};
+  w0.initialize(plan, both);
+  w0.wait_ready();
+  w0.push(plan, 0, both);
+  if (!held_too) w1.push(plan, 0, only_a);  // ps:0's step 1 is complete, ps:1's is not
+  std::vector<std::span<float>> dst{va, vb};
+  std::thread loss([&] {
+    std::this_thread::sleep_for(300ms);
+    ps[dies].reset();  // stops that ps, closing its connections
+  });
+  const auto start = std::chrono::steady_clock::now();
+  BOOST_CHECK_EXCEPTION(w0.pull(plan, 1, dst), dsgd::error, [&](const dsgd::error& e) {
+    BOOST_TEST_MESSAGE(e.what());
+    return e.code() == dsgd::errc::peer_lost &&
+           std::string(e.what()).find("ps:" + std::to_string(dies) + " lost") != std::string::npos;
+  });
+  const auto took = std::chrono::steady_clock::now() - start;
+  loss.join();
+  BOOST_TEST((took < 10s), "the pull failed after "
+                               << std::chrono::duration_cast<std::chrono::milliseconds>(took).count()
+                               << " ms; the step deadline is 20 s");
+}
+
+}  // namespace
+
+// Its part to the lost ps was still pending, but the part before it, to ps:0, waits.
+BOOST_AUTO_TEST_CASE(a_ps_lost_during_a_step_fails_it_at_once_while_another_ps_holds_it) {
+  a_ps_lost_while_its_step_is_held(1, true);
+}
+
+// Its part to the lost ps was answered: the loss fails the wait for the other ps all the same.
+BOOST_AUTO_TEST_CASE(a_ps_lost_after_answering_fails_the_step_another_ps_still_holds) {
+  a_ps_lost_while_its_step_is_held(0, false);
+}
+
+namespace {
+
 // Over the socket (or inproc) a ps applies a push chunk by chunk as it arrives; through shared
 // memory (TCP's default between tasks on one host) it applies it whole. Either way no pull sees
 // half of one.
@@ -431,6 +488,30 @@ BOOST_AUTO_TEST_CASE(the_chiefs_shutdown_makes_join_return) {
   for (int i = 0; i < 5000 && !returned; ++i) std::this_thread::sleep_for(1ms);
   BOOST_TEST(returned.load());
   serving.join();
+}
+
+// Each ps answers the chief's shutdown and then closes its connection, while the chief may still
+// wait for another's answer: an expected close, not a loss that fails the shutdown (an operation
+// gives up when a connection is lost while it waits: a_ps_lost_while_its_step_is_held). The
+// same holds for a worker's finish, which a ps may answer and then shut down (overlap_test's
+// runs end so).
+BOOST_AUTO_TEST_CASE(the_chiefs_shutdown_of_many_ps_completes_as_each_closes_after_answering) {
+  constexpr int tasks = 8;
+  for (int rep = 0; rep < 10; ++rep) {
+    net<inproc> n;
+    auto spec = n.spec(tasks, 1);
+    std::vector<std::unique_ptr<running_ps<inproc>>> ps;
+    std::vector<dsgd::placement::variable_info> vars;
+    for (int i = 0; i < tasks; ++i) {
+      ps.push_back(std::make_unique<running_ps<inproc>>(spec, i, n.transport()));
+      vars.push_back({"v" + std::to_string(i), {1}});
+    }
+    ds::basic_ps_client<inproc> c(spec, {"worker", 0}, client(), n.transport());
+    c.connect();
+    c.register_worker(dsgd::placement::round_robin{}.place(vars, tasks), 0, true);
+    c.finish();
+    BOOST_CHECK_NO_THROW(c.shutdown_cluster());
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -76,6 +76,7 @@ class client_channel {
   client_channel(const cluster::cluster_spec& spec, std::string me, const client_options& opts, T transport = T{})
       : spec_(&spec), me_(std::move(me)), opts_(&opts), transport_(std::move(transport)), work_(ioc_.get_executor()) {
     conns_.resize(spec.has_job("ps") ? spec.num_tasks("ps") : 0);
+    closing_.resize(conns_.size(), false);
     table_ = request_table(conns_.size());
   }
 
@@ -100,6 +101,7 @@ class client_channel {
   request_parts open_parts() const {
     request_parts f;
     f.deadline = std::min(std::chrono::steady_clock::now() + opts_->requests.request_timeout, bound_);
+    f.losses_seen = table_.connections_failed();
     return f;
   }
 
@@ -110,7 +112,8 @@ class client_channel {
 
   /// Sends every request of @p batch (pipelined on each connection) and waits for all the
   /// answers. @returns them in batch order. @throws dsgd::error the first failure, once every
-  /// answer is in; errc::timed_out at once when one is late (every connection is then closed)
+  /// answer is in or at once when a connection is lost (collect()); errc::timed_out at once
+  /// when one is late (every connection is then closed)
   std::vector<reply> run(std::vector<request>& batch) {
     request_parts f = open_parts();
     for (const auto& r : batch) add(f, r);
@@ -128,9 +131,13 @@ class client_channel {
   void add(request_parts& f, const request& r) {
     const std::uint64_t id = ++next_id_;
     f.parts.push_back({r.ps, id, static_cast<message>(r.h.type), r.h.variable, false, {}});
+    if (r.h.type == static_cast<std::uint16_t>(message::finish) ||
+        r.h.type == static_cast<std::uint16_t>(message::shutdown))
+      closing_[r.ps] = true;
     table_.open(r.ps, id, r.reply_into, r.reply_encoding);
     if (!is_open(r.ps)) {
       table_.fail(r.ps, id, errc::peer_lost, lost(r.ps));
+      f.lost = true;
       return;
     }
     auto h = r.h;
@@ -140,9 +147,13 @@ class client_channel {
 
   /// Waits for part @p p's answer, by f's deadline; keeps the first failure in f. A part that
   /// times out abandons every connection (no late reply may be written) and throws at once.
+  /// Once f has lost a connection (lost_connection()), it gives up on its parts still pending
+  /// (give_up()) and its callers throw the loss: a worker's state spans every ps, so their
+  /// answers may never come (a sync step waiting for replicas that wait in turn for the lost ps
+  /// to be restored by this very task).
   void collect(request_parts& f, request_parts::part& p) {
     if (p.collected) return;
-    if (!run_until([&] { return table_.done(p.ps, p.id); }, f.deadline)) {
+    if (!run_until([&] { return table_.done(p.ps, p.id) || lost_connection(f); }, f.deadline)) {
       f.abandon(table_);  // nothing of f lands any more
       close_all();
       throw error(errc::timed_out, me_ + ": no answer from ps:" + std::to_string(p.ps) + " to " +
@@ -151,10 +162,12 @@ class client_channel {
                                                              : std::to_string(opts_->requests.request_timeout.count()) +
                                                                    " ms"));
     }
+    if (!table_.done(p.ps, p.id)) return give_up(f);
     f.settle(p, std::move(*table_.take(p.ps, p.id)));
   }
 
-  /// Collects every answer of @p f; throws its first failure once all are in.
+  /// Collects every answer of @p f; throws its first failure once all are in (or one part's
+  /// connection is lost: see collect()).
   void collect_all(request_parts& f) {
     for (auto& p : f.parts) collect(f, p);
     if (f.first_error) fail(f);
@@ -170,6 +183,46 @@ class client_channel {
       }
     }
     throw *f.first_error;
+  }
+
+  /// @returns whether @p f has lost a connection: a part of it failed with its connection, or
+  /// one of this worker's connections to a ps was lost since f was opened, unless it may close
+  /// (closing_). Looks again only when a connection has failed since it last looked, so a wait
+  /// without failures pays one comparison per event.
+  bool lost_connection(request_parts& f) {
+    if (f.lost || table_.connections_failed() == f.losses_seen) return f.lost;
+    f.losses_seen = table_.connections_failed();
+    f.lost = first_closed() != conns_.size() ||
+             std::any_of(f.parts.begin(), f.parts.end(), [this](const request_parts::part& p) {
+               const auto* s = p.collected ? nullptr : table_.find(p.ps, p.id);
+               return s && s->state == slot_state::failed && s->code == errc::peer_lost;
+             });
+    return f.lost;
+  }
+
+  /// @returns the first ps task whose connection was made and is closed now, unless it may
+  /// close (a finish or a shutdown sent on it); size() if none.
+  std::size_t first_closed() const {
+    std::size_t i = 0;
+    while (i < conns_.size() && !(conns_[i] && !conns_[i]->is_open() && !closing_[i])) ++i;
+    return i;
+  }
+
+  /// @p f lost a connection (collect()): settles every part whose answer or failure is in, keeps
+  /// the loss as its error if none came before, closes the connections of the other parts and
+  /// abandons them, so that none of their replies lands later (their requests fail there;
+  /// recovery reconnects).
+  void give_up(request_parts& f) {
+    for (auto& p : f.parts)
+      if (!p.collected && table_.done(p.ps, p.id)) f.settle(p, std::move(*table_.take(p.ps, p.id)));
+    if (!f.first_error) {
+      const auto down = first_closed();
+      f.first_error.emplace(errc::peer_lost,
+                            down < conns_.size() ? lost(down) : me_ + ": a connection to a ps was lost");
+    }
+    for (const auto& p : f.parts)
+      if (!p.collected && conns_[p.ps]) conns_[p.ps]->close();
+    f.abandon(table_);
   }
 
   /// Runs the I/O on the calling thread until done() holds. @returns false once @p deadline
@@ -221,6 +274,7 @@ class client_channel {
     }
     if (!a.ec) {
       conns_[ps] = std::move(a.conn);
+      closing_[ps] = false;
       receive(ps);
     }
     return a.ec;
@@ -330,6 +384,9 @@ class client_channel {
   boost::asio::io_context ioc_;
   boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_;
   std::vector<connection> conns_;
+  // Per connection: a finish or a shutdown went on it, so the ps may close it once it answered
+  // (the job is ending) and its close is no loss to give up on (collect()).
+  std::vector<bool> closing_;
   request_table table_;
   std::uint64_t next_id_ = 0;
   std::chrono::steady_clock::time_point bound_ = std::chrono::steady_clock::time_point::max();

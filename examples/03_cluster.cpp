@@ -32,6 +32,7 @@
 // evaluates the test accuracy each time the global step crosses an epoch.
 #include <dsgd/compress/selection.hpp>
 #include <dsgd/data/fashion_mnist.hpp>
+#include <dsgd/cluster/cores.hpp>
 #include <dsgd/model/blas.hpp>
 #include <dsgd/model/mlp.hpp>
 #include <dsgd/model/softmax_regression.hpp>
@@ -336,6 +337,12 @@ int train(const settings& s) {
   using clock = std::chrono::steady_clock;
   constexpr bool sync = std::is_same_v<Rule, dsgd::update::sync_average>;
   auto role = dsgd::cluster::resolve_from_environment(s.layout);
+  // Tasks that share this host's cores (under mpirun or srun; dsgd-launch sets OMP_NUM_THREADS
+  // itself) take one share each, OpenMP and BLAS alike, unless OMP_NUM_THREADS says otherwise.
+  if (const auto share = dsgd::cluster::share_cores(role.cluster, role.task, [](std::string_view line) {
+        std::printf("%.*s\n", static_cast<int>(line.size()), line.data());
+      }))
+    dsgd::model::set_blas_threads(share->threads);
   // Every task computes the schedule and the rule from the same arguments and cluster, so the
   // ps tasks apply what the workers expect.
   const std::size_t replicas = dsgd::cluster::replicas::count(role.cluster);

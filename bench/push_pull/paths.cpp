@@ -4,7 +4,11 @@
 // One training step's exchange along each path a user can take, against the bare trainer's
 // push_pull of dsgd::tensors measured in the same run: the same push_pull of the user's own
 // buffers (variable_views), and a monitored session's run() of tensors and of views (no hooks,
-// no checkpoints: the session's own cost). The variables are the MLP 784-256-128-10's (six, 235K
+// no checkpoints: the session's own cost), and a session handed each step's views
+// (run(loss, views), as a model whose gradients move between steps does). Built as
+// dsgd_bench_paths_torch (where libtorch is), it also runs the views of a torch::nn::Module's
+// parameters and .grad(), taken afresh every step by module_views::with_gradients() as
+// examples/04_libtorch_cnn does. The variables are the MLP 784-256-128-10's (six, 235K
 // floats); 1 ps + 1 worker, threads of this process over loopback TCP with the default
 // connection (shared memory between co-located tasks), sync_average with momentum on the ps.
 //
@@ -26,6 +30,10 @@
 
 #include "../../test/support/loopback_cluster.hpp"
 
+#ifdef DSGD_BENCH_TORCH
+#include <dsgd/adapt/torch.hpp>
+#endif
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -34,6 +42,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -84,13 +93,32 @@ struct model {
   std::vector<float> first_values(bool own) const { return own ? own_values[0] : values[0].to_host(); }
 };
 
-enum class path { tensors, views, session_tensors, session_views };
+#ifdef DSGD_BENCH_TORCH
+// The same variables as the parameters of a torch::nn::Module, their .grad() the same gradients.
+struct module_model : torch::nn::Module {
+  explicit module_model(model& m) {
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      const std::vector<std::int64_t> sizes(shapes[i].extents().begin(), shapes[i].extents().end());
+      auto p = register_parameter(names[i], torch::from_blob(m.own_values[i].data(), sizes).clone());
+      p.mutable_grad() = torch::from_blob(m.own_gradients[i].data(), sizes).clone();
+    }
+  }
+  std::vector<float> first_values() {
+    const auto p = parameters().front().contiguous();
+    return {p.data_ptr<float>(), p.data_ptr<float>() + p.numel()};
+  }
+};
+#endif
+
+enum class path { tensors, views, session_tensors, session_views, session_views_each_step, module_views };
 const char* name_of(path p) {
   switch (p) {
     case path::tensors: return "push_pull_tensors";
     case path::views: return "push_pull_views";
     case path::session_tensors: return "session_tensors";
     case path::session_views: return "session_views";
+    case path::session_views_each_step: return "session_views_each_step";
+    case path::module_views: return "push_pull_module_views";
   }
   return "?";
 }
@@ -107,9 +135,13 @@ outcome run(path p, const settings& s) {
   std::thread serving([&] { ps.join(); });
   trainer_type t(spec, {"worker", 0}, options());
   model m;
-  const bool own = p == path::views || p == path::session_views;
+  const bool own = p == path::views || p == path::session_views || p == path::session_views_each_step;
   std::function<void()> step;
   std::unique_ptr<session_type> session;
+#ifdef DSGD_BENCH_TORCH
+  std::shared_ptr<module_model> module;
+  std::optional<dsgd::adapt::libtorch::module_views> params;
+#endif
   switch (p) {
     case path::tensors:
       t.create_variables(m.values, names);
@@ -127,6 +159,18 @@ outcome run(path p, const settings& s) {
       session = std::make_unique<session_type>(t, m.views, std::vector<std::unique_ptr<session_type::hook_type>>{});
       step = [&] { session->run(0.5f); };
       break;
+    case path::session_views_each_step:
+      session = std::make_unique<session_type>(t, m.views, std::vector<std::unique_ptr<session_type::hook_type>>{});
+      step = [&] { session->run(0.5f, m.views); };
+      break;
+    case path::module_views:
+#ifdef DSGD_BENCH_TORCH
+      module = std::make_shared<module_model>(m);
+      params.emplace(*module);
+      t.create_variables(params->values());
+      step = [&] { t.push_pull(params->with_gradients()); };
+#endif
+      break;
   }
   for (int i = 0; i < s.warmup; ++i) step();
   const auto start = clock_type::now();
@@ -137,6 +181,9 @@ outcome run(path p, const settings& s) {
   else
     t.finish();
   serving.join();
+#ifdef DSGD_BENCH_TORCH
+  if (module) return {seconds / s.steps, module->first_values()};
+#endif
   return {seconds / s.steps, m.first_values(own)};
 }
 
@@ -173,7 +220,12 @@ bool parse(int argc, char** argv, settings& s) {
 int main(int argc, char** argv) {
   settings s;
   if (!parse(argc, argv, s)) return 2;
-  const path paths[] = {path::tensors, path::views, path::session_tensors, path::session_views};
+  std::vector<path> paths{path::tensors, path::views, path::session_tensors, path::session_views,
+                          path::session_views_each_step};
+#ifdef DSGD_BENCH_TORCH
+  paths.push_back(path::module_views);
+  torch::set_num_threads(1);
+#endif
   std::map<path, std::vector<double>> times;
   std::printf("path,rep,steps,seconds_per_step\n");
   for (int rep = 0; rep < s.reps; ++rep) {

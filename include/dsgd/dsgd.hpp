@@ -57,6 +57,7 @@
 #include <dsgd/placement/round_robin.hpp>
 
 #include <dsgd/cluster/cluster_spec.hpp>
+#include <dsgd/cluster/cores.hpp>
 #include <dsgd/cluster/device_spec.hpp>
 #include <dsgd/cluster/endpoint.hpp>
 #include <dsgd/cluster/environment.hpp>

@@ -44,6 +44,7 @@
 /// @endcode
 #pragma once
 
+#include <dsgd/cluster/cores.hpp>
 #include <dsgd/cluster/environment.hpp>
 #include <dsgd/cluster/replicas.hpp>
 #include <dsgd/cluster/tf_config.hpp>
@@ -104,9 +105,12 @@ class trainer {
       : role_(make_role(std::move(spec), std::move(task), std::move(opts), std::move(device))) {}
 
   /// The task this process is, from TF_CONFIG, else Open MPI or Slurm (see
-  /// cluster/environment.hpp; @p layout says how many ranks are ps tasks there).
+  /// cluster/environment.hpp; @p layout says how many ranks are ps tasks there). Where several
+  /// tasks of the cluster share this host and OMP_NUM_THREADS is not set, the process takes its
+  /// share of the cores for its kernels and says so (cluster::share_cores).
   static trainer from_environment(options opts, cluster::rank_layout layout = {}, D device = {}) {
     auto role = cluster::resolve_from_environment(layout);
+    cluster::share_cores(role.cluster, role.task, dsgd::detail::or_stderr(opts.connection.log));
     return trainer(role.cluster, role.task, std::move(opts), std::move(device));
   }
 

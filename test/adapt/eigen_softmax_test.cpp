@@ -7,6 +7,8 @@
 // (momentum SGD, sync) and two workers over transport::inproc, each on its half of the training
 // set, to the test accuracy of model/softmax_regression (0.83; published logistic regression
 // baselines are around 0.84). Both workers end with the same values, pulled into their matrices.
+#include <eigen_softmax.hpp>  // examples/: the model, shared with 05_eigen_model
+
 #include <dsgd/adapt/eigen.hpp>
 #include <dsgd/data/fashion_mnist.hpp>
 #include <dsgd/optim/momentum.hpp>
@@ -31,43 +33,11 @@
 BOOST_AUTO_TEST_SUITE(adapt_eigen_softmax_test)
 
 namespace fm = dsgd::data::fashion_mnist;
-using row_major = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
 namespace {
 
-// The user's model: its parameters and gradients in Eigen storage of its own.
-struct softmax_regression {
-  Eigen::MatrixXf w = Eigen::MatrixXf::Zero(784, 10), dw = Eigen::MatrixXf::Zero(784, 10);
-  Eigen::VectorXf b = Eigen::VectorXf::Zero(10), db = Eigen::VectorXf::Zero(10);
-
-  std::vector<dsgd::variable_view> views() {
-    return {dsgd::adapt::eigen::view("softmax/w", w, dw), dsgd::adapt::eigen::view("softmax/b", b, db)};
-  }
-  Eigen::MatrixXf logits(const Eigen::Ref<const row_major>& x) const { return (x * w).rowwise() + b.transpose(); }
-  // Mean cross-entropy gradient of the batch @p x with labels @p y, times @p scale, into dw and db.
-  void backward(const Eigen::Ref<const row_major>& x, const std::vector<int>& y, float scale) {
-    Eigen::MatrixXf p = logits(x);
-    const Eigen::VectorXf top = p.rowwise().maxCoeff();  // evaluated first: p is overwritten next
-    p = (p.colwise() - top).array().exp().matrix();
-    const Eigen::VectorXf sum = p.rowwise().sum();
-    p.array().colwise() /= sum.array();
-    for (Eigen::Index i = 0; i < p.rows(); ++i) p(i, y[std::size_t(i)]) -= 1.f;
-    p *= scale / float(p.rows());
-    dw.noalias() = x.transpose() * p;
-    db = p.colwise().sum().transpose();
-  }
-  double accuracy(const fm::dataset& d) const {
-    const Eigen::Map<const row_major> x(d.images.data(), Eigen::Index(d.size()), Eigen::Index(d.features()));
-    const Eigen::MatrixXf z = logits(x);
-    std::size_t right = 0;
-    for (Eigen::Index i = 0; i < z.rows(); ++i) {
-      Eigen::Index best = 0;
-      z.row(i).maxCoeff(&best);
-      right += best == d.labels[std::size_t(i)];
-    }
-    return double(right) / double(d.size());
-  }
-};
+using eigen_example::row_major;
+using eigen_example::softmax_regression;
 
 using options = dsgd::trainer_options<dsgd::placement::round_robin, dsgd::update::sync_average, dsgd::optim::momentum>;
 
@@ -124,12 +94,7 @@ BOOST_AUTO_TEST_CASE(an_eigen_softmax_regression_trains_across_a_ps_and_two_work
       for (std::size_t e = 0; e < epochs; ++e, scale *= decay) {
         std::shuffle(mine.begin(), mine.end(), rng);
         for (std::size_t first = 0; first + batch <= mine.size(); first += batch) {
-          for (std::size_t i = 0; i < batch; ++i) {
-            const auto n = mine[first + i];
-            x.row(Eigen::Index(i)) =
-                Eigen::Map<const Eigen::RowVectorXf>(train.images.data() + n * train.features(), Eigen::Index(train.features()));
-            y[i] = train.labels[n];
-          }
+          softmax_regression::gather(train, mine, first, x, y);
           model.backward(x, y, scale);
           w.push_pull(vars);  // the gradients leave dw and db, the new values land in w and b
         }

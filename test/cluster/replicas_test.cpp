@@ -53,7 +53,10 @@ BOOST_AUTO_TEST_CASE(without_a_chief_job_worker_i_is_replica_i_and_worker_0_the_
 }
 
 BOOST_AUTO_TEST_CASE(a_cluster_without_training_jobs_has_no_replicas) {
-  BOOST_TEST(replicas::count(cluster_spec({{"ps", {"h3:2222"}}})) == 0u);
+  // One job of one task, written as a std::map: a bare {{"ps", {"h3:2222"}}} is ambiguous in C++
+  // (std::map's iterator-pair constructor takes {"ps", {"h3:2222"}} as two const char*).
+  const std::map<std::string, std::vector<std::string>> ps_only{{"ps", {"h3:2222"}}};
+  BOOST_TEST(replicas::count(cluster_spec(ps_only)) == 0u);
 }
 
 BOOST_AUTO_TEST_CASE(a_ps_task_is_not_a_replica_and_the_error_names_it) {

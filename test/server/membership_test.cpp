@@ -231,6 +231,24 @@ BOOST_AUTO_TEST_CASE(below_min_a_step_waits_until_its_deadline_naming_who_is_mis
   BOOST_TEST(j.value(0).first == -2.f);
 }
 
+// A fixed set of workers (no worker range): a worker whose connection closes before it
+// finished is logged by the ps at once, and named in the error of the step that waited for it.
+BOOST_AUTO_TEST_CASE(a_departed_worker_of_a_fixed_job_is_logged_at_once_and_named_at_the_deadline) {
+  job j(2, 0);
+  j.join(0);
+  j.join(1);
+  j.push(0, 0, 1.f);
+  BOOST_TEST((j.out.take().at(0).type() == message::push_accumulated));
+  j.t->disconnect(2, true, j.out);  // worker:0 (replica 1), its push of step 0 not sent
+  BOOST_TEST(j.logged("ps:0: worker:0 (replica 1) departed at step 0: its connection closed before it finished"));
+  deliver(*j.t, j.out, 1, message::pull, 1);
+  BOOST_TEST(j.out.take().empty());  // the step waits: a restarted worker:0 may still push
+  BOOST_TEST(!j.t->sweep(dsgd::update::clock_type::now() + 2s, j.out));
+  auto r = j.out.take();
+  BOOST_REQUIRE_EQUAL(r.size(), 1u);
+  BOOST_TEST(contains(r[0].error(), "worker:0 (replica 1) departed"), r[0].error());
+}
+
 BOOST_AUTO_TEST_CASE(a_joiner_beyond_max_is_refused_by_name) {
   job j(2, 1);
   j.join(0);

@@ -63,6 +63,7 @@ struct result {
   std::optional<std::uint64_t> restored;
   std::uint64_t step = 0;
   std::size_t recoveries = 0;  // of both workers together
+  std::string mismatch;        // with moving_gradients: what run(loss, views) said of views out of order
 };
 
 // Calls a function once, the first time a step is reached (steps replay after a restore).
@@ -87,6 +88,9 @@ struct run_settings {
   // with nothing in memory.
   std::optional<std::uint64_t> restart_ps_at;
   bool views = false;        // the workers' variables are their own buffers, as views
+  // With views: each step's gradients are in buffers made anew for it (as libtorch's
+  // zero_grad() and backward() may make them), handed to the session by run(loss, views).
+  bool moving_gradients = false;
   float clip_norm = 0;       // session_options::clip_norm
   float clip_by_hand = 0;    // > 0: each worker clips its gradients itself before run()
   // The ps tasks start this long after the workers, who give up connecting after
@@ -165,10 +169,24 @@ result run_cluster(const run_settings& r, const std::filesystem::path& dir, O op
             else
               dsgd::optim::clip_by_global_norm(cpu{}, grads, r.clip_by_hand);
           }
-          if (r.views)
+          if (r.views && r.moving_gradients) {
+            auto moved = own_gradients;  // new storage, the old freed once this step is done
+            const auto current = dsgd::views(own_values, moved, names, {dsgd::shape{4, 3}, dsgd::shape{3}});
+            if (k == 0 && out.mismatch.empty()) {
+              const std::vector<dsgd::variable_view> swapped{current[1], current[0]};
+              try {
+                s->run(0.5f, swapped);
+              } catch (const dsgd::error& e) {
+                std::lock_guard lock(m);
+                out.mismatch = e.what();
+              }
+            }
+            s->run(0.5f, current);
+          } else if (r.views) {
             s->run(0.5f);
-          else
+          } else {
             s->run(0.5f, grads);
+          }
         }
         s->close();
         if (r.views)
@@ -344,6 +362,16 @@ BOOST_AUTO_TEST_CASE(a_session_of_views_ends_where_a_session_of_tensors_does) {
   BOOST_TEST(of_views.step == 30u);
   for (std::size_t v = 0; v < 2; ++v)
     BOOST_TEST(of_views.values[v] == of_tensors.values[v], boost::test_tools::per_element());
+  // Gradients in new storage every step, handed over by run(loss, views): the same numbers; and
+  // views of other variables than the session's are refused, naming both, before any exchange.
+  temp_dir moving_dir;
+  auto of_moving =
+      run_cluster({.ps = 2, .last = 30, .views = true, .moving_gradients = true}, moving_dir.path, optimizer);
+  for (std::size_t v = 0; v < 2; ++v)
+    BOOST_TEST(of_moving.values[v] == of_tensors.values[v], boost::test_tools::per_element());
+  BOOST_TEST(of_moving.mismatch ==
+             "monitored_session::run(loss, views): view 0 is 'b' of shape [3]; the session's variable 0 is 'w' of "
+             "shape [4, 3]");
   run_cluster({.ps = 1, .last = 20, .views = true}, cut_dir.path, optimizer);
   auto resumed = run_cluster({.ps = 2, .last = 30, .restart_ps_at = 24, .views = true}, cut_dir.path, optimizer);
   BOOST_TEST(resumed.restored.value() == 20u);

@@ -69,8 +69,11 @@ struct session_options {
 /// }
 /// session.close();
 /// @endcode
-/// A session of a model's own buffers takes their views instead, and run() reads the gradients
-/// from them: `monitored_session s(t, dsgd::torch::views(net), std::move(hooks)); ... s.run(loss);`
+/// A session of a model's own buffers takes their views instead (tensor/view.hpp, adapt/), and
+/// run() pushes the gradients they point at: `monitored_session s(t, dsgd::views(values,
+/// gradients, names), std::move(hooks)); ... s.run(loss);`. Where the gradients' storage moves
+/// between steps (a libtorch module's .grad()), each step hands the session that step's views:
+/// `monitored_session s(t, params.values(), ...); ... s.run(loss, params.with_gradients());`.
 template <class Trainer>
 class monitored_session {
  public:
@@ -134,6 +137,38 @@ class monitored_session {
                                           "call run(loss, gradients)");
     variable_views pushed = clipped_views();
     return run_step(loss, [&] { return trainer_.push_pull(pushed); }, run_values_of(pushed));
+  }
+  /// run() of a session of views whose buffers move between steps: @p current holds this step's
+  /// views of the session's variables, in its order, with their gradients (a libtorch module's
+  /// module_views::with_gradients(): zero_grad() may free a .grad() that backward() then makes
+  /// anew). The session keeps their values for its restores, recoveries and hooks; their
+  /// gradients only for this step's hooks (close()'s final hooks see none of them).
+  /// @throws dsgd::error errc::shape_mismatch naming the variable when @p current holds other
+  ///         variables (count, name or shape) than the session was created with; as run(loss)
+  std::size_t run(float loss, variable_views current) {
+    if (tensors_)
+      throw error(errc::invalid_argument, "monitored_session::run(loss, views): this session was created with "
+                                          "tensors; call run(loss, gradients)");
+    constexpr std::string_view where = "monitored_session::run(loss, views)";
+    if (current.size() != views_.size())
+      throw error(errc::shape_mismatch, std::string(where) + ": " + std::to_string(current.size()) +
+                                            " views; the session was created with " + std::to_string(views_.size()) +
+                                            " variables (first '" + names_.front() + "')");
+    for (std::size_t i = 0; i < current.size(); ++i)
+      if (current[i].name != views_[i].name || current[i].shape != views_[i].shape)
+        throw error(errc::shape_mismatch, std::string(where) + ": view " + std::to_string(i) + " is '" +
+                                              current[i].name + "' of shape " + current[i].shape.to_string() +
+                                              "; the session's variable " + std::to_string(i) + " is '" +
+                                              views_[i].name + "' of shape " + views_[i].shape.to_string());
+    std::copy(current.begin(), current.end(), views_.begin());
+    // The gradients' storage is the caller's to free once the step is done.
+    struct forget_gradients {
+      std::vector<variable_view>& views;
+      ~forget_gradients() {
+        for (auto& v : views) v.gradients = {};
+      }
+    } forget{views_};
+    return run(loss);
   }
 
   /// Runs the final hooks, saves a last checkpoint (chief) and finishes this worker; the chief

@@ -28,7 +28,9 @@
 #   --kills N        kills in all, spread over the jobs run (default 100: 40 sync, 40 async, 20
 #                    counter; with other --jobs, equal shares)
 #   --interval S     mean seconds between kills (each wait uniform in [S/2, 3S/2]; default 1.5)
-#   --epochs E       03_cluster epochs (default 10; the learning rate decays 0.7 per epoch)
+#   --epochs E       03_cluster epochs (default 30; the learning rate decays 0.7 per epoch): long
+#                    enough that a ps incarnation outlives --leak-min-life on a fast machine,
+#                    where 10 epochs ended with none measured
 #   --model M        03_cluster --model: mlp or softmax (default mlp)
 #   --pushes N       counter job: pushes per worker (default 6000, 5 ms each)
 #   --time-limit S   each launcher's --timeout (default 1500); the killer stops there too
@@ -48,7 +50,7 @@ root=$(cd "$here/../.." && pwd)
 kills=100
 interval=1.5
 jobs="sync async counter"
-epochs=10
+epochs=30
 model=mlp
 min_life=20
 pushes=6000

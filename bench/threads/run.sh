@@ -56,14 +56,29 @@ job() {
   tail -1 "$out/$name.csv" 2>/dev/null | sed "s/^/   $name: last evaluation: /"
 }
 
+settings="default"
+t=1
+while [ "$t" -le "$cores" ]; do
+  settings="$settings $t"
+  t=$((t * 2))
+done
 rep=1
 while [ "$rep" -le "$reps" ]; do
   echo "== repetition $rep of $reps"
-  job "default_r$rep"
-  t=1
-  while [ "$t" -le "$cores" ]; do
-    job "hand_${t}_r$rep" OMP_NUM_THREADS="$t" OPENBLAS_NUM_THREADS="$t"
-    t=$((t * 2))
+  # Each repetition starts one setting later, so that no setting always runs first.
+  n=$(echo $settings | wc -w)
+  first=$(((rep - 1) % n))
+  order="" i=0
+  for setting in $settings $settings; do
+    [ "$i" -ge "$first" ] && [ "$i" -lt $((first + n)) ] && order="$order $setting"
+    i=$((i + 1))
+  done
+  for setting in $order; do
+    if [ "$setting" = default ]; then
+      job "default_r$rep"
+    else
+      job "hand_${setting}_r$rep" OMP_NUM_THREADS="$setting" OPENBLAS_NUM_THREADS="$setting"
+    fi
   done
   rep=$((rep + 1))
 done

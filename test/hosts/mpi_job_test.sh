@@ -4,7 +4,9 @@
 #
 # The main job under Open MPI: `mpirun -np 4` starts four copies of 03_cluster, which take their
 # roles from OMPI_COMM_WORLD_RANK and OMPI_COMM_WORLD_SIZE (ranks 0-1 the ps tasks, 2-3 the
-# workers, rank r on port BASE + r of localhost) and train to the target.
+# workers, rank r on port BASE + r of localhost) and train to the target. Unless the caller set
+# OMP_NUM_THREADS, no rank is given one: the four share this host's cores, so each must take its
+# share by itself (cluster::share_cores) and say so.
 #   mpi_job_test.sh 03_CLUSTER [03_cluster options...]
 # Exits 77 (skipped) when Open MPI's mpirun is not installed.
 set -euo pipefail
@@ -31,7 +33,16 @@ PY
 export DSGD_CLUSTER_TOKEN=$(od -An -tx1 -N16 /dev/urandom | tr -d ' \n')
 # --oversubscribe: four ranks on fewer cores; --bind-to none: the ranks share the cores as the
 # scheduler likes (mpirun would pin each to one core); root runs need --allow-run-as-root.
-# OMP_NUM_THREADS=1: one compute thread per rank, since the ranks share the cores.
-exec timeout 1100 mpirun --allow-run-as-root --oversubscribe --bind-to none -np 4 \
-  -x DSGD_CLUSTER_TOKEN -x OMP_NUM_THREADS=1 -x OMP_WAIT_POLICY=passive \
-  "$example" --num-ps 2 --base-port "$base" "$@"
+set +e
+out=$(timeout 1100 mpirun --allow-run-as-root --oversubscribe --bind-to none -np 4 \
+  -x DSGD_CLUSTER_TOKEN -x OMP_WAIT_POLICY=passive \
+  "$example" --num-ps 2 --base-port "$base" "$@" 2>&1)
+status=$?
+set -e
+printf '%s\n' "$out"
+[[ $status -eq 0 ]] || { echo "mpi_job_test: mpirun exited with status $status"; exit 1; }
+if [[ -z ${OMP_NUM_THREADS:-} ]]; then
+  shares=$(grep -c "4 tasks of the cluster share this host's" <<<"$out" || true)
+  [[ $shares -eq 4 ]] || { echo "mpi_job_test: $shares of 4 ranks said they took their share of the cores"; exit 1; }
+fi
+echo "mpi_job_test: passed"

@@ -54,9 +54,12 @@ struct core_share {
 };
 
 /// Unless OMP_NUM_THREADS is set (in @p env), gives this process cores / (tasks of @p spec on
-/// task @p task's host) OpenMP threads, at least 1 (omp_set_num_threads: the kernels of
-/// device::cpu), and says so through @p log. BLAS libraries read their thread count when they
-/// load: a program that links one sets it too (dsgd::model::set_blas_threads(share->threads)).
+/// task @p task's host) OpenMP threads, at least 1, and says so through @p log. It is
+/// omp_set_num_threads, which sets the calling thread's count (OpenMP's rule): the thread that
+/// computes, or that runs a ps's single serving thread, calls it (trainer::from_environment does,
+/// from the thread that makes the trainer); other threads keep OMP_NUM_THREADS's default. BLAS
+/// libraries read their thread count when they load: a program that links one sets it too
+/// (dsgd::model::set_blas_threads(share->threads)).
 /// @returns the share, or std::nullopt when OMP_NUM_THREADS is set, the task is alone on its
 ///          host, or the build has no OpenMP
 /// @throws dsgd::error as tasks_on_host()

@@ -153,7 +153,7 @@ class monitored_session {
     if (current.size() != views_.size())
       throw error(errc::shape_mismatch, std::string(where) + ": " + std::to_string(current.size()) +
                                             " views; the session was created with " + std::to_string(views_.size()) +
-                                            " variables (first '" + names_.front() + "')");
+                                            " variables");
     for (std::size_t i = 0; i < current.size(); ++i)
       if (current[i].name != views_[i].name || current[i].shape != views_[i].shape)
         throw error(errc::shape_mismatch, std::string(where) + ": view " + std::to_string(i) + " is '" +

@@ -96,8 +96,6 @@ class shard_table : detail::shard_requests<U, O, D> {
       return node;
     this->absent_.departed(gone.replica, gone.identity);
     this->members_.left(gone.replica, gone.identity, "connection lost", this->global_step());
-    // A fixed set of workers waits for it (a restarting launcher brings it back): said now.
-    if (!this->members_.elastic()) this->log(this->absent_.departure(this->self_, gone.replica, this->global_step()));
     if constexpr (update::tracks_departures<shard_type>) {
       for (auto& [k, s] : this->shards_) s->depart(gone.replica);
       retry_parked(out);

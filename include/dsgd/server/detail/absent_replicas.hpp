@@ -37,15 +37,6 @@ class absent_replicas {
   void departed(std::size_t r, std::string task, clock_type::time_point now = clock_type::now()) {
     if (r < notes_.size()) notes_[r] = {absence::departed, std::move(task), {}, now};
   }
-  /// @returns ps @p self's log line of replica @p r's departure (departed()) at step @p step, for a
-  /// fixed set of workers, whose steps wait for it: "ps:0: worker:1 (replica 1) departed at step
-  /// 40: its connection closed before it finished; ...".
-  std::string departure(const std::string& self, std::size_t r, std::uint64_t step) const {
-    return self + ": " + (r < notes_.size() ? notes_[r].task : "?") + " (replica " + std::to_string(r) +
-           ") departed at step " + std::to_string(step) +
-           ": its connection closed before it finished; steps that need it wait for it to register again, until "
-           "their deadline";
-  }
   /// Replica @p r registered: it is there.
   void registered(std::size_t r) {
     if (r < notes_.size()) notes_[r] = {};

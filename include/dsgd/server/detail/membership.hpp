@@ -26,7 +26,7 @@ namespace dsgd::server::detail {
 template <class S>
 concept elastic_shard = requires(S& s) { s.elastic(std::size_t{1}); };
 
-/// The members of a job's replicas, per slot; inert (every call a no-op) unless elastic.
+/// The members of a job's replicas, per slot; inert unless elastic (but for left()'s log line).
 class membership {
  public:
   /// @p slots replicas (the cluster spec's chief and workers, MAX), of which at least
@@ -72,9 +72,17 @@ class membership {
     say(task + " joined", step);
   }
   /// Slot @p r (task @p task) is gone (@p why: "connection lost"): "worker:1 left (connection
-  /// lost); 2 workers".
+  /// lost); 2 workers". A fixed set of workers waits for it (a restarting launcher brings it
+  /// back), and the line says so: "ps:0: worker:1 (replica 1) departed at step 40: ...".
   void left(std::size_t r, const std::string& task, const std::string& why, std::uint64_t step) {
-    if (!elastic() || !member(r)) return;
+    if (!elastic()) {
+      if (log_)
+        log_(self_ + ": " + task + " (replica " + std::to_string(r) + ") departed at step " + std::to_string(step) +
+             ": its connection closed before it finished (" + why +
+             "); steps that need it wait for it to register again, until their deadline");
+      return;
+    }
+    if (!member(r)) return;
     state_[r] = slot::absent;
     say(task + " left (" + why + ")", step);
   }

@@ -19,7 +19,10 @@
 #include <support/loopback_cluster.hpp>
 #include <support/worker_loops.hpp>
 
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/read.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
@@ -110,6 +113,70 @@ std::unique_ptr<Ps> make_ps(const dsgd::cluster::cluster_spec& spec, int i, type
 }
 
 std::vector<dsgd::placement::variable_info> variables() { return {{"w", {4, 3}}, {"b", {3}}, {"v", {5}}}; }
+
+// A ps task of the test's own making on an inproc hub, to put ps tasks in states a real cluster
+// passes through only for a moment: it answers register_worker with zero push counts (one per
+// layout, @p layouts of them) and each wait_ready with the next session stamp of its script,
+// the last one again once the script has run out. Everything runs on its own thread.
+class scripted_ps {
+ public:
+  scripted_ps(inproc& net, int index, std::size_t layouts, std::vector<std::uint64_t> stamps)
+      : counts_(layouts * sizeof(std::uint64_t)), stamps_(std::move(stamps)) {
+    dsgd::transport::tcp_options o;
+    o.identity = "ps:" + std::to_string(index);
+    o.token = "secret";
+    o.log = [](std::string_view) {};
+    listener_ = net.listen(ioc_.get_executor(), "ps-" + std::to_string(index) + ":1", o);
+    listener_->start([this](std::shared_ptr<dsgd::transport::inproc_connection> c) {
+      connections_.push_back(c);
+      serve(std::move(c), std::make_shared<std::vector<std::byte>>());
+    });
+    thread_ = std::thread([this] { ioc_.run(); });
+  }
+  ~scripted_ps() {
+    boost::asio::post(ioc_, [this] {
+      listener_->close();
+      for (auto& c : connections_) c->close();
+    });
+    work_.reset();
+    thread_.join();
+  }
+  /// @returns how many wait_ready requests it has answered.
+  std::size_t wait_readies() const { return answered_; }
+
+ private:
+  // Answers @p c's requests in turn; @p payload (the connection's own) receives what they carry.
+  void serve(std::shared_ptr<dsgd::transport::inproc_connection> c, std::shared_ptr<std::vector<std::byte>> payload) {
+    c->async_receive(
+        [payload](const dsgd::transport::frame_header& h, dsgd::error_code&) {
+          payload->resize(h.payload_length);
+          return boost::asio::buffer(*payload);
+        },
+        [this, c, payload](dsgd::error_code ec, dsgd::transport::frame_header h) {
+          if (ec) return;
+          const auto kind = static_cast<ds::message>(h.type);
+          auto reply = ds::detail::reply_header(h, ds::message::reply_ok);
+          if (kind == ds::message::wait_ready) {
+            reply.step = stamps_[std::min(answered_.load(), stamps_.size() - 1)];
+            ++answered_;
+          }
+          const auto counts = kind == ds::message::register_worker ? boost::asio::buffer(counts_)
+                                                                   : boost::asio::const_buffer{};
+          c->async_send(reply, counts, [](dsgd::error_code) {});
+          serve(c, payload);
+        });
+  }
+
+  boost::asio::io_context ioc_;
+  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_ =
+      boost::asio::make_work_guard(ioc_);
+  std::shared_ptr<dsgd::transport::inproc_listener> listener_;
+  std::vector<std::shared_ptr<dsgd::transport::inproc_connection>> connections_;
+  const std::vector<std::byte> counts_;
+  const std::vector<std::uint64_t> stamps_;
+  std::atomic<std::size_t> answered_{0};
+  std::thread thread_;
+};
 
 }  // namespace
 
@@ -468,6 +535,47 @@ BOOST_AUTO_TEST_CASE(a_header_whose_payload_never_follows_is_dropped_at_the_fram
   BOOST_CHECK_NO_THROW(good.connect());
   ps.stop();
   serving.join();
+}
+
+// wait_ready goes on only once every ps task answers the same session stamp: while a chief
+// re-creating the session has reached some ps tasks and not yet the others (protocol.hpp,
+// "Sessions"), it asks again.
+BOOST_AUTO_TEST_CASE(wait_ready_asks_again_until_every_ps_task_answers_the_same_session) {
+  net<inproc> n;
+  auto spec = n.spec(2, 1);
+  auto transport = n.transport();
+  scripted_ps ps0(transport, 0, 1, {5, 5, 7});  // still the old session twice, then the new
+  scripted_ps ps1(transport, 1, 1, {7});
+  ds::basic_ps_client<inproc> c(spec, {"worker", 0}, client(), n.transport());
+  c.connect();
+  c.register_worker(dsgd::placement::round_robin{}.place({{"w", {4}}, {"b", {3}}}, 2), 0, false);
+  c.wait_ready();
+  BOOST_TEST(ps0.wait_readies() == 3u);
+  BOOST_TEST(ps1.wait_readies() == 3u);
+}
+
+// Sessions that never agree end at the startup deadline, naming each ps task's stamp.
+BOOST_AUTO_TEST_CASE(wait_ready_names_each_stamp_when_the_sessions_never_agree) {
+  net<inproc> n;
+  auto spec = n.spec(2, 1);
+  auto transport = n.transport();
+  scripted_ps ps0(transport, 0, 1, {5});
+  scripted_ps ps1(transport, 1, 1, {7});
+  auto o = client();
+  o.requests.startup_timeout = 300ms;
+  ds::basic_ps_client<inproc> c(spec, {"worker", 0}, o, n.transport());
+  c.connect();
+  c.register_worker(dsgd::placement::round_robin{}.place({{"w", {4}}, {"b", {3}}}, 2), 0, false);
+  const auto start = std::chrono::steady_clock::now();
+  BOOST_CHECK_EXCEPTION(c.wait_ready(), dsgd::error, [](const dsgd::error& e) {
+    BOOST_TEST(e.what() == std::string("worker:0: the ps tasks still hold different sessions at the deadline (ps:0 "
+                                       "(ps-0:1) 5, ps:1 (ps-1:1) 7): a chief's restore or initialisation reached "
+                                       "only some of them"));
+    return e.code() == dsgd::errc::timed_out;
+  });
+  const auto took = std::chrono::steady_clock::now() - start;
+  BOOST_TEST((took >= 300ms && took < 5s));
+  BOOST_TEST(ps0.wait_readies() >= 2u);
 }
 
 BOOST_AUTO_TEST_CASE(the_chiefs_shutdown_makes_join_return) {

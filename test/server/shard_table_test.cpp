@@ -157,7 +157,7 @@ typename Table::options quiet() {
 }
 
 // A table for @p replicas replicas with peers 1 ("chief:0", replica 0), 2 ("worker:0",
-// replica 1), ... registered and (with @p init) both shards created.
+// replica 1), ... registered and (with @p init) both shards created in session 1.
 template <class Table>
 Table registered(recording_sink& out, std::uint32_t replicas, bool init = true) {
   Table t({"ps", 0}, 1, replicas, quiet<Table>());
@@ -169,6 +169,7 @@ Table registered(recording_sink& out, std::uint32_t replicas, bool init = true) 
   if (init) {
     deliver(t, out, 1, {message::init_shard, 0, 0, 0, bytes_of(w0)});
     deliver(t, out, 1, {message::init_shard, 1, 0, 0, bytes_of(b0)});
+    deliver(t, out, 1, {message::open_session, 0, 0, 1});
   }
   for (const auto& s : out.take()) BOOST_REQUIRE(s.type() == message::reply_ok);
   return t;
@@ -217,7 +218,7 @@ BOOST_AUTO_TEST_CASE(register_answers_the_push_counts_and_names_a_placement_mism
   BOOST_TEST(r[0].error().message == "pull before register_worker");
 }
 
-BOOST_AUTO_TEST_CASE(wait_ready_is_parked_until_every_shard_exists) {
+BOOST_AUTO_TEST_CASE(wait_ready_is_parked_until_every_shard_exists_in_a_session_the_chief_opened) {
   recording_sink out;
   auto t = registered<sync_table>(out, 1, false);
   deliver(t, out, 1, {message::wait_ready});
@@ -227,11 +228,15 @@ BOOST_AUTO_TEST_CASE(wait_ready_is_parked_until_every_shard_exists) {
   BOOST_TEST(out.take().size() == 1u);  // the init's ok only
   BOOST_TEST(!t.ready());
   deliver(t, out, 1, {message::init_shard, 1, 0, 0, bytes_of(b0)});
+  BOOST_TEST(out.take().size() == 1u);  // every shard exists, but no session is open yet
+  BOOST_TEST(t.ready());
+  BOOST_TEST(t.parked() == 1u);
+  deliver(t, out, 1, {message::open_session, 0, 0, 77});
   auto r = out.take();
   BOOST_REQUIRE_EQUAL(r.size(), 2u);
   BOOST_TEST((r[1].type() == message::reply_ok));
-  BOOST_TEST(r[1].header.request_id == r[0].header.request_id - 2);  // the wait_ready, answered now
-  BOOST_TEST(t.ready());
+  BOOST_TEST(r[1].header.request_id == r[0].header.request_id - 3);  // the wait_ready, answered now
+  BOOST_TEST(r[1].header.step == 77u);                               // with the session's stamp
   BOOST_TEST(t.parked() == 0u);
   BOOST_TEST(t.find(0, 0)->size() == 12u);
   BOOST_TEST(t.find(1, 0)->size() == 3u);
@@ -383,6 +388,24 @@ BOOST_AUTO_TEST_CASE(a_restore_starts_a_generation_and_aborts_older_peers) {
   r = out.take();
   BOOST_REQUIRE_EQUAL(r.size(), 2u);
   BOOST_TEST((r[1].type() == message::pull_reply));
+
+  // The restore closed session 1: a wait_ready waits for the chief's next one (which it opens
+  // once every ps task holds the checkpoint), and past its deadline says so.
+  deliver(t, out, 3, {message::wait_ready});
+  BOOST_TEST(out.take().empty());
+  BOOST_TEST(t.sweep(dsgd::update::clock_type::now() + 2s, out) == false);
+  r = out.take();
+  BOOST_REQUIRE_EQUAL(r.size(), 1u);
+  BOOST_TEST(r[0].error().code == int(dsgd::errc::timed_out));
+  BOOST_TEST(r[0].error().message ==
+             "ps:0: every shard exists, but no chief opened a session before the deadline since the restore of "
+             "checkpoint 5 (did the chief fail while restoring the other ps tasks?)");
+  deliver(t, out, 3, {message::wait_ready});
+  deliver(t, out, 1, {message::open_session, 0, 0, 2});
+  r = out.take();
+  BOOST_REQUIRE_EQUAL(r.size(), 2u);
+  BOOST_TEST(r[1].to == 3u);
+  BOOST_TEST(r[1].header.step == 2u);
   std::filesystem::remove_all(dir);
 }
 

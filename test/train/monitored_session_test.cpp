@@ -36,8 +36,32 @@ namespace {
 template <class O>
 using trainer_of = dsgd::trainer<cpu, dsgd::placement::partitioned, dsgd::update::sync_average, O>;
 
+// What the tasks of one cluster said, with the milliseconds since it started: printed when the
+// cluster fails, so a failure in CI shows what every task did.
+class cluster_log {
+ public:
+  std::function<void(std::string_view)> sink(std::string who) {
+    return [this, who = std::move(who)](std::string_view line) {
+      const auto ms =
+          std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start_).count();
+      std::lock_guard lock(m_);
+      lines_ << ms << " ms " << who << ": " << line << '\n';
+    };
+  }
+  std::string str() const {
+    std::lock_guard lock(m_);
+    return lines_.str();
+  }
+
+ private:
+  const std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+  mutable std::mutex m_;
+  std::ostringstream lines_;
+};
+
 template <class O>
-typename trainer_of<O>::options options(O optimizer, std::chrono::milliseconds startup_timeout = 30s,
+typename trainer_of<O>::options options(O optimizer, std::function<void(std::string_view)> log,
+                                        std::chrono::milliseconds startup_timeout = 30s,
                                         dsgd::compress::selection compression = {}) {
   typename trainer_of<O>::options o;
   o.compression = compression;
@@ -46,7 +70,7 @@ typename trainer_of<O>::options options(O optimizer, std::chrono::milliseconds s
   o.placement = dsgd::placement::partitioned::fixed_size(2);  // w is cut in row slices
   o.serving.step_timeout = 30s;
   o.requests.startup_timeout = startup_timeout;
-  o.connection.log = [](std::string_view) {};
+  o.connection.log = std::move(log);
   return o;
 }
 
@@ -105,6 +129,7 @@ struct run_settings {
 template <class O = dsgd::optim::sgd>
 result run_cluster(const run_settings& r, const std::filesystem::path& dir, O optimizer = dsgd::optim::sgd{0.1f}) {
   auto spec = dsgd::test::loopback_cluster(r.ps, 2);
+  cluster_log said;
   // The ps tasks as servers this test can stop if a worker fails (a launcher would kill them).
   using ps_type = dsgd::server::parameter_server<dsgd::update::sync_average, O>;
   auto start_ps = [&](std::size_t i) {
@@ -113,7 +138,7 @@ result run_cluster(const run_settings& r, const std::filesystem::path& dir, O op
     o.optimizer = optimizer;
     o.compression = r.compression;
     o.serving.step_timeout = 30s;
-    o.connection.log = [](std::string_view) {};
+    o.connection.log = said.sink("ps:" + std::to_string(i));
     return std::make_unique<ps_type>(spec, int(i), o);
   };
   std::vector<std::unique_ptr<ps_type>> servers;
@@ -125,15 +150,22 @@ result run_cluster(const run_settings& r, const std::filesystem::path& dir, O op
     }
   };
   if (r.ps_delay.count() == 0) start_all_ps();
-  std::promise<void> restart;
-  auto restart_requested = restart.get_future();
   result out;
   std::exception_ptr failure;
   std::mutex m;
+  // The chief says once whether ps task 0 is to restart now (true) or it has ended (false).
+  std::promise<bool> chief_news;
+  auto news = chief_news.get_future();
+  bool told = false;
+  auto tell = [&](bool restart) {
+    std::lock_guard lock(m);
+    if (!std::exchange(told, true)) chief_news.set_value(restart);
+  };
   for (int k = 0; k < 2; ++k)
     threads.emplace_back([&, k] {
       try {
-        trainer_of<O> t(spec, {"worker", k}, options(optimizer, r.startup_timeout, r.compression));
+        const auto who = "worker:" + std::to_string(k);
+        trainer_of<O> t(spec, {"worker", k}, options(optimizer, said.sink(who), r.startup_timeout, r.compression));
         auto vars = fresh_variables();
         auto grads = fresh_variables();
         // A session of views trains the same numbers in the worker's own buffers.
@@ -147,10 +179,10 @@ result run_cluster(const run_settings& r, const std::filesystem::path& dir, O op
         h.push_back(std::make_unique<dsgd::train::stop_at_step_hook<cpu>>(r.last));
         h.push_back(std::make_unique<dsgd::train::nan_guard_hook<cpu>>());
         if (k == 0 && r.restart_ps_at) h.push_back(std::make_unique<at_step_hook>(*r.restart_ps_at, [&] {
-          restart.set_value();
+          tell(true);
         }));
         const dsgd::train::session_options so{
-            .checkpoint_dir = dir, .save_checkpoint_steps = 5, .clip_norm = r.clip_norm, .log = [](std::string_view) {}};
+            .checkpoint_dir = dir, .save_checkpoint_steps = 5, .clip_norm = r.clip_norm, .log = said.sink(who + " session")};
         using session_type = dsgd::train::monitored_session<trainer_of<O>>;
         auto s = r.views ? std::make_unique<session_type>(t, own, std::move(h), so)
                          : std::make_unique<session_type>(t, vars, names, std::move(h), so);
@@ -198,16 +230,21 @@ result run_cluster(const run_settings& r, const std::filesystem::path& dir, O op
           out.restored = s->restored_step();
           out.step = s->step();
         }
+      } catch (const std::exception& e) {
+        said.sink("worker:" + std::to_string(k))(std::string("failed: ") + e.what());
+        std::lock_guard lock(m);
+        if (!failure) failure = std::current_exception();
       } catch (...) {
         std::lock_guard lock(m);
         if (!failure) failure = std::current_exception();
       }
+      if (k == 0) tell(false);
     });
   if (r.ps_delay.count() > 0) {
     std::this_thread::sleep_for(r.ps_delay);
     start_all_ps();
   }
-  if (r.restart_ps_at && restart_requested.wait_for(60s) == std::future_status::ready) {
+  if (r.restart_ps_at && news.get()) {
     servers[0]->stop();  // every connection to it breaks, its shards are gone
     ps_threads[0].join();
     std::this_thread::sleep_for(300ms);
@@ -217,7 +254,10 @@ result run_cluster(const run_settings& r, const std::filesystem::path& dir, O op
   for (auto& t : threads) t.join();
   for (auto& s : servers) s->stop();  // already returned after a clean shutdown
   for (auto& t : ps_threads) t.join();
-  if (failure) std::rethrow_exception(failure);
+  if (failure) {
+    BOOST_TEST_MESSAGE("what the cluster's tasks said:\n" << said.str());
+    std::rethrow_exception(failure);
+  }
   return out;
 }
 
@@ -411,7 +451,7 @@ BOOST_AUTO_TEST_CASE(clip_norm_clips_each_push_by_its_global_norm) {
 
 BOOST_AUTO_TEST_CASE(a_bad_clip_norm_is_named) {
   auto spec = dsgd::test::loopback_cluster(1, 1);
-  trainer_of<dsgd::optim::sgd> t(spec, {"worker", 0}, options(dsgd::optim::sgd{0.1f}));
+  trainer_of<dsgd::optim::sgd> t(spec, {"worker", 0}, options(dsgd::optim::sgd{0.1f}, [](std::string_view) {}));
   auto vars = fresh_variables();
   BOOST_CHECK_EXCEPTION(
       dsgd::train::monitored_session<trainer_of<dsgd::optim::sgd>>(t, vars, names, {}, {.clip_norm = -1.f}),

@@ -33,7 +33,7 @@ namespace dsgd::server {
 /// |---|---|---|
 /// | register_worker | control: register_request | ok with the push counts (below), or error (placement mismatch, ...) |
 /// | init_shard (chief) | raw floats: initial values of (variable, shard) | ok |
-/// | wait_ready | none | ok once every shard this ps holds exists |
+/// | wait_ready | none | ok (step = the session stamp) once every shard this ps holds exists and the chief opened a session |
 /// | pull (step = step or clock) | none | pull_reply: raw floats, step = shard step |
 /// | push (step = computed at) | raw floats: gradient | push_applied / push_accumulated / push_dropped |
 /// | sparse_pull (step as pull) | n keys: u64 LE rows of the whole variable | pull_reply: n x dim floats |
@@ -44,6 +44,7 @@ namespace dsgd::server {
 /// | restore (chief; step = checkpoint step) | control: checkpoint_request | ok once the ps holds the checkpoint's values |
 /// | compressed_push (step as push) | a Compressor's payload (compress/) | as push |
 /// | compressed_pull (step as pull) | none | compressed_pull_reply: the shard's values as its agreed pull codec (fp16, bf16) encodes them, 2 bytes each |
+/// | open_session (chief; step = a new session stamp) | none | ok |
 ///
 /// The reply to register_worker carries, for each shard of the request's `layouts` in that
 /// order, a u64 LE: how many pushes (dense or sparse) of this replica the ps has received for
@@ -56,6 +57,12 @@ namespace dsgd::server {
 /// answered with errc::aborted until that worker registers again. It also sets the push counts
 /// to the checkpoint's (those its values hold; 0 in a checkpoint of format version < 3), so a
 /// worker registering after it resumes at the pushes the restored state holds.
+///
+/// Sessions: the chief ends each initialisation or restore with open_session, the same fresh
+/// stamp to every ps task, and a restore closes the session it finds (stamp 0). wait_ready is
+/// answered only within an open session, with its stamp; a worker takes the ps tasks as ready
+/// once they all answer the same stamp. So a worker that re-registers while a chief re-creates
+/// the session after losing a ps does not read one ps task restored and another not yet.
 enum class message : std::uint16_t {
   register_worker = 1,
   init_shard = 2,
@@ -70,6 +77,7 @@ enum class message : std::uint16_t {
   restore = 11,
   compressed_push = 12,
   compressed_pull = 13,
+  open_session = 14,
   reply_ok = 64,
   reply_error = 65,
   pull_reply = 66,
@@ -112,6 +120,7 @@ inline constexpr message_info messages[] = {
     {message::restore, "restore", payload_kind::control},
     {message::compressed_push, "compressed_push", payload_kind::compressed},
     {message::compressed_pull, "compressed_pull", payload_kind::none},
+    {message::open_session, "open_session", payload_kind::none},
     {message::reply_ok, "reply_ok", payload_kind::reply},
     {message::reply_error, "reply_error", payload_kind::reply},
     {message::pull_reply, "pull_reply", payload_kind::reply},

@@ -24,6 +24,7 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <random>
 #include <span>
 #include <string>
 #include <string_view>
@@ -156,14 +157,37 @@ class basic_ps_client {
                        detail::span_buffer(values[s.variable].subspan(s.offset, s.elements)), {}});
     });
     channel_.run(batch);
+    open_session();
   }
 
-  /// Waits until every ps task holds all its shards (the chief has initialised them).
+  /// Waits until every ps task holds all its shards in one session: the chief initialised or
+  /// restored every one of them and then opened the session (protocol.hpp, "Sessions"). Stamps
+  /// that differ (a chief re-creating the session has reached some ps tasks and not yet the
+  /// others) are asked again, with backoff, until they agree.
+  /// @throws dsgd::error errc::timed_out when they still differ after startup_timeout (or the
+  ///         recovery bound), naming each ps task's stamp; what a ps answers past its ready_timeout
   void wait_ready() {
-    std::vector<detail::request> batch;
-    for (std::size_t i = 0; i < ps_tasks(); ++i)
-      batch.push_back({i, detail::header(message::wait_ready, 0, 0, 0), {}, {}});
-    channel_.run(batch);
+    const auto deadline = std::min(channel_.bound(), std::chrono::steady_clock::now() + opts_.requests.startup_timeout);
+    auto backoff = opts_.requests.initial_backoff;
+    while (true) {
+      std::vector<detail::request> batch;
+      for (std::size_t i = 0; i < ps_tasks(); ++i)
+        batch.push_back({i, detail::header(message::wait_ready, 0, 0, 0), {}, {}});
+      const auto replies = channel_.run(batch);
+      const bool agree = std::all_of(replies.begin(), replies.end(),
+                                     [&](const reply& r) { return r.step == replies.front().step; });
+      if (agree) return;
+      const auto now = std::chrono::steady_clock::now();
+      if (now >= deadline) {
+        std::string stamps;
+        for (std::size_t i = 0; i < replies.size(); ++i)
+          stamps += (i ? ", " : "") + named(i) + " " + std::to_string(replies[i].step);
+        throw error(errc::timed_out, me_.to_string() + ": the ps tasks still hold different sessions at the deadline (" +
+                                         stamps + "): a chief's restore or initialisation reached only some of them");
+      }
+      std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(backoff, deadline - now));
+      backoff = std::min(backoff * 2, opts_.requests.max_backoff);
+    }
   }
 
   /// Reads every variable at @p step (sync: the global step; SSP: this worker's clock) straight
@@ -342,7 +366,10 @@ class basic_ps_client {
   /// register again.
   /// @throws dsgd::error what a ps answers: errc::checkpoint_corrupt naming a damaged file,
   ///         errc::not_found or errc::shape_mismatch naming a variable
-  void restore(const std::filesystem::path& dir, std::uint64_t step) { broadcast(message::restore, step, dir); }
+  void restore(const std::filesystem::path& dir, std::uint64_t step) {
+    broadcast(message::restore, step, dir);
+    open_session();
+  }
 
   /// Tells every ps task this worker has no more data (uneven data ends cleanly).
   void finish() { broadcast(message::finish); }
@@ -351,6 +378,15 @@ class basic_ps_client {
   void shutdown_cluster() { broadcast(message::shutdown); }
 
  private:
+  // Chief, once every ps task holds the variables it initialised or restored: opens a session
+  // of a fresh stamp on all of them (protocol.hpp, "Sessions"), which answers their wait_ready.
+  void open_session() {
+    std::random_device entropy;
+    std::uint64_t stamp = 0;
+    while (stamp == 0) stamp = (std::uint64_t{entropy()} << 32) ^ entropy();
+    broadcast(message::open_session, stamp);
+  }
+
   // "ps:1 (10.0.0.2:2222)": how errors name a ps task.
   std::string named(std::size_t i) const {
     return "ps:" + std::to_string(i) + " (" + spec_.address("ps", int(i)).to_string() + ")";

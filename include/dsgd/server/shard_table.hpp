@@ -211,7 +211,8 @@ class shard_table : detail::shard_requests<U, O, D> {
     auto it = this->shards_.find(base::key(variable, shard));
     return it == this->shards_.end() ? nullptr : it->second.get();
   }
-  /// @returns true once every shard of the registered placement exists (wait_ready's condition).
+  /// @returns true once every shard of the registered placement exists (wait_ready also needs a
+  /// session the chief opened: protocol.hpp, "Sessions").
   bool ready() const noexcept { return base::ready(); }
   /// @returns how many requests are parked.
   std::size_t parked() const noexcept { return this->parked_.size(); }
@@ -266,6 +267,10 @@ class shard_table : detail::shard_requests<U, O, D> {
         this->save(s, h);
         return this->reply(out, p, h, message::reply_ok);
       case message::restore: return on_restore(p, s, h, out);
+      case message::open_session:
+        this->session_ = h.step;
+        this->reply(out, p, h, message::reply_ok);
+        return retry_parked(out);
       default: throw error(errc::bad_frame, "unknown message type " + std::to_string(h.type));
     }
   }
@@ -363,8 +368,8 @@ class shard_table : detail::shard_requests<U, O, D> {
       return true;
     }
     if (kind == message::wait_ready) {
-      if (!this->ready()) return false;
-      this->reply(out, p, h, message::reply_ok);
+      if (!this->in_session()) return false;
+      this->reply(out, p, h, message::reply_ok, this->session_);
       return true;
     }
     auto reply = kind == message::sparse_pull ? this->try_pull_rows(this->peers_.at(p), h, rows)

@@ -101,7 +101,7 @@ class client_channel {
   request_parts open_parts() const {
     request_parts f;
     f.deadline = std::min(std::chrono::steady_clock::now() + opts_->requests.request_timeout, bound_);
-    f.losses_seen = table_.connections_failed();
+    f.losses_seen = table_.losses();
     return f;
   }
 
@@ -185,17 +185,19 @@ class client_channel {
     throw *f.first_error;
   }
 
-  /// @returns whether @p f has lost a connection: a part of it failed with its connection, or
-  /// one of this worker's connections to a ps was lost since f was opened, unless it may close
-  /// (closing_). Looks again only when a connection has failed since it last looked, so a wait
-  /// without failures pays one comparison per event.
+  /// @returns whether @p f has lost a connection or its session: a part of it failed with its
+  /// connection or was aborted by a restore (the parts still waiting elsewhere may wait for
+  /// steps that need the pushes the restore discarded), or one of this worker's connections to
+  /// a ps was lost since f was opened, unless it may close (closing_). Looks again only when a
+  /// loss has happened since it last looked, so a wait without failures pays one comparison
+  /// per event.
   bool lost_connection(request_parts& f) {
-    if (f.lost || table_.connections_failed() == f.losses_seen) return f.lost;
-    f.losses_seen = table_.connections_failed();
+    if (f.lost || table_.losses() == f.losses_seen) return f.lost;
+    f.losses_seen = table_.losses();
     f.lost = first_closed() != conns_.size() ||
              std::any_of(f.parts.begin(), f.parts.end(), [this](const request_parts::part& p) {
                const auto* s = p.collected ? nullptr : table_.find(p.ps, p.id);
-               return s && s->state == slot_state::failed && s->code == errc::peer_lost;
+               return s && s->state == slot_state::failed && (s->code == errc::peer_lost || s->code == errc::aborted);
              });
     return f.lost;
   }

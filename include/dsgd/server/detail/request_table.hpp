@@ -108,10 +108,12 @@ class request_table {
   }
 
   /// Request @p id on @p conn failed with @p code and @p what. @returns false (and changes
-  /// nothing) when it is not pending.
+  /// nothing) when it is not pending. errc::aborted (a restore re-created the session) counts
+  /// as a loss (losses()): the session this worker's other requests belong to is gone too.
   bool fail(std::size_t conn, std::uint64_t id, error_code code, std::string what) {
     auto it = pending_at(conn, id);
     if (it == slots_[conn].end()) return false;
+    if (code == errc::aborted) ++losses_;
     it->second.code = code;
     it->second.what = std::move(what);
     complete(conn, it, slot_state::failed);
@@ -122,7 +124,7 @@ class request_table {
   /// @p what; other connections' requests, and answers already in, stay as they are.
   /// @returns how many requests it failed.
   std::size_t fail_connection(std::size_t conn, error_code code, const std::string& what) {
-    ++connections_failed_;
+    ++losses_;
     std::size_t n = 0;
     auto& m = slots_[conn];
     for (auto it = m.begin(); it != m.end();) {
@@ -178,9 +180,9 @@ class request_table {
   /// @returns how many slots connection @p conn holds (pending or not yet taken).
   std::size_t size(std::size_t conn) const noexcept { return slots_[conn].size(); }
 
-  /// @returns how many times fail_connection() was called: a wait notes it to learn cheaply
-  /// whether a connection failed meanwhile.
-  std::size_t connections_failed() const noexcept { return connections_failed_; }
+  /// @returns how many connections failed (fail_connection()) and requests were aborted by a
+  /// restore (fail()): a wait notes it to learn cheaply whether either happened meanwhile.
+  std::size_t losses() const noexcept { return losses_; }
 
  private:
   using map = std::unordered_map<std::uint64_t, request_slot>;
@@ -199,7 +201,7 @@ class request_table {
   }
 
   std::vector<map> slots_;
-  std::size_t connections_failed_ = 0;
+  std::size_t losses_ = 0;
 };
 
 /// The requests one operation (a pull, a push, a control broadcast) sent, in the order sent,
@@ -220,8 +222,8 @@ struct request_parts {
   std::optional<dsgd::error> first_error;           ///< the first failure collected
   std::uint64_t lowest_step = ~std::uint64_t{0};    ///< the lowest step answered
   std::size_t dropped = 0;                          ///< answers that were push_dropped
-  bool lost = false;                                ///< it lost a connection (client_channel::collect)
-  std::size_t losses_seen = 0;                      ///< request_table::connections_failed() when last looked
+  bool lost = false;                                ///< it lost a connection or its session (client_channel::collect)
+  std::size_t losses_seen = 0;                      ///< request_table::losses() when last looked
 
   /// @returns whether some answer is still to be collected.
   bool pending() const noexcept {
@@ -232,7 +234,7 @@ struct request_parts {
   void settle(part& p, request_slot&& s) {
     p.collected = true;
     if (s.state == slot_state::failed) {
-      lost = lost || s.code == errc::peer_lost;
+      lost = lost || s.code == errc::peer_lost || s.code == errc::aborted;
       if (!first_error) first_error.emplace(s.code, std::move(s.what));
       return;
     }

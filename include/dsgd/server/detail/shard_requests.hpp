@@ -66,6 +66,8 @@ class shard_requests {
   std::uint64_t global_step() const { return shards_.empty() ? 0 : shards_.begin()->second->step(); }
   // Ready once a registration said how many shards it holds (a placement may leave it none).
   bool ready() const { return placed_ && shards_.size() >= expected_shards_; }
+  // wait_ready's condition: ready, in a session the chief opened since the last restore.
+  bool in_session() const { return ready() && session_ != 0; }
 
   template <class S>
   void reply(S& out, peer_id p, const transport::frame_header& request, message type) {
@@ -350,6 +352,7 @@ class shard_requests {
       it->second->restore(state);
     }
     received_ = std::move(pushes);
+    session_ = 0;  // until the chief opens the next, once every ps task holds the checkpoint
     log(self_ + " restored checkpoint " + std::to_string(h.step) + " from " + dir.string() + " (" +
         std::to_string(states.size()) + " shards)" + (recreated ? "; workers register again" : "") +
         (reader.format_version() < 3 ? "; it holds no push counts (format version < 3): they start at 0" : ""));
@@ -373,6 +376,10 @@ class shard_requests {
   }
 
   std::string why_waiting(const parked_request& r) const {
+    if (r.kind == message::wait_ready && ready())
+      return self_ + ": every shard exists, but no chief opened a session before the deadline" +
+             (restored_step_ ? " since the restore of checkpoint " + std::to_string(restored_step_) : std::string()) +
+             " (did the chief fail while restoring the other ps tasks?)";
     if (r.kind == message::wait_ready)
       return self_ + ": variables not initialised before the deadline (" + std::to_string(shards_.size()) + " of " +
              (placed_ ? std::to_string(expected_shards_) : std::string("?")) +
@@ -405,6 +412,7 @@ class shard_requests {
   bool placed_ = false;  // a registration has set placement_, fingerprint_ and expected_shards_
   std::uint64_t generation_ = 0;     // restores so far
   std::uint64_t restored_step_ = 0;  // the checkpoint step of the last restore
+  std::uint64_t session_ = 0;        // the stamp of the chief's open_session; 0: none open
   bool chief_seen_ = false;          // a chief has registered
 };
 

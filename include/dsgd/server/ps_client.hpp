@@ -7,6 +7,7 @@
 #pragma once
 
 #include <dsgd/detail/log.hpp>
+#include <dsgd/detail/retry.hpp>
 #include <dsgd/placement/plan.hpp>
 #include <dsgd/server/client_operations.hpp>
 #include <dsgd/server/client_options.hpp>
@@ -14,6 +15,7 @@
 #include <dsgd/server/detail/client_routing.hpp>
 #include <dsgd/server/detail/push_counts.hpp>
 #include <dsgd/server/detail/request_table.hpp>
+#include <dsgd/server/detail/session.hpp>
 #include <dsgd/server/protocol.hpp>
 #include <dsgd/server/residuals.hpp>
 #include <dsgd/transport/asio_tcp_policy.hpp>
@@ -24,11 +26,9 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
-#include <random>
 #include <span>
 #include <string>
 #include <string_view>
-#include <thread>
 #include <utility>
 #include <vector>
 
@@ -77,38 +77,32 @@ class basic_ps_client {
   ///         (and address) not reached; errc::handshake_failed when a ps rejects the token
   void connect() {
     const auto bound = channel_.bound();
-    auto deadline = std::min(std::chrono::steady_clock::now() + opts_.requests.startup_timeout, bound);
+    const auto deadline = std::min(std::chrono::steady_clock::now() + opts_.requests.startup_timeout, bound);
     std::vector<std::size_t> missing = channel_.disconnected();
     std::vector<int> handshake_failures(ps_tasks(), 0);
-    auto backoff = opts_.requests.initial_backoff;
     std::string last_error;
-    while (true) {
-      std::vector<std::size_t> still;
-      for (auto i : missing) {
+    auto attempt = [&] {
+      std::erase_if(missing, [&](std::size_t i) {
         const auto ec = channel_.connect(i);
-        if (!ec) continue;
+        if (!ec) return true;
         // A ps that rejects our token closes the handshake; so does one dying or just
         // restarting while we connect. Three in a row is a rejection; fewer is retried.
         if (ec == errc::handshake_failed && ++handshake_failures[i] >= 3)
           throw error(ec, me_.to_string() + ": " + named(i) + " rejected the handshake " +
                               std::to_string(handshake_failures[i]) + " times: " + ec.message());
         last_error = ec.message();
-        still.push_back(i);
-      }
-      missing = std::move(still);
-      if (missing.empty()) return;
-      if (std::chrono::steady_clock::now() + backoff > deadline) {
-        std::string names;
-        for (auto i : missing) names += (names.empty() ? "" : ", ") + named(i);
-        throw error(errc::peer_unreachable, me_.to_string() + ": could not reach " + names + " within " +
-                                                (deadline == bound ? std::string("the recovery deadline")
-                                                                   : std::to_string(opts_.requests.startup_timeout.count()) +
-                                                                         " ms") +
-                                                " (last error: " + last_error + ")");
-      }
-      std::this_thread::sleep_for(backoff);
-      backoff = std::min(backoff * 2, opts_.requests.max_backoff);
-    }
+        return false;
+      });
+      return missing.empty();
+    };
+    if (dsgd::detail::retry_until(deadline, opts_.requests.initial_backoff, opts_.requests.max_backoff, attempt)) return;
+    std::string names;
+    for (auto i : missing) names += (names.empty() ? "" : ", ") + named(i);
+    throw error(errc::peer_unreachable,
+                me_.to_string() + ": could not reach " + names + " within " +
+                    (deadline == bound ? std::string("the recovery deadline")
+                                       : std::to_string(opts_.requests.startup_timeout.count()) + " ms") +
+                    " (last error: " + last_error + ")");
   }
 
   /// Tells every ps task who this worker is and the placement it computed; a ps holding a
@@ -157,37 +151,17 @@ class basic_ps_client {
                        detail::span_buffer(values[s.variable].subspan(s.offset, s.elements)), {}});
     });
     channel_.run(batch);
-    open_session();
+    broadcast(message::open_session, detail::new_session_stamp());
   }
 
-  /// Waits until every ps task holds all its shards in one session: the chief initialised or
-  /// restored every one of them and then opened the session (protocol.hpp, "Sessions"). Stamps
-  /// that differ (a chief re-creating the session has reached some ps tasks and not yet the
-  /// others) are asked again, with backoff, until they agree.
-  /// @throws dsgd::error errc::timed_out when they still differ after startup_timeout (or the
-  ///         recovery bound), naming each ps task's stamp; what a ps answers past its ready_timeout
+  /// Waits until every ps task answers wait_ready with the same session stamp (protocol.hpp,
+  /// "Sessions"; detail::await_one_session). @throws dsgd::error errc::timed_out naming each
+  /// stamp past startup_timeout (or the recovery bound); what a ps answers past ready_timeout
   void wait_ready() {
-    const auto deadline = std::min(channel_.bound(), std::chrono::steady_clock::now() + opts_.requests.startup_timeout);
-    auto backoff = opts_.requests.initial_backoff;
-    while (true) {
-      std::vector<detail::request> batch;
-      for (std::size_t i = 0; i < ps_tasks(); ++i)
-        batch.push_back({i, detail::header(message::wait_ready, 0, 0, 0), {}, {}});
-      const auto replies = channel_.run(batch);
-      const bool agree = std::all_of(replies.begin(), replies.end(),
-                                     [&](const reply& r) { return r.step == replies.front().step; });
-      if (agree) return;
-      const auto now = std::chrono::steady_clock::now();
-      if (now >= deadline) {
-        std::string stamps;
-        for (std::size_t i = 0; i < replies.size(); ++i)
-          stamps += (i ? ", " : "") + named(i) + " " + std::to_string(replies[i].step);
-        throw error(errc::timed_out, me_.to_string() + ": the ps tasks still hold different sessions at the deadline (" +
-                                         stamps + "): a chief's restore or initialisation reached only some of them");
-      }
-      std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(backoff, deadline - now));
-      backoff = std::min(backoff * 2, opts_.requests.max_backoff);
-    }
+    detail::await_one_session([this] { return broadcast(message::wait_ready); },
+                              [this](std::size_t i) { return named(i); }, me_.to_string(),
+                              std::min(channel_.bound(), std::chrono::steady_clock::now() + opts_.requests.startup_timeout),
+                              opts_.requests.initial_backoff, opts_.requests.max_backoff);
   }
 
   /// Reads every variable at @p step (sync: the global step; SSP: this worker's clock) straight
@@ -323,11 +297,9 @@ class basic_ps_client {
     for (auto& g : groups)
       batch.push_back({g.ps, detail::header(message::sparse_pull, variable, g.index, step), detail::key_buffer(g, keys),
                        detail::rows_destination(g, out, dim)});
-    auto replies = channel_.run(batch);
+    auto replies = channel_.run(batch);  // one per shard of the variable: never none
     detail::scatter_rows(groups, out, dim);
-    std::uint64_t lowest = ~std::uint64_t{0};
-    for (const auto& r : replies) lowest = std::min(lowest, r.step);
-    return lowest;
+    return std::ranges::min(replies, {}, &reply::step).step;
   }
 
   /// Sends the gradient rows @p grads (keys.size() x dim floats, row i for row keys[i] of
@@ -360,15 +332,14 @@ class basic_ps_client {
   /// checkpoint::saver::commit() makes it a checkpoint.
   void save(const std::filesystem::path& dir, std::uint64_t step) { broadcast(message::save, step, dir); }
 
-  /// Chief only: every ps task replaces its shards with checkpoint @p step in @p dir (read by
-  /// name and range, so the checkpoint may come from another number of ps tasks). This
-  /// re-creates the session: other workers' requests fail with errc::aborted until they
-  /// register again.
+  /// Chief only: every ps task replaces its shards with checkpoint @p step in @p dir (read by name
+  /// and range: it may come from another number of ps tasks), then a new session opens on all;
+  /// other workers' requests fail with errc::aborted until they register again.
   /// @throws dsgd::error what a ps answers: errc::checkpoint_corrupt naming a damaged file,
   ///         errc::not_found or errc::shape_mismatch naming a variable
   void restore(const std::filesystem::path& dir, std::uint64_t step) {
     broadcast(message::restore, step, dir);
-    open_session();
+    broadcast(message::open_session, detail::new_session_stamp());
   }
 
   /// Tells every ps task this worker has no more data (uneven data ends cleanly).
@@ -378,21 +349,13 @@ class basic_ps_client {
   void shutdown_cluster() { broadcast(message::shutdown); }
 
  private:
-  // Chief, once every ps task holds the variables it initialised or restored: opens a session
-  // of a fresh stamp on all of them (protocol.hpp, "Sessions"), which answers their wait_ready.
-  void open_session() {
-    std::random_device entropy;
-    std::uint64_t stamp = 0;
-    while (stamp == 0) stamp = (std::uint64_t{entropy()} << 32) ^ entropy();
-    broadcast(message::open_session, stamp);
-  }
-
   // "ps:1 (10.0.0.2:2222)": how errors name a ps task.
   std::string named(std::size_t i) const {
     return "ps:" + std::to_string(i) + " (" + spec_.address("ps", int(i)).to_string() + ")";
   }
 
-  void broadcast(message type, std::uint64_t step = 0, const std::filesystem::path& dir = {}) {
+  // Sends @p type to every ps task (with @p dir: a checkpoint_request). @returns the answers.
+  std::vector<reply> broadcast(message type, std::uint64_t step = 0, const std::filesystem::path& dir = {}) {
     const std::string body = dir.empty() ? std::string() : encode_control(checkpoint_request{dir.string()});
     std::vector<detail::request> batch;
     for (std::size_t i = 0; i < ps_tasks(); ++i) {
@@ -400,7 +363,7 @@ class basic_ps_client {
       if (!body.empty()) r.h.flags = transport::frame_flags::control;
       batch.push_back(r);
     }
-    channel_.run(batch);
+    return channel_.run(batch);
   }
 
   // Exactly-once counting. Sends a push (one request per shard, shards[k] the plan index of
@@ -415,8 +378,7 @@ class basic_ps_client {
       if (!skip_received || received_.lacks(shards[k], lowest)) missing.push_back(batch[k]);
     auto replies = channel_.run(missing);
     received_.count(shards, skip_received, lowest);
-    const auto dropped = [](const reply& r) { return r.type == message::push_dropped; };
-    return static_cast<std::size_t>(std::count_if(replies.begin(), replies.end(), dropped));
+    return static_cast<std::size_t>(std::ranges::count(replies, message::push_dropped, &reply::type));
   }
   // Pushes are counted, and encoded, per shard of @p plan (afresh for a plan of another size).
   void track(const placement::plan& plan) {

@@ -113,15 +113,12 @@ class shard_table : detail::shard_requests<U, O, D> {
     if (replica >= this->replicas_ || this->finished_.contains(replica) || connected(replica, out)) return;
     if (!this->absent_.refused(replica, task, why)) return;
     this->log(this->self_ + ": " + task + " (replica " + std::to_string(replica) + ") was refused at authentication: " + why);
-    for (auto it = this->parked_.begin(); it != this->parked_.end();) {
-      if ((it->kind != message::pull && it->kind != message::compressed_pull && it->kind != message::sparse_pull) ||
-          !stalled_by_refusals()) {
-        ++it;
-        continue;
-      }
-      this->reply_error(out, it->from, it->request, make_error_code(errc::handshake_failed), cannot_complete(it->request));
-      it = this->parked_.erase(it);
-    }
+    if (!stalled_by_refusals()) return;
+    std::erase_if(this->parked_, [&](const auto& r) {
+      if (r.kind != message::pull && r.kind != message::compressed_pull && r.kind != message::sparse_pull) return false;
+      this->reply_error(out, r.from, r.request, make_error_code(errc::handshake_failed), cannot_complete(r.request));
+      return true;
+    });
   }
 
   /// Where the payload of @p h from @p p goes: straight into the buffer that will use it,
@@ -211,20 +208,17 @@ class shard_table : detail::shard_requests<U, O, D> {
     auto it = this->shards_.find(base::key(variable, shard));
     return it == this->shards_.end() ? nullptr : it->second.get();
   }
-  /// @returns true once every shard of the registered placement exists (wait_ready also needs a
-  /// session the chief opened: protocol.hpp, "Sessions").
+  /// @returns true once every shard of the registered placement exists.
   bool ready() const noexcept { return base::ready(); }
   /// @returns how many requests are parked.
   std::size_t parked() const noexcept { return this->parked_.size(); }
   /// @returns how many restores have re-created the session.
-  std::uint64_t generation() const noexcept { return this->generation_; }
+  std::uint64_t generation() const noexcept { return this->session_.generation(); }
   /// @returns true once a chief has registered.
   bool chief_registered() const noexcept { return this->chief_seen_; }
   /// @returns true while a registered chief is connected.
   bool chief_connected() const noexcept {
-    for (const auto& [p, s] : this->peers_)
-      if (s.chief) return true;
-    return false;
+    return std::ranges::any_of(this->peers_, [](const auto& peer) { return peer.second.chief; });
   }
   /// @returns true when @p p's replica has finished (its connection may end cleanly).
   bool finished(peer_id p) const {
@@ -242,7 +236,7 @@ class shard_table : detail::shard_requests<U, O, D> {
     const message kind = *s.kind;
     if (kind != message::register_worker && !s.registered)
       throw error(errc::invalid_argument, std::string(to_string(kind)) + " before register_worker");
-    if (kind != message::register_worker && s.generation != this->generation_) throw this->aborted(s);
+    if (kind != message::register_worker && s.generation != this->session_.generation()) throw this->aborted(s);
     switch (kind) {
       case message::register_worker: return on_register(p, s, h, out);
       case message::init_shard:
@@ -268,7 +262,7 @@ class shard_table : detail::shard_requests<U, O, D> {
         return this->reply(out, p, h, message::reply_ok);
       case message::restore: return on_restore(p, s, h, out);
       case message::open_session:
-        this->session_ = h.step;
+        this->session_.open(h.step);
         this->reply(out, p, h, message::reply_ok);
         return retry_parked(out);
       default: throw error(errc::bad_frame, "unknown message type " + std::to_string(h.type));
@@ -308,21 +302,17 @@ class shard_table : detail::shard_requests<U, O, D> {
 
   template <reply_sink S>
   void on_restore(peer_id p, peer_state& s, const transport::frame_header& h, S& out) {
-    const bool recreated = this->restore(s, h);
+    this->restore(s, h);
     this->reply(out, p, h, message::reply_ok);
-    if (recreated) {
-      // Requests of workers registered before the restore read values that are gone.
-      for (auto it = this->parked_.begin(); it != this->parked_.end();) {
-        const auto& from = this->peers_.at(it->from);
-        if (from.generation == this->generation_) {
-          ++it;
-          continue;
-        }
-        auto e = this->aborted(from);
-        this->reply_error(out, it->from, it->request, e.code(), e.what());
-        it = this->parked_.erase(it);
-      }
-    }
+    // Requests of workers registered before a restore that re-created the session read values
+    // that are gone (none are parked after a restore onto a fresh ps task).
+    std::erase_if(this->parked_, [&](const auto& r) {
+      const auto& from = this->peers_.at(r.from);
+      if (from.generation == this->session_.generation()) return false;
+      const auto e = this->aborted(from);
+      this->reply_error(out, r.from, r.request, e.code(), e.what());
+      return true;
+    });
     retry_parked(out);
   }
 
@@ -342,9 +332,9 @@ class shard_table : detail::shard_requests<U, O, D> {
 
   template <reply_sink S>
   bool connected(std::size_t replica, const S& out) const {
-    for (const auto& [q, s] : this->peers_)
-      if (s.registered && s.replica == replica && out.is_open(q)) return true;
-    return false;
+    return std::ranges::any_of(this->peers_, [&](const auto& peer) {
+      return peer.second.registered && peer.second.replica == replica && out.is_open(peer.first);
+    });
   }
   // Whether no sync step can complete: more replicas refused at authentication than backups.
   bool stalled_by_refusals() const {
@@ -368,8 +358,8 @@ class shard_table : detail::shard_requests<U, O, D> {
       return true;
     }
     if (kind == message::wait_ready) {
-      if (!this->in_session()) return false;
-      this->reply(out, p, h, message::reply_ok, this->session_);
+      if (!this->ready() || !this->session_.is_open()) return false;  // answered in a session only
+      this->reply(out, p, h, message::reply_ok, this->session_.stamp());
       return true;
     }
     auto reply = kind == message::sparse_pull ? this->try_pull_rows(this->peers_.at(p), h, rows)
@@ -380,11 +370,7 @@ class shard_table : detail::shard_requests<U, O, D> {
   }
 
   shard_type& pulled_shard(const transport::frame_header& h) {
-    auto it = this->shards_.find(base::key(h.variable, h.shard));
-    if (it == this->shards_.end())
-      throw error(errc::not_found, "pull of variable " + std::to_string(h.variable) + " shard " +
-                                       std::to_string(h.shard) + ", which " + this->self_ + " does not hold");
-    return *it->second;
+    return detail::pulled_shard(this->shards_, base::key(h.variable, h.shard), h, this->self_);
   }
 
   // A pull's reply if the rule lets @p s read now.

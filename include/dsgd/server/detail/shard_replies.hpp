@@ -8,6 +8,7 @@
 // IWYU pragma: private, include <dsgd/server/shard_table.hpp>
 #pragma once
 
+#include <dsgd/error.hpp>
 #include <dsgd/server/protocol.hpp>
 #include <dsgd/transport/frame.hpp>
 #include <dsgd/update/concepts.hpp>
@@ -17,6 +18,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <string>
 #include <vector>
 
 namespace dsgd::server::detail {
@@ -30,6 +32,17 @@ inline transport::frame_header reply_header(const transport::frame_header& reque
   h.shard = request.shard;
   h.step = request.step;
   return h;
+}
+
+/// @returns the shard a pull of @p h asks for, among @p shards (by @p key) of ps task @p self.
+/// @throws dsgd::error errc::not_found naming the shard when @p self does not hold it
+template <class Shards>
+auto& pulled_shard(Shards& shards, std::uint64_t key, const transport::frame_header& h, const std::string& self) {
+  auto it = shards.find(key);
+  if (it == shards.end())
+    throw error(errc::not_found, "pull of variable " + std::to_string(h.variable) + " shard " +
+                                     std::to_string(h.shard) + ", which " + self + " does not hold");
+  return *it->second;
 }
 
 /// The reply to a pull of @p shard by @p replica at @p step, under @p header (a pull_reply

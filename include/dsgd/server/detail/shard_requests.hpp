@@ -14,6 +14,7 @@
 #include <dsgd/device/cpu.hpp>
 #include <dsgd/server/detail/absent_replicas.hpp>
 #include <dsgd/server/detail/membership.hpp>
+#include <dsgd/server/detail/session.hpp>
 #include <dsgd/server/detail/shard_checkpoint.hpp>
 #include <dsgd/server/detail/sparse_layout.hpp>
 #include <dsgd/server/detail/shard_replies.hpp>
@@ -66,8 +67,6 @@ class shard_requests {
   std::uint64_t global_step() const { return shards_.empty() ? 0 : shards_.begin()->second->step(); }
   // Ready once a registration said how many shards it holds (a placement may leave it none).
   bool ready() const { return placed_ && shards_.size() >= expected_shards_; }
-  // wait_ready's condition: ready, in a session the chief opened since the last restore.
-  bool in_session() const { return ready() && session_ != 0; }
 
   template <class S>
   void reply(S& out, peer_id p, const transport::frame_header& request, message type) {
@@ -150,19 +149,12 @@ class shard_requests {
     return whole.subspan(static_cast<std::size_t>(h.chunk_offset), static_cast<std::size_t>(h.payload_length));
   }
 
-  // The shard layout a sparse request names, checked as far as the header allows.
-  // @throws dsgd::error naming the request, the variable and this ps
+  // The shard layout a sparse request names (detail::sparse_request_shard).
   const shard_layout& sparse_shard(const peer_state& s, message kind, const transport::frame_header& h) const {
-    const char* what = to_string(kind);
-    if (!s.registered) throw error(errc::invalid_argument, std::string(what) + " before register_worker");
-    auto l = layouts_.find(key(h.variable, h.shard));
-    auto sh = shards_.find(key(h.variable, h.shard));
-    if (l == layouts_.end() || sh == shards_.end())
-      throw error(errc::not_found, std::string(what) + " of variable " + std::to_string(h.variable) + " shard " +
-                                       std::to_string(h.shard) + ", which " + self_ +
-                                       (l == layouts_.end() ? " does not hold" : " holds but was not initialised"));
-    check_sparse_shard(kind, l->second, sh->second->size(), self_);
-    return l->second;
+    const auto l = layouts_.find(key(h.variable, h.shard));
+    const auto sh = shards_.find(key(h.variable, h.shard));
+    return sparse_request_shard(kind, h, s.registered, l == layouts_.end() ? nullptr : &l->second,
+                                sh == shards_.end() ? std::nullopt : std::optional(sh->second->size()), self_);
   }
 
   // --- requests -----------------------------------------------------------------------------
@@ -200,7 +192,7 @@ class shard_requests {
     members_.joined(r.replica, r.task, global_step());
     s.chief = r.chief;
     if (r.chief) chief_seen_ = true;
-    s.generation = generation_;
+    s.generation = session_.generation();
     auto counts = std::make_shared<std::vector<std::uint64_t>>();
     for (const auto& l : r.layouts) counts->push_back(to_le(pushes_received(key(l.variable, l.shard), r.replica)));
     return counts;
@@ -230,7 +222,7 @@ class shard_requests {
   void push_chunk(peer_state& s, const transport::frame_header& h) {
     if constexpr (update::streams_pushes<shard_type>) {
       if (h.chunk_offset == 0)
-        s.streaming = opts_.serving.apply_in_chunks && s.registered && s.generation == generation_ && !s.shared_memory;
+        s.streaming = opts_.serving.apply_in_chunks && s.registered && s.generation == session_.generation() && !s.shared_memory;
       if (!s.streaming) return;
       if (h.chunk_offset % sizeof(float) != 0 || h.payload_length % sizeof(float) != 0) {
         s.streaming = false;
@@ -328,10 +320,10 @@ class shard_requests {
     write_shard_checkpoint(dir, h.step, ps_index_, ps_tasks_, held, pushes);
   }
 
-  // Overwrites (or creates) every shard this task holds from checkpoint h.step; over existing
-  // shards it starts a new generation (@returns true), aborting requests of workers registered
-  // before it, while @p s, which asked for it, belongs to the new one.
-  bool restore(peer_state& s, const transport::frame_header& h) {
+  // Overwrites (or creates) every shard this task holds from checkpoint h.step and closes the
+  // session; over existing shards it starts a new generation, whose requests of workers
+  // registered before it are aborted, while @p s, which asked for it, belongs to the new one.
+  void restore(peer_state& s, const transport::frame_header& h) {
     auto dir = checkpoint_directory(s.control, "restore");
     checkpoint::checkpoint_reader reader(dir, h.step);  // verifies every file and checksum
     typename O::template state<D> probe(device_, 0);
@@ -352,21 +344,14 @@ class shard_requests {
       it->second->restore(state);
     }
     received_ = std::move(pushes);
-    session_ = 0;  // until the chief opens the next, once every ps task holds the checkpoint
     log(self_ + " restored checkpoint " + std::to_string(h.step) + " from " + dir.string() + " (" +
         std::to_string(states.size()) + " shards)" + (recreated ? "; workers register again" : "") +
         (reader.format_version() < 3 ? "; it holds no push counts (format version < 3): they start at 0" : ""));
-    if (!recreated) return false;
-    ++generation_;
-    restored_step_ = h.step;
-    s.generation = generation_;
-    return true;
+    session_.restored(h.step, recreated);  // closed until the chief opens the next
+    s.generation = session_.generation();
   }
 
-  dsgd::error aborted(const peer_state& s) const {
-    return error(errc::aborted, self_ + " restored checkpoint " + std::to_string(restored_step_) + " after " +
-                                    s.identity + " registered: register again and read the variables anew");
-  }
+  dsgd::error aborted(const peer_state& s) const { return session_.aborted(self_, s.identity); }
 
   std::string unfinished() const {
     std::string out;
@@ -376,10 +361,7 @@ class shard_requests {
   }
 
   std::string why_waiting(const parked_request& r) const {
-    if (r.kind == message::wait_ready && ready())
-      return self_ + ": every shard exists, but no chief opened a session before the deadline" +
-             (restored_step_ ? " since the restore of checkpoint " + std::to_string(restored_step_) : std::string()) +
-             " (did the chief fail while restoring the other ps tasks?)";
+    if (r.kind == message::wait_ready && ready()) return session_.not_opened(self_);
     if (r.kind == message::wait_ready)
       return self_ + ": variables not initialised before the deadline (" + std::to_string(shards_.size()) + " of " +
              (placed_ ? std::to_string(expected_shards_) : std::string("?")) +
@@ -410,9 +392,7 @@ class shard_requests {
   std::uint64_t fingerprint_ = 0;
   std::size_t expected_shards_ = 0;
   bool placed_ = false;  // a registration has set placement_, fingerprint_ and expected_shards_
-  std::uint64_t generation_ = 0;     // restores so far
-  std::uint64_t restored_step_ = 0;  // the checkpoint step of the last restore
-  std::uint64_t session_ = 0;        // the stamp of the chief's open_session; 0: none open
+  ps_session session_;               // generation, last restore, the chief's open session
   bool chief_seen_ = false;          // a chief has registered
 };
 

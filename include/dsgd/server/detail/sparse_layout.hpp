@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -46,6 +47,22 @@ inline void check_sparse_shard(message what, const shard_layout& l, std::size_t 
   if (l.row_elements() == 0 || l.rows * l.row_elements() != shard_floats)
     throw error(errc::shape_mismatch, prefix + ": the shard holds " + std::to_string(shard_floats) + " floats, not " +
                                           std::to_string(l.rows) + " rows of " + std::to_string(l.row_elements()));
+}
+
+/// The layout of the shard sparse request @p what (header @p h) names, checked as far as the
+/// header allows: from a registered peer (@p registered), of a shard ps task @p where holds
+/// (@p l: its layout, nullptr if none) and has initialised (@p shard_floats: its size, if so),
+/// and as check_sparse_shard(). @throws dsgd::error naming the request, the shard and @p where
+inline const shard_layout& sparse_request_shard(message what, const transport::frame_header& h, bool registered,
+                                                const shard_layout* l, std::optional<std::size_t> shard_floats,
+                                                std::string_view where) {
+  if (!registered) throw error(errc::invalid_argument, std::string(to_string(what)) + " before register_worker");
+  if (!l || !shard_floats)
+    throw error(errc::not_found, std::string(to_string(what)) + " of variable " + std::to_string(h.variable) +
+                                     " shard " + std::to_string(h.shard) + ", which " + std::string(where) +
+                                     (!l ? " does not hold" : " holds but was not initialised"));
+  check_sparse_shard(what, *l, *shard_floats, where);
+  return *l;
 }
 
 /// @returns the number of keys of sparse request @p what whose whole payload is @p total_bytes

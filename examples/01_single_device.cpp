@@ -60,10 +60,9 @@ int main(int argc, char** argv) {
 #if DSGD_HAS_CUDA
       add_and_multiply_on(dsgd::device::cuda(spec.index));
 #else
-      throw dsgd::error(dsgd::errc::device_unavailable,
-                        "device \"" + device_string +
-                            "\": this build has no CUDA support (configure with "
-                            "-DDSGD_ENABLE_CUDA=ON)");
+      throw dsgd::error(dsgd::errc::device_unavailable, "device \"" + device_string +
+                                                            "\": this build has no CUDA support (configure with "
+                                                            "-DDSGD_ENABLE_CUDA=ON)");
 #endif
     }
   } catch (const dsgd::error& e) {

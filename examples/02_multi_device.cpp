@@ -47,7 +47,7 @@ using holder_shard = dsgd::update::sync_average::shard<cpu, optimizer>;
 struct settings {
   std::string model = "mlp";
   std::string devices = "cpu";
-  std::size_t replicas = 2;     // cpu: threads; cuda: replicas over the GPUs (given, else one per GPU)
+  std::size_t replicas = 2;  // cpu: threads; cuda: replicas over the GPUs (given, else one per GPU)
   bool replicas_given = false;
   std::size_t epochs = 12;
   std::size_t batch = 64;
@@ -177,8 +177,8 @@ int train_on(const settings& s) {
     return train<typename Model::template on<dsgd::device::cuda>>(s, gpus);
   }
 #endif
-  throw dsgd::error(dsgd::errc::device_unavailable,
-                    "--devices " + s.devices + ": expected cpu" + (DSGD_HAS_CUDA ? " or cuda" : " (this build has no CUDA)"));
+  throw dsgd::error(dsgd::errc::device_unavailable, "--devices " + s.devices + ": expected cpu" +
+                                                        (DSGD_HAS_CUDA ? " or cuda" : " (this build has no CUDA)"));
 }
 
 }  // namespace

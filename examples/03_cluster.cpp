@@ -30,9 +30,9 @@
 // Every worker trains until the global step reaches --epochs epochs of the schedule (about
 // one pass over the training set each), so a straggler stops with the others; the chief
 // evaluates the test accuracy each time the global step crosses an epoch.
+#include <dsgd/cluster/cores.hpp>
 #include <dsgd/compress/selection.hpp>
 #include <dsgd/data/fashion_mnist.hpp>
-#include <dsgd/cluster/cores.hpp>
 #include <dsgd/model/blas.hpp>
 #include <dsgd/model/mlp.hpp>
 #include <dsgd/model/softmax_regression.hpp>
@@ -76,18 +76,18 @@ struct settings {
   std::string rule = "sync";
   std::string model = "mlp";
   std::vector<std::size_t> hidden{256, 128};  // the MLP's hidden widths
-  std::uint64_t seed = 0;  // the initial weights' seed; worker k shuffles with 1000 + k + 100 * seed
-  std::size_t local_steps = 8;  // --rule local: local steps between averages
+  std::uint64_t seed = 0;                     // the initial weights' seed; worker k shuffles with 1000 + k + 100 * seed
+  std::size_t local_steps = 8;                // --rule local: local steps between averages
   std::size_t epochs = 12;
   std::size_t batch = 64;
   float lr = 0.05f;
   float momentum = 0.9f;
   float decay = 0.7f;  // learning rate multiplier per epoch
   double target = 0;
-  std::size_t backup = 0;       // sync: aggregate workers - backup gradients per step
-  std::string slowdown;         // "worker:2=3": that task's steps take 3x its compute time
+  std::size_t backup = 0;  // sync: aggregate workers - backup gradients per step
+  std::string slowdown;    // "worker:2=3": that task's steps take 3x its compute time
   double slowdown_factor = 1;
-  std::string csv;              // the chief writes one line per evaluation here
+  std::string csv;                    // the chief writes one line per evaluation here
   dsgd::cluster::rank_layout layout;  // under mpirun or srun: which ranks are ps tasks, ports
   std::string listen;                 // ps: where to listen ("" the spec's address, "*" any)
   std::size_t ps_threads = 1;         // ps: threads serving its connections
@@ -263,9 +263,15 @@ int run_demo() {
   const auto& b = vars[1];
   std::fflush(stdout);
   switch (t.replica() % 3) {
-    case 0: std::printf("w + b =\n%s\n", dsgd::to_string(w + b).c_str()); break;
-    case 1: std::printf("w * b =\n%s\n", dsgd::to_string(w * b).c_str()); break;
-    default: std::printf("w / b =\n%s\n", dsgd::to_string(w / b).c_str()); break;
+    case 0:
+      std::printf("w + b =\n%s\n", dsgd::to_string(w + b).c_str());
+      break;
+    case 1:
+      std::printf("w * b =\n%s\n", dsgd::to_string(w * b).c_str());
+      break;
+    default:
+      std::printf("w / b =\n%s\n", dsgd::to_string(w / b).c_str());
+      break;
   }
   std::fflush(stdout);
   t.finish();
@@ -275,9 +281,9 @@ int run_demo() {
 // The chief's record of one evaluation, printed and (with --csv) appended to a file.
 struct evaluation {
   std::size_t epoch;
-  double seconds;       // wall time since the variables were ready
-  std::uint64_t step;   // global step of the values evaluated
-  double loss;          // the chief's mean training loss since the previous evaluation
+  double seconds;      // wall time since the variables were ready
+  std::uint64_t step;  // global step of the values evaluated
+  double loss;         // the chief's mean training loss since the previous evaluation
   double accuracy;
   double eval_seconds;  // how long the evaluation itself took (in `seconds`)
 };
@@ -290,7 +296,9 @@ class csv_log {
     if (!file_)
       throw dsgd::error(dsgd::errc::invalid_argument,
                         "--csv " + s.csv + ": cannot open for writing: " + std::strerror(errno));
-    std::fprintf(file_, "rule,workers,backup,slowdown,epoch,wall_s,global_step,steps_per_s,train_loss,test_accuracy,eval_s,examples_per_step\n");
+    std::fprintf(file_,
+                 "rule,workers,backup,slowdown,epoch,wall_s,global_step,steps_per_s,train_loss,test_accuracy,eval_s,"
+                 "examples_per_step\n");
     std::fflush(file_);
   }
   csv_log(const csv_log&) = delete;
@@ -323,10 +331,8 @@ double slowdown_for(const settings& s, const dsgd::cluster::task_id& task) {
 // The model of @p s: the MLP with its --hidden widths, or softmax regression.
 template <class Model>
 Model make_model(const settings& s) {
-  if constexpr (std::is_same_v<Model, dsgd::model::mlp<cpu>>)
-    return Model(cpu{}, {.hidden = s.hidden, .seed = s.seed});
-  else
-    return Model(cpu{}, {.seed = s.seed});
+  if constexpr (std::is_same_v<Model, dsgd::model::mlp<cpu>>) return Model(cpu{}, {.hidden = s.hidden, .seed = s.seed});
+  else return Model(cpu{}, {.seed = s.seed});
 }
 
 template <class Model, class Rule>
@@ -509,15 +515,17 @@ int train(const settings& s) {
   const double seconds = since_start();
   // The chief's last checkpoint, the hooks' end, and (chief) the cluster's shutdown.
   session.close();
-  std::printf("%s done: %zu steps of its own in %.1f s (%.1f steps/s), %zu gradients dropped as stale, "
-              "%zu recoveries\n",
-              t.task().to_string().c_str(), local_steps, seconds, local_steps / seconds, dropped, session.recoveries());
+  std::printf(
+      "%s done: %zu steps of its own in %.1f s (%.1f steps/s), %zu gradients dropped as stale, "
+      "%zu recoveries\n",
+      t.task().to_string().c_str(), local_steps, seconds, local_steps / seconds, dropped, session.recoveries());
   if (!t.is_chief()) return 0;
-  std::printf("final test accuracy %.4f (%s%s, %zu workers, %zu ps, %llu global steps in %.1f s = %.1f steps/s, "
-              "%zu gradients dropped as stale)\n",
-              accuracy, s.rule.c_str(), s.backup > 0 ? (" with " + std::to_string(s.backup) + " backup").c_str() : "",
-              t.replicas(), t.cluster().num_tasks("ps"), static_cast<unsigned long long>(session.step()), seconds,
-              (session.step() - first_step) / seconds, dropped);
+  std::printf(
+      "final test accuracy %.4f (%s%s, %zu workers, %zu ps, %llu global steps in %.1f s = %.1f steps/s, "
+      "%zu gradients dropped as stale)\n",
+      accuracy, s.rule.c_str(), s.backup > 0 ? (" with " + std::to_string(s.backup) + " backup").c_str() : "",
+      t.replicas(), t.cluster().num_tasks("ps"), static_cast<unsigned long long>(session.step()), seconds,
+      (session.step() - first_step) / seconds, dropped);
   return accuracy >= s.target ? 0 : 1;
 }
 

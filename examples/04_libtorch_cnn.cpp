@@ -71,7 +71,7 @@ struct settings {
   int threads = 1;
   double target = 0;
   std::string csv;
-  std::string logdir;           // checkpoints and summaries ("": neither)
+  std::string logdir;            // checkpoints and summaries ("": neither)
   std::uint64_t save_steps = 0;  // a checkpoint every N global steps (0: every 60 s)
   bool solo = false;
 };
@@ -104,7 +104,8 @@ settings parse(int argc, char** argv) {
     auto number = [&](double low) {
       errno = 0;
       const double x = std::strtod(v.c_str(), &end);
-      if (v.empty() || *end != '\0' || errno != 0 || !(x >= low)) throw usage_error{a + " " + v + ": expected a number >= " + std::to_string(low)};
+      if (v.empty() || *end != '\0' || errno != 0 || !(x >= low))
+        throw usage_error{a + " " + v + ": expected a number >= " + std::to_string(low)};
       return x;
     };
     if (a == "--rule") {
@@ -253,11 +254,12 @@ double train_passes(const settings& s, cnn_impl& net, const data_set& d, std::in
     if (chief) {
       last = accuracy(net, d.test_x, d.test_y);
       const double done = std::chrono::duration<double>(clock_type::now() - start).count();
-      std::printf("epoch %2zu  %7.1f s  step %6llu  %6.0f examples/s (this worker)  loss %.4f  test accuracy %.4f"
-                  "  (per step: compute %.2f ms, %s %.2f ms)\n",
-                  e, seconds, static_cast<unsigned long long>(global()),
-                  static_cast<double>(trained * s.batch) / seconds, loss_sum / pass_batches, last,
-                  1e3 * compute_s / pass_batches, s.solo ? "update" : "push_pull", 1e3 * step_s / pass_batches);
+      std::printf(
+          "epoch %2zu  %7.1f s  step %6llu  %6.0f examples/s (this worker)  loss %.4f  test accuracy %.4f"
+          "  (per step: compute %.2f ms, %s %.2f ms)\n",
+          e, seconds, static_cast<unsigned long long>(global()), static_cast<double>(trained * s.batch) / seconds,
+          loss_sum / pass_batches, last, 1e3 * compute_s / pass_batches, s.solo ? "update" : "push_pull",
+          1e3 * step_s / pass_batches);
       if (csv) {
         std::fprintf(csv, "%s,%zu,%.3f,%llu,%llu,%.3f,%.4f,%lld,%.3f,%.3f\n",
                      s.solo ? "dsgd_solo" : ("dsgd_" + s.rule).c_str(), e, done,
@@ -287,8 +289,8 @@ int train(const settings& s) {
   const auto role = dsgd::cluster::resolve_from_environment();
   const auto replicas = static_cast<std::int64_t>(dsgd::cluster::replicas::count(role.cluster));
   const std::int64_t batches = static_cast<std::int64_t>(fm::train_images.count) / replicas / s.batch;
-  const auto steps_per_epoch = static_cast<std::uint64_t>(std::is_same_v<Rule, dsgd::update::sync_average> ? batches
-                                                                                                     : batches * replicas);
+  const auto steps_per_epoch =
+      static_cast<std::uint64_t>(std::is_same_v<Rule, dsgd::update::sync_average> ? batches : batches * replicas);
   o.optimizer = schedule_of(s, steps_per_epoch);
   trainer t(role.cluster, role.task, o);
   if (t.is_ps()) {
@@ -370,7 +372,8 @@ int train_solo(const settings& s) {
         return false;
       },
       [&] { return steps; });
-  std::printf("final test accuracy %.4f (solo, one process, %llu steps)\n", last, static_cast<unsigned long long>(steps));
+  std::printf("final test accuracy %.4f (solo, one process, %llu steps)\n", last,
+              static_cast<unsigned long long>(steps));
   return last >= s.target ? 0 : 1;
 }
 

@@ -58,9 +58,7 @@ struct system_error : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-[[noreturn]] void fail(const std::string& what) {
-  throw system_error(what + ": " + std::strerror(errno));
-}
+[[noreturn]] void fail(const std::string& what) { throw system_error(what + ": " + std::strerror(errno)); }
 
 using clock_type = std::chrono::steady_clock;
 
@@ -96,7 +94,8 @@ double parse_loss(const std::string& option, const std::string& v) {
   const bool percent = end + 1 == v.size() && v[end] == '%';
   if (end == 0 || (end != v.size() && !percent)) x = -1;
   if (percent) x /= 100;
-  if (!(x >= 0 && x <= 1)) throw usage_error(option + " " + v + ": expected a fraction in [0, 1] or a percentage (0.1%)");
+  if (!(x >= 0 && x <= 1))
+    throw usage_error(option + " " + v + ": expected a fraction in [0, 1] or a percentage (0.1%)");
   return x;
 }
 
@@ -183,7 +182,7 @@ void send_due(direction& d) {
         d.blocked = true;
         return;
       }
-      ++d.write_errors;             // the device went down, say: the frame is lost, as on a wire
+      ++d.write_errors;  // the device went down, say: the frame is lost, as on a wire
     } else {
       ++d.forwarded;
       d.forwarded_bytes += f.bytes.size();
@@ -218,8 +217,9 @@ int run(int argc, char** argv) {
     else throw usage_error("unknown option " + opt);
   }
   if (a.empty() || b.empty()) throw usage_error("--a and --b are required");
-  if (limit < max_frame) throw usage_error("--limit-bytes " + std::to_string(limit) + ": must hold one frame (" +
-                                           std::to_string(max_frame) + ")");
+  if (limit < max_frame)
+    throw usage_error("--limit-bytes " + std::to_string(limit) + ": must hold one frame (" + std::to_string(max_frame) +
+                      ")");
   ab.limit_bytes = ba.limit_bytes = limit;
   // Timers fire within 1 ns of their time instead of the default 50 us slack, and a frame due
   // does not wait for the CPU behind the job's processes (a wire does not; the kernel's own
@@ -259,7 +259,8 @@ int run(int argc, char** argv) {
     if (!ab.queue.empty() && !ab.blocked) next = ab.queue.front().due;
     if (!ba.queue.empty() && !ba.blocked && ba.queue.front().due < next) next = ba.queue.front().due;
     if (next != clock_type::time_point::max()) {
-      const auto ns = std::max<std::int64_t>(0, std::chrono::duration_cast<std::chrono::nanoseconds>(next - clock_type::now()).count());
+      const auto ns = std::max<std::int64_t>(
+          0, std::chrono::duration_cast<std::chrono::nanoseconds>(next - clock_type::now()).count());
       timeout.tv_sec = ns / 1'000'000'000;
       timeout.tv_nsec = ns % 1'000'000'000;
       wait = &timeout;
@@ -278,7 +279,8 @@ int run(int argc, char** argv) {
     if (!ba.blocked) send_due(ba);
   }
   for (const auto* d : {&ab, &ba})
-    std::fprintf(stderr, "netns_link %s -> %s: %llu frames (%llu bytes) forwarded, %llu lost, %llu over the queue limit, "
+    std::fprintf(stderr,
+                 "netns_link %s -> %s: %llu frames (%llu bytes) forwarded, %llu lost, %llu over the queue limit, "
                  "%llu write errors, %zu still queued\n",
                  d == &ab ? a.c_str() : b.c_str(), d == &ab ? b.c_str() : a.c_str(),
                  static_cast<unsigned long long>(d->forwarded), static_cast<unsigned long long>(d->forwarded_bytes),

@@ -13,7 +13,7 @@ packages=(
   dataset-fashion-mnist
   python3 python3-yaml iproute2
   slurm-client slurmctld slurmd munge openmpi-bin libopenmpi-dev
-  clang libclang-rt-dev libomp-dev lld
+  clang libclang-rt-dev libomp-dev lld clang-format-14
   libeigen3-dev libtorch-dev python3-torch
 )
 # Thrust: the CUDA toolkit ships it (CCCL); without one, Debian's libthrust-dev is the fallback.

@@ -13,11 +13,18 @@
 #   - the libFuzzer targets, bounded (scripts/fuzz.sh).
 # docs/building.md, "What the test command runs", says why the suite is split this way.
 #   scripts/test.sh                 # all of the above
+#   scripts/test.sh --quick         # the day-to-day tier, a few minutes: the format check and,
+#                                   # built with clang at -O0 in build-quick, the unit tests of
+#                                   # every family, the layering check and one end-to-end job
 #   scripts/test.sh -L unit         # extra arguments: one optimised build of everything, then
 #                                   # ctest with them (no sanitizers, no fuzzers)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
+if [[ ${1:-} == --quick ]]; then
+  shift
+  exec scripts/quick_test.sh "$@"
+fi
 # The summaries test reads our event files with TensorBoard itself (PyPI); without it that test
 # reports "skipped".
 python3 -c "import tensorboard" 2>/dev/null ||
@@ -55,6 +62,7 @@ optimised() {
   cmake --build "$build" -j "$jobs" --target dsgd_optimised all_verify_interface_header_sets
   ctest --test-dir "$build" -j "$jobs" --output-on-failure --timeout 1200 -L 'slow|gpu|consumer|bench|compile|libtorch'
 }
+stage format scripts/format.sh --check
 stage optimised optimised
 # The libFuzzer targets, bounded (about 1.9 million executions under ASan and UBSan, clang):
 # docs/reliability.md, "Fuzzing". A fixed seed keeps the command repeatable; scripts/fuzz.sh

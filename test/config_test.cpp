@@ -19,9 +19,7 @@ DSGD_HOST_DEVICE int twice(int x) { return 2 * x; }
 
 BOOST_AUTO_TEST_SUITE(config)
 
-BOOST_AUTO_TEST_CASE(a_host_device_function_is_a_plain_function_on_the_host) {
-  BOOST_TEST(twice(21) == 42);
-}
+BOOST_AUTO_TEST_CASE(a_host_device_function_is_a_plain_function_on_the_host) { BOOST_TEST(twice(21) == 42); }
 
 BOOST_AUTO_TEST_CASE(an_assert_evaluates_its_condition_only_in_debug_builds) {
   int evaluated = 0;

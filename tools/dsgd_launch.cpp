@@ -55,11 +55,11 @@ namespace {
 
 using clock_type = std::chrono::steady_clock;
 
-constexpr int exit_usage = 2;         // bad command line, as getopt-style tools do
-constexpr int exit_internal = 1;      // fork, pipe or port selection failed
-constexpr int exit_ps_stuck = 1;      // a ps task did not exit after the chief finished
-constexpr int exit_timeout = 124;     // --timeout expired, as timeout(1) does
-constexpr int exit_exec_failed = 127; // a task could not run the program, as a shell does
+constexpr int exit_usage = 2;          // bad command line, as getopt-style tools do
+constexpr int exit_internal = 1;       // fork, pipe or port selection failed
+constexpr int exit_ps_stuck = 1;       // a ps task did not exit after the chief finished
+constexpr int exit_timeout = 124;      // --timeout expired, as timeout(1) does
+constexpr int exit_exec_failed = 127;  // a task could not run the program, as a shell does
 
 // Output lines longer than this are cut and emitted in pieces, so a task that never writes a
 // newline cannot make the launcher's memory grow without bound.
@@ -152,12 +152,18 @@ std::string format_seconds(double s) {
 
 std::string signal_name(int sig) {
   switch (sig) {
-    case SIGINT: return "SIGINT";
-    case SIGTERM: return "SIGTERM";
-    case SIGHUP: return "SIGHUP";
-    case SIGQUIT: return "SIGQUIT";
-    case SIGKILL: return "SIGKILL";
-    default: return "signal " + std::to_string(sig);
+    case SIGINT:
+      return "SIGINT";
+    case SIGTERM:
+      return "SIGTERM";
+    case SIGHUP:
+      return "SIGHUP";
+    case SIGQUIT:
+      return "SIGQUIT";
+    case SIGKILL:
+      return "SIGKILL";
+    default:
+      return "signal " + std::to_string(sig);
   }
 }
 
@@ -167,11 +173,11 @@ struct task {
   std::string address;
   std::string prefix;  // "[worker:1] "
   pid_t pid = -1;
-  int out_fd = -1;     // read end of the task's stdout+stderr pipe; -1 once closed
-  std::string partial; // bytes after the last newline
+  int out_fd = -1;      // read end of the task's stdout+stderr pipe; -1 once closed
+  std::string partial;  // bytes after the last newline
   bool running = false;
-  int status = 0;      // waitpid status once !running
-  int restarts = 0;    // times restarted after a failure (--max-restarts)
+  int status = 0;                                                   // waitpid status once !running
+  int restarts = 0;                                                 // times restarted after a failure (--max-restarts)
   std::optional<std::chrono::steady_clock::time_point> restart_at;  // a restart is due then
   bool started = false;  // ever started (an elastic job's slots beyond MIN wait for a SIGUSR1)
   bool leaving = false;  // stopped by SIGUSR2: its exit is a departure, not a failure
@@ -252,8 +258,8 @@ class launcher {
     const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
     if (std::getenv("OMP_NUM_THREADS") == nullptr && !tasks_.empty()) {
       threads_ = std::to_string(std::max<std::size_t>(1, cores / tasks_.size()));
-      say(std::to_string(tasks_.size()) + (tasks_.size() == 1 ? " task on" : " tasks share") + " this host's " + std::to_string(cores) +
-          " cores: OMP_NUM_THREADS=" + threads_ + " per task (set OMP_NUM_THREADS to choose)");
+      say(std::to_string(tasks_.size()) + (tasks_.size() == 1 ? " task on" : " tasks share") + " this host's " +
+          std::to_string(cores) + " cores: OMP_NUM_THREADS=" + threads_ + " per task (set OMP_NUM_THREADS to choose)");
     }
   }
 
@@ -282,7 +288,8 @@ class launcher {
     // (libgomp's default) starve the other tasks, so they sleep instead unless told otherwise.
     if (std::getenv("OMP_WAIT_POLICY") == nullptr) env.push_back("OMP_WAIT_POLICY=passive");
     // An elastic job: the replicas (chief and workers) a sync step needs; the spec's are the slots.
-    if (opts_.min_workers > 0) env.push_back("DSGD_MIN_REPLICAS=" + std::to_string(opts_.min_workers + (opts_.chief ? 1 : 0)));
+    if (opts_.min_workers > 0)
+      env.push_back("DSGD_MIN_REPLICAS=" + std::to_string(opts_.min_workers + (opts_.chief ? 1 : 0)));
     if (!threads_.empty()) {
       env.push_back("OMP_NUM_THREADS=" + threads_);
       if (std::getenv("OPENBLAS_NUM_THREADS") == nullptr) env.push_back("OPENBLAS_NUM_THREADS=" + threads_);
@@ -462,8 +469,10 @@ class launcher {
       return;
     }
     if (!ok) {
-      say(t.id.to_string() + " " + describe(t.status) + (opts_.max_restarts > 0 ? " after " +
-          std::to_string(t.restarts) + " restart(s), the most --max-restarts allows" : std::string()) +
+      say(t.id.to_string() + " " + describe(t.status) +
+          (opts_.max_restarts > 0
+               ? " after " + std::to_string(t.restarts) + " restart(s), the most --max-restarts allows"
+               : std::string()) +
           "; stopping the cluster");
       const int code = WIFSIGNALED(t.status) ? 128 + WTERMSIG(t.status) : WEXITSTATUS(t.status);
       stop(stop_reason::task_failed, code);
@@ -562,7 +571,7 @@ class launcher {
     }
     if (opts_.min_workers == 0 || !last || running <= opts_.min_workers) {
       say("cannot remove a worker: " + (opts_.min_workers == 0 ? std::string("not an elastic job (--workers MIN:MAX)")
-                                                                : workers_running() + ", MIN reached"));
+                                                               : workers_running() + ", MIN reached"));
       return;
     }
     last->leaving = true;

@@ -24,8 +24,8 @@ struct usage_error {
 /// What the command line asked for.
 struct options {
   int ps = 1;
-  int workers = 2;                 // worker tasks; with --workers MIN:MAX, MAX (the slots)
-  int min_workers = 0;             // --workers MIN:MAX: MIN, the workers started (0: not elastic)
+  int workers = 2;      // worker tasks; with --workers MIN:MAX, MAX (the slots)
+  int min_workers = 0;  // --workers MIN:MAX: MIN, the workers started (0: not elastic)
   bool chief = false;
   std::string host = "127.0.0.1";
   int port_base = 0;
@@ -45,36 +45,33 @@ namespace po = boost::program_options;
 // The options with their help lines; `o` receives the values.
 inline po::options_description described(options& o) {
   po::options_description d("options", 100, 50);
-  d.add_options()
-      ("ps", po::value(&o.ps)->value_name("N")->default_value(o.ps), "ps tasks (0 for none)")
-      ("workers", po::value<std::string>()->value_name("N|MIN:MAX")->default_value(std::to_string(o.workers)),
-       "worker tasks (at least 1); MIN:MAX: an elastic job of MAX worker slots, MIN started, SIGUSR1 to the "
-       "launcher adds one, SIGUSR2 removes one, a worker that fails past --max-restarts leaves (docs/launching.md)")
-      ("chief", po::bool_switch(&o.chief),
-       "add a separate one-task \"chief\" job (TF2 style); by default worker 0 is the chief (TF1 style)")
-      ("host", po::value(&o.host)->value_name("HOST")->default_value(o.host), "address every task listens on")
-      ("port-base", po::value(&o.port_base)->value_name("P")->default_value(o.port_base),
-       "task k (ps first, then chief, then workers) listens on P+k (0: pick free ports)")
-      ("timeout", po::value(&o.timeout_s)->value_name("S")->default_value(o.timeout_s),
-       "stop everything and exit 124 after S seconds (0: none)")
-      ("ps-grace", po::value(&o.ps_grace_s)->value_name("S")->default_value(o.ps_grace_s),
-       "after every worker and the chief exited 0, wait S seconds for the ps tasks to exit before "
-       "killing them")
-      ("kill-grace", po::value(&o.kill_grace_s)->value_name("S")->default_value(o.kill_grace_s),
-       "after SIGTERM, wait S seconds before SIGKILL")
-      ("token-env", po::bool_switch(&o.token_env),
-       "give every task a random DSGD_CLUSTER_TOKEN (unless already set; single-host jobs only)")
-      ("max-restarts", po::value(&o.max_restarts)->value_name("N")->default_value(o.max_restarts),
-       "restart a task that fails (non-zero status or a signal) up to N times, in place: same role and "
-       "address, after 1, 2, 4 ... (at most 30) seconds; past N its failure stops the cluster")
-      ("nnodes", po::value(&o.nnodes)->value_name("N")->default_value(o.nnodes),
-       "hosts the job spans; run one dsgd-launch per host with the same options but its --node-rank")
-      ("node-rank", po::value(&o.node_rank)->value_name("R")->default_value(o.node_rank),
-       "this host's place in --hosts (0-based); it starts the tasks k with k mod N = R")
-      ("hosts", po::value<std::string>()->value_name("H0,H1,..."),
-       "every host's name or address in node-rank order (needed with --nnodes > 1); task k of the "
-       "job (ps first, then chief, then workers) runs on host k mod N, on port P+k")
-      ("help,h", "show this help");
+  d.add_options()("ps", po::value(&o.ps)->value_name("N")->default_value(o.ps), "ps tasks (0 for none)")(
+      "workers", po::value<std::string>()->value_name("N|MIN:MAX")->default_value(std::to_string(o.workers)),
+      "worker tasks (at least 1); MIN:MAX: an elastic job of MAX worker slots, MIN started, SIGUSR1 to the "
+      "launcher adds one, SIGUSR2 removes one, a worker that fails past --max-restarts leaves (docs/launching.md)")(
+      "chief", po::bool_switch(&o.chief),
+      "add a separate one-task \"chief\" job (TF2 style); by default worker 0 is the chief (TF1 style)")(
+      "host", po::value(&o.host)->value_name("HOST")->default_value(o.host), "address every task listens on")(
+      "port-base", po::value(&o.port_base)->value_name("P")->default_value(o.port_base),
+      "task k (ps first, then chief, then workers) listens on P+k (0: pick free ports)")(
+      "timeout", po::value(&o.timeout_s)->value_name("S")->default_value(o.timeout_s),
+      "stop everything and exit 124 after S seconds (0: none)")(
+      "ps-grace", po::value(&o.ps_grace_s)->value_name("S")->default_value(o.ps_grace_s),
+      "after every worker and the chief exited 0, wait S seconds for the ps tasks to exit before "
+      "killing them")("kill-grace", po::value(&o.kill_grace_s)->value_name("S")->default_value(o.kill_grace_s),
+                      "after SIGTERM, wait S seconds before SIGKILL")(
+      "token-env", po::bool_switch(&o.token_env),
+      "give every task a random DSGD_CLUSTER_TOKEN (unless already set; single-host jobs only)")(
+      "max-restarts", po::value(&o.max_restarts)->value_name("N")->default_value(o.max_restarts),
+      "restart a task that fails (non-zero status or a signal) up to N times, in place: same role and "
+      "address, after 1, 2, 4 ... (at most 30) seconds; past N its failure stops the cluster")(
+      "nnodes", po::value(&o.nnodes)->value_name("N")->default_value(o.nnodes),
+      "hosts the job spans; run one dsgd-launch per host with the same options but its --node-rank")(
+      "node-rank", po::value(&o.node_rank)->value_name("R")->default_value(o.node_rank),
+      "this host's place in --hosts (0-based); it starts the tasks k with k mod N = R")(
+      "hosts", po::value<std::string>()->value_name("H0,H1,..."),
+      "every host's name or address in node-rank order (needed with --nnodes > 1); task k of the "
+      "job (ps first, then chief, then workers) runs on host k mod N, on port P+k")("help,h", "show this help");
   return d;
 }
 
@@ -184,18 +181,21 @@ inline options parse_options(int argc, char** argv) {
     }
   }
   if (o.nnodes > 1 && o.min_workers > 0)
-    throw usage_error{"option --workers MIN:MAX: an elastic job runs on one host (--nnodes 1); on many, let the "
-                      "cluster manager start the workers (docs/launching.md)"};
+    throw usage_error{
+        "option --workers MIN:MAX: an elastic job runs on one host (--nnodes 1); on many, let the "
+        "cluster manager start the workers (docs/launching.md)"};
   if (o.nnodes > 1) {
     if (static_cast<int>(o.hosts.size()) != o.nnodes)
       throw usage_error{"option --hosts: " + std::to_string(o.hosts.size()) + " hosts given for --nnodes " +
                         std::to_string(o.nnodes) + "; expected one per node"};
     if (o.port_base == 0)
-      throw usage_error{"option --port-base: a job over several hosts needs a fixed port base (every host's "
-                        "launcher must derive the same addresses)"};
+      throw usage_error{
+          "option --port-base: a job over several hosts needs a fixed port base (every host's "
+          "launcher must derive the same addresses)"};
     if (o.token_env)
-      throw usage_error{"option --token-env: each host would draw its own token; give every host the same "
-                        "DSGD_CLUSTER_TOKEN instead"};
+      throw usage_error{
+          "option --token-env: each host would draw its own token; give every host the same "
+          "DSGD_CLUSTER_TOKEN instead"};
   } else if (!o.hosts.empty() && o.hosts.size() != 1) {
     throw usage_error{"option --hosts: " + std::to_string(o.hosts.size()) + " hosts given without --nnodes"};
   }

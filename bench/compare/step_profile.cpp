@@ -132,7 +132,8 @@ usage usage_now() {
 void print_usage(const char* what, const std::string& task, const usage& a, const usage& b, std::size_t steps) {
   const double n = double(steps == 0 ? 1 : steps);
   std::printf("%s,%s,%zu,%.4f,%.4f,%.3f,%.3f\n", what, task.c_str(), steps, (b.user_ms - a.user_ms) / n,
-              (b.sys_ms - a.sys_ms) / n, double(b.voluntary - a.voluntary) / n, double(b.involuntary - a.involuntary) / n);
+              (b.sys_ms - a.sys_ms) / n, double(b.voluntary - a.voluntary) / n,
+              double(b.involuntary - a.involuntary) / n);
   std::fflush(stdout);
 }
 
@@ -160,7 +161,8 @@ int run_local(const settings& s) {
     const auto t2 = clock_type::now();
     if (s.solo)
       for (std::size_t v = 0; v < slots.size(); ++v)
-        momentum.apply(cpu{}, slots[v], net.parameters()[v].data(), net.gradients()[v].data(), slots[v].velocity.size());
+        momentum.apply(cpu{}, slots[v], net.parameters()[v].data(), net.gradients()[v].data(),
+                       slots[v].velocity.size());
     const auto t3 = clock_type::now();
     if (i < s.warmup) continue;
     p.data.push_back(ms(t1 - t0));
@@ -184,11 +186,12 @@ int run_session(const settings& s, Trainer& t, Net& net, Batches& batches, std::
   hooks.push_back(std::make_unique<dsgd::train::stop_at_step_hook<cpu>>(~std::uint64_t{0}));
   if (t.is_chief()) {
     summaries = std::make_unique<dsgd::train::summary_writer>(logdir);
-    const dsgd::optim::exponential_decay<dsgd::optim::momentum> schedule{{0.05f, 0.9f, false}, 0.7f, steps_per_epoch,
-                                                                          true};
-    hooks.push_back(std::make_unique<dsgd::train::summary_hook<cpu>>(*summaries, 100, 2 * s.batch, [=](std::uint64_t step) {
-      return std::vector<std::pair<std::string, float>>{{"learning_rate", schedule.learning_rate_at(step)}};
-    }));
+    const dsgd::optim::exponential_decay<dsgd::optim::momentum> schedule{
+        {0.05f, 0.9f, false}, 0.7f, steps_per_epoch, true};
+    hooks.push_back(
+        std::make_unique<dsgd::train::summary_hook<cpu>>(*summaries, 100, 2 * s.batch, [=](std::uint64_t step) {
+          return std::vector<std::pair<std::string, float>>{{"learning_rate", schedule.learning_rate_at(step)}};
+        }));
   }
   dsgd::train::monitored_session<Trainer> session(
       t, net.parameters(), net.names(), std::move(hooks),
@@ -337,7 +340,8 @@ int main(int argc, char** argv) {
       else if (a == "--solo") s.local = s.solo = true;
       else if (a == "--rule") {
         const std::string r = i + 1 < argc ? argv[++i] : "";
-        if (r != "sync" && r != "async") throw dsgd::error(dsgd::errc::invalid_argument, "--rule " + r + ": expected sync or async");
+        if (r != "sync" && r != "async")
+          throw dsgd::error(dsgd::errc::invalid_argument, "--rule " + r + ": expected sync or async");
         s.async = r == "async";
       } else if (a == "--hidden") {
         const std::string v = i + 1 < argc ? argv[++i] : "";
@@ -350,8 +354,7 @@ int main(int argc, char** argv) {
           s.hidden.push_back(std::stoul(w));
           at = comma + 1;
         }
-      }
-      else if (a == "--steps") s.steps = count();
+      } else if (a == "--steps") s.steps = count();
       else if (a == "--warmup") s.warmup = count();
       else if (a == "--batch") s.batch = count();
       else throw dsgd::error(dsgd::errc::invalid_argument, "unknown option " + a);
@@ -361,7 +364,8 @@ int main(int argc, char** argv) {
     }
   }
   try {
-    if (s.steps == 0 || s.batch == 0) throw dsgd::error(dsgd::errc::invalid_argument, "--steps and --batch must be > 0");
+    if (s.steps == 0 || s.batch == 0)
+      throw dsgd::error(dsgd::errc::invalid_argument, "--steps and --batch must be > 0");
     if (s.local) return run_local(s);
     return s.async ? run_cluster<dsgd::update::async>(s) : run_cluster<dsgd::update::sync_average>(s);
   } catch (const dsgd::error& e) {

@@ -47,9 +47,9 @@
 #include <netinet/tcp.h>
 #include <signal.h>
 #include <sys/epoll.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -400,8 +400,7 @@ class raw_fleet final : public fleet {
 // fixed ports: it takes one the system reports free; task addresses no one dials are distinct
 // placeholder ports (a spec has no duplicates).
 template <class Rule>
-void serve_ps(std::size_t w, std::size_t p, std::size_t index, bool shared_memory, std::size_t threads,
-              int report_fd) {
+void serve_ps(std::size_t w, std::size_t p, std::size_t index, bool shared_memory, std::size_t threads, int report_fd) {
   typename dsgd::server::parameter_server<Rule, dsgd::optim::sgd>::options o;
   o.serving.threads = threads;
   o.connection.token = "bench";
@@ -569,8 +568,9 @@ double timed_steps(fleet& f, std::size_t threads, std::size_t steps) {
 std::pair<std::string, std::size_t> split_variant(const std::string& v) {
   std::string base = v;
   std::size_t threads = 1;
-  if (auto u = v.rfind('_'); u != std::string::npos && v.size() > u + 2 && v.back() == 't' &&
-                             std::all_of(v.begin() + std::ptrdiff_t(u) + 1, v.end() - 1, [](char c) { return c >= '0' && c <= '9'; })) {
+  if (auto u = v.rfind('_');
+      u != std::string::npos && v.size() > u + 2 && v.back() == 't' &&
+      std::all_of(v.begin() + std::ptrdiff_t(u) + 1, v.end() - 1, [](char c) { return c >= '0' && c <= '9'; })) {
     base = v.substr(0, u);
     threads = std::stoull(v.substr(u + 1, v.size() - u - 2));
   }
@@ -643,7 +643,8 @@ std::vector<T> parse_list(const std::string& flag, const std::string& list) {
       } catch (const std::exception&) {
         used = 0;
       }
-      if (used != item.size() || n == 0) throw std::invalid_argument(flag + ": '" + item + "' is not a positive number");
+      if (used != item.size() || n == 0)
+        throw std::invalid_argument(flag + ": '" + item + "' is not a positive number");
       out.push_back(T(n));
     }
     if (comma == std::string::npos) break;
@@ -744,18 +745,21 @@ int main(int argc, char** argv) {
       if (r != "async" && r != "sync") throw std::invalid_argument("--rules: '" + r + "' is not async or sync");
     for (const auto& v : s.variants)
       if (v != "raw" && split_variant(v).second == 0)
-        throw std::invalid_argument("--variants: '" + v + "' is not raw, dsgd_tcp or dsgd (each with _<N>t, 1 <= N <= 1024, for a ps on N threads)");
+        throw std::invalid_argument(
+            "--variants: '" + v +
+            "' is not raw, dsgd_tcp or dsgd (each with _<N>t, 1 <= N <= 1024, for a ps on N threads)");
     for (auto b : s.sizes)
       for (auto p : s.ps)
         if (b % (sizeof(float) * p) != 0)
           throw std::invalid_argument("--sizes: " + std::to_string(b) + " bytes do not cut into " + std::to_string(p) +
                                       " slices of whole floats");
   } catch (const std::exception& e) {
-    std::fprintf(stderr,
-                 "dsgd_bench_fan_in: %s\nusage: dsgd_bench_fan_in [--workers=W,...] [--sizes=B,...] [--ps=P,...] "
-                 "[--rules=async,sync] [--variants=raw,dsgd_tcp,dsgd,dsgd_tcp_2t,...] [--threads=N] [--reps=N] [--warmup=N] "
-                 "[--bytes-per-rep=B] [--max-steps=N] [--smoke]\n",
-                 e.what());
+    std::fprintf(
+        stderr,
+        "dsgd_bench_fan_in: %s\nusage: dsgd_bench_fan_in [--workers=W,...] [--sizes=B,...] [--ps=P,...] "
+        "[--rules=async,sync] [--variants=raw,dsgd_tcp,dsgd,dsgd_tcp_2t,...] [--threads=N] [--reps=N] [--warmup=N] "
+        "[--bytes-per-rep=B] [--max-steps=N] [--smoke]\n",
+        e.what());
     return 2;
   }
   // This process holds every variant's client sockets (W x P each, and a few more per
@@ -763,8 +767,9 @@ int main(int argc, char** argv) {
   const std::size_t max_w = *std::max_element(s.workers.begin(), s.workers.end());
   const std::size_t max_p = *std::max_element(s.ps.begin(), s.ps.end());
   raise_nofile(s.variants.size() * max_w * (max_p + 4) + 64);
-  std::printf("rule,variant,workers,ps,bytes,threads,rep,steps,seconds,server_cpu_s,rss_idle_kb,rss_connected_kb,"
-              "rss_end_kb\n");
+  std::printf(
+      "rule,variant,workers,ps,bytes,threads,rep,steps,seconds,server_cpu_s,rss_idle_kb,rss_connected_kb,"
+      "rss_end_kb\n");
   try {
     for (const auto& rule : s.rules)
       for (auto p : s.ps)
@@ -774,8 +779,8 @@ int main(int argc, char** argv) {
     fail(e.what());
   }
   if (s.smoke) {
-    const std::size_t expected = s.rules.size() * s.ps.size() * s.workers.size() * s.sizes.size() *
-                                 s.variants.size() * std::size_t(s.reps);
+    const std::size_t expected =
+        s.rules.size() * s.ps.size() * s.workers.size() * s.sizes.size() * s.variants.size() * std::size_t(s.reps);
     if (rows_printed != expected)
       fail("smoke: " + std::to_string(rows_printed) + " rows, expected " + std::to_string(expected));
     std::fprintf(stderr, "dsgd_bench_fan_in: smoke ok, %zu rows\n", rows_printed);

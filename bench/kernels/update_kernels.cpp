@@ -98,8 +98,7 @@ void run_triad() {
 /// Times @p kernel (touching @p bytes_per_element per element) on state.range(0) threads,
 /// interleaved with the triad baseline, and sets the bandwidth counters.
 template <class Kernel>
-void measure(benchmark::State& state, std::size_t bytes_per_element, Kernel kernel,
-             bool with_triad = true) {
+void measure(benchmark::State& state, std::size_t bytes_per_element, Kernel kernel, bool with_triad = true) {
 #if defined(_OPENMP)
   omp_set_num_threads(int(state.range(0)));
 #endif
@@ -133,33 +132,35 @@ void measure(benchmark::State& state, std::size_t bytes_per_element, Kernel kern
 
 // Baselines: 8 and 12 bytes per element (write-allocate traffic is not counted, as in STREAM).
 void copy(benchmark::State& state) {
-  measure(state, 8, [] {
-    thrust::for_each_n(cpu::policy(), thrust::counting_iterator<std::size_t>(0), elements(),
-                       copy_kernel{array(0), array(1)});
-  }, false);
+  measure(
+      state, 8,
+      [] {
+        thrust::for_each_n(cpu::policy(), thrust::counting_iterator<std::size_t>(0), elements(),
+                           copy_kernel{array(0), array(1)});
+      },
+      false);
 }
 
 void triad(benchmark::State& state) {
-  measure(state, 12, [] {
-    thrust::for_each_n(cpu::policy(), thrust::counting_iterator<std::size_t>(0), elements(),
-                       triad_kernel{array(0), array(1), array(2), 0.5f});
-  }, false);
+  measure(
+      state, 12,
+      [] {
+        thrust::for_each_n(cpu::policy(), thrust::counting_iterator<std::size_t>(0), elements(),
+                           triad_kernel{array(0), array(1), array(2), 0.5f});
+      },
+      false);
 }
 
 // Optimizers: w and every slot read and written, g read.
 template <class O>
 void optimizer(benchmark::State& state, O opt, std::size_t slots) {
   typename O::template state<cpu> s(cpu{}, elements());
-  measure(state, 4 * (2 + 1 + 2 * slots), [&] {
-    opt.apply(cpu{}, s, array(0), array(1), elements(), 0.5f);
-  });
+  measure(state, 4 * (2 + 1 + 2 * slots), [&] { opt.apply(cpu{}, s, array(0), array(1), elements(), 0.5f); });
 }
 
 void sgd(benchmark::State& state) { optimizer(state, dsgd::optim::sgd{}, 0); }
 void momentum(benchmark::State& state) { optimizer(state, dsgd::optim::momentum{}, 1); }
-void nesterov(benchmark::State& state) {
-  optimizer(state, dsgd::optim::momentum{0.01f, 0.9f, true}, 1);
-}
+void nesterov(benchmark::State& state) { optimizer(state, dsgd::optim::momentum{0.01f, 0.9f, true}, 1); }
 void adagrad(benchmark::State& state) { optimizer(state, dsgd::optim::adagrad{}, 1); }
 void adam(benchmark::State& state) { optimizer(state, dsgd::optim::adam{}, 2); }
 
@@ -170,9 +171,8 @@ void accumulate(benchmark::State& state) {
 
 void mean_of_4(benchmark::State& state) {
   const std::array<const float*, 4> inputs{array(1), array(2), array(3), array(4)};
-  measure(state, 4 * 5, [&] {
-    dsgd::optim::mean_of(cpu{}, array(0), std::span<const float* const>(inputs), elements());
-  });
+  measure(state, 4 * 5,
+          [&] { dsgd::optim::mean_of(cpu{}, array(0), std::span<const float* const>(inputs), elements()); });
 }
 
 void thread_counts(benchmark::internal::Benchmark* b) {

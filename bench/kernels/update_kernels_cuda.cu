@@ -114,7 +114,8 @@ int main(int argc, char** argv) {
   dev.synchronize();
 
   const auto copy = [&] {
-    check(cudaMemcpyAsync(raw(5), raw(4), n * sizeof(float), cudaMemcpyDeviceToDevice, dev.stream()), "cudaMemcpyAsync");
+    check(cudaMemcpyAsync(raw(5), raw(4), n * sizeof(float), cudaMemcpyDeviceToDevice, dev.stream()),
+          "cudaMemcpyAsync");
   };
   dsgd::optim::sgd sgd{0.01f};
   dsgd::optim::momentum momentum{0.01f, 0.9f, false}, nesterov{0.01f, 0.9f, true};

@@ -113,12 +113,18 @@ struct module_model : torch::nn::Module {
 enum class path { tensors, views, session_tensors, session_views, session_views_each_step, module_views };
 const char* name_of(path p) {
   switch (p) {
-    case path::tensors: return "push_pull_tensors";
-    case path::views: return "push_pull_views";
-    case path::session_tensors: return "session_tensors";
-    case path::session_views: return "session_views";
-    case path::session_views_each_step: return "session_views_each_step";
-    case path::module_views: return "push_pull_module_views";
+    case path::tensors:
+      return "push_pull_tensors";
+    case path::views:
+      return "push_pull_views";
+    case path::session_tensors:
+      return "session_tensors";
+    case path::session_views:
+      return "session_views";
+    case path::session_views_each_step:
+      return "session_views_each_step";
+    case path::module_views:
+      return "push_pull_module_views";
   }
   return "?";
 }
@@ -152,7 +158,8 @@ outcome run(path p, const settings& s) {
       step = [&] { t.push_pull(m.views); };
       break;
     case path::session_tensors:
-      session = std::make_unique<session_type>(t, m.values, names, std::vector<std::unique_ptr<session_type::hook_type>>{});
+      session =
+          std::make_unique<session_type>(t, m.values, names, std::vector<std::unique_ptr<session_type::hook_type>>{});
       step = [&] { session->run(0.5f, m.gradients); };
       break;
     case path::session_views:
@@ -176,10 +183,8 @@ outcome run(path p, const settings& s) {
   const auto start = clock_type::now();
   for (int i = 0; i < s.steps; ++i) step();
   const double seconds = std::chrono::duration<double>(clock_type::now() - start).count();
-  if (session)
-    session->close();
-  else
-    t.finish();
+  if (session) session->close();
+  else t.finish();
   serving.join();
 #ifdef DSGD_BENCH_TORCH
   if (module) return {seconds / s.steps, module->first_values()};

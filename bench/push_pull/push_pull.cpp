@@ -22,30 +22,29 @@
 // bytes cross a veth link between two hosts, where no shared memory is used.
 //
 // Exits with status 1 when a pulled value or an echoed byte is wrong.
+#include <dsgd/detail/crc32c.hpp>
 #include <dsgd/device/cpu.hpp>
 #include <dsgd/optim/sgd.hpp>
 #include <dsgd/placement/round_robin.hpp>
 #include <dsgd/server/parameter_server.hpp>
 #include <dsgd/server/ps_client.hpp>
-#include <dsgd/detail/crc32c.hpp>
 #include <dsgd/update/async.hpp>
 
 #include "../../test/support/tls_certs.hpp"  // certificates for --tls, made at run time
 
-
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
-#include <sched.h>
 #include <netinet/tcp.h>
+#include <sched.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
-#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
@@ -72,7 +71,7 @@ struct settings {
   int warmup = 2;
   int latency_iters = 2000;
   bool tls = false;
-  std::string ps_netns;               // empty: the servers share the clients' namespace
+  std::string ps_netns;                  // empty: the servers share the clients' namespace
   std::string ps_address = "127.0.0.1";  // where the servers listen
 };
 
@@ -88,8 +87,8 @@ dsgd::transport::tls_options bench_tls(const std::string& task) {
     d->add_cert("worker0", "ca", "worker:0");
     return d;
   }();
-  static const auto ps = dsgd::transport::tls_options{.ca_file = dir->cert("ca"), .cert_file = dir->cert("ps0"),
-                                                      .key_file = dir->key("ps0")};
+  static const auto ps = dsgd::transport::tls_options{
+      .ca_file = dir->cert("ca"), .cert_file = dir->cert("ps0"), .key_file = dir->key("ps0")};
   static const auto worker = dsgd::transport::tls_options{
       .ca_file = dir->cert("ca"), .cert_file = dir->cert("worker0"), .key_file = dir->key("worker0")};
   return task == "ps" ? ps : worker;
@@ -230,9 +229,9 @@ struct ps_variant {
   std::string name;
   std::size_t chunk_bytes = std::size_t{1} << 20;
   bool checksum = false;
-  bool apply_in_chunks = true;  // ps_options::apply_in_chunks
-  bool tls = false;             // ps_options::tls and client_options::tls
-  bool shared_memory = true;    // tcp_options::shared_memory (on loopback: payloads through it)
+  bool apply_in_chunks = true;                    // ps_options::apply_in_chunks
+  bool tls = false;                               // ps_options::tls and client_options::tls
+  bool shared_memory = true;                      // tcp_options::shared_memory (on loopback: payloads through it)
   std::size_t ring_bytes = std::size_t{4} << 20;  // tcp_options::shared_memory_bytes
 };
 
@@ -246,15 +245,15 @@ std::uint16_t free_port() {
 // One ps task on its own thread and the worker connected to it, the variable initialised to 0.
 class ps_pair {
  public:
-  ps_pair(const ps_variant& v, std::size_t floats)
-      : variant_(v), values_(floats, 0.f), grad_(floats, 1.f) {
+  ps_pair(const ps_variant& v, std::size_t floats) : variant_(v), values_(floats, 0.f), grad_(floats, 1.f) {
     async_ps::options o;
     o.connection.token = "bench";
     o.optimizer = {learning_rate};
     o.connection.chunk_bytes = v.chunk_bytes;
     o.serving.apply_in_chunks = v.apply_in_chunks;
     o.connection.shared_memory = {v.shared_memory, v.ring_bytes};
-    o.connection.checksum_payloads = v.checksum ? dsgd::transport::payload_checksums::always : dsgd::transport::payload_checksums::never;
+    o.connection.checksum_payloads =
+        v.checksum ? dsgd::transport::payload_checksums::always : dsgd::transport::payload_checksums::never;
     o.connection.log = [](std::string_view) {};  // start and shutdown lines would interleave with the rows
     if (v.tls) o.connection.tls = bench_tls("ps");
     // A cluster spec names fixed ports: take one the system reports free (the worker's port is
@@ -264,8 +263,8 @@ class ps_pair {
     auto listening = made.get_future();
     thread_ = in_server_namespace([this, o, &made] {
       try {
-        const dsgd::cluster::cluster_spec spec({{"ps", {servers_at.ps_address + ":" + std::to_string(free_port())}},
-                                                {"worker", {"127.0.0.1:1"}}});
+        const dsgd::cluster::cluster_spec spec(
+            {{"ps", {servers_at.ps_address + ":" + std::to_string(free_port())}}, {"worker", {"127.0.0.1:1"}}});
         ps_ = std::make_unique<async_ps>(spec, 0, o);
         made.set_value(spec);
       } catch (...) {
@@ -286,7 +285,8 @@ class ps_pair {
     c.connection.token = "bench";
     c.connection.chunk_bytes = v.chunk_bytes;
     c.connection.shared_memory = {v.shared_memory, v.ring_bytes};
-    c.connection.checksum_payloads = v.checksum ? dsgd::transport::payload_checksums::always : dsgd::transport::payload_checksums::never;
+    c.connection.checksum_payloads =
+        v.checksum ? dsgd::transport::payload_checksums::always : dsgd::transport::payload_checksums::never;
     if (v.tls) c.connection.tls = bench_tls("worker");
     client_ = std::make_unique<dsgd::server::ps_client>(spec, dsgd::cluster::task_id{"worker", 0}, c);
     plan_ = dsgd::placement::round_robin{}.place({{"v", dsgd::shape{floats}}}, 1);
@@ -391,7 +391,8 @@ void latency(const settings& s) {
   ps_pair nocrc({.name = "dsgd_pull_nocrc"}, 1);
   std::vector<ps_pair*> pairs{&crc, &nocrc};
   std::unique_ptr<ps_pair> tls;
-  if (s.tls) pairs.push_back((tls = std::make_unique<ps_pair>(ps_variant{.name = "dsgd_pull_tls", .tls = true}, 1)).get());
+  if (s.tls)
+    pairs.push_back((tls = std::make_unique<ps_pair>(ps_variant{.name = "dsgd_pull_tls", .tls = true}, 1)).get());
   raw_echo raw;
   float out = 1.f, in = 0.f;
   for (int rep = -s.warmup; rep < s.reps; ++rep) {

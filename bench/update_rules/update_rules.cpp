@@ -127,7 +127,9 @@ class triad {
 class worker_pool {
  public:
   worker_pool(std::size_t workers, std::function<void(std::size_t)> body)
-      : body_(std::move(body)), start_(std::ptrdiff_t(workers + 1)), done_(std::ptrdiff_t(workers + 1)),
+      : body_(std::move(body)),
+        start_(std::ptrdiff_t(workers + 1)),
+        done_(std::ptrdiff_t(workers + 1)),
         errors_(workers) {
     for (std::size_t w = 0; w < workers; ++w) threads_.emplace_back([this, w] { loop(w); });
   }
@@ -282,8 +284,8 @@ void round_trip(benchmark::State& state) {
   const double iterations = double(state.iterations());
   const double bytes_per_iteration = double(workers * rounds * n * sizeof(float));
   state.SetBytesProcessed(std::int64_t(iterations * bytes_per_iteration));
-  set_ratio_counters(state, iterations * bytes_per_iteration, seconds,
-                     iterations * double(rounds) * double(n) * 12.0, triad_seconds);
+  set_ratio_counters(state, iterations * bytes_per_iteration, seconds, iterations * double(rounds) * double(n) * 12.0,
+                     triad_seconds);
   double in_push = 0, in_pull = 0;
   for (std::size_t w = 0; w < workers; ++w) {
     in_push += push_seconds[w];
@@ -327,8 +329,8 @@ void pull_only(benchmark::State& state) {
   const double iterations = double(state.iterations());
   const double bytes_per_iteration = double(workers * rounds * n * sizeof(float));
   state.SetBytesProcessed(std::int64_t(iterations * bytes_per_iteration));
-  set_ratio_counters(state, iterations * bytes_per_iteration, seconds,
-                     iterations * double(rounds) * double(n) * 12.0, triad_seconds);
+  set_ratio_counters(state, iterations * bytes_per_iteration, seconds, iterations * double(rounds) * double(n) * 12.0,
+                     triad_seconds);
   state.counters["model_x_triad"] = 4.0 / 8.0;  // a copy touches 8 bytes per 4 delivered
   state.counters["kernel_threads"] = double(kernel_threads());
 }

@@ -32,9 +32,8 @@
 #else
 #include <cstdio>
 #include <cstdlib>
-#define DSGD_ASSERT(cond, msg)                                                                 \
-  ((cond) ? (void)0                                                                            \
-          : (std::fprintf(stderr, "%s:%d: dsgd invariant violated: %s (%s)\n", __FILE__,      \
-                          __LINE__, #cond, msg),                                               \
+#define DSGD_ASSERT(cond, msg)                                                                                  \
+  ((cond) ? (void)0                                                                                             \
+          : (std::fprintf(stderr, "%s:%d: dsgd invariant violated: %s (%s)\n", __FILE__, __LINE__, #cond, msg), \
              std::abort()))
 #endif

@@ -89,11 +89,11 @@
 
 #include <dsgd/train/local_sgd.hpp>
 #include <dsgd/train/monitored_session.hpp>
-#include <dsgd/train/session_hooks.hpp>
 #include <dsgd/train/overlap.hpp>
 #include <dsgd/train/progress.hpp>
 #include <dsgd/train/ps_task.hpp>
 #include <dsgd/train/saver.hpp>
+#include <dsgd/train/session_hooks.hpp>
 #include <dsgd/train/staging.hpp>
 #include <dsgd/train/summary_writer.hpp>
 #include <dsgd/train/trainer_options.hpp>

@@ -85,7 +85,7 @@ namespace dsgd {
 /// @tparam O an Optimizer: how a combined gradient changes a variable
 template <Device D = device::cpu, Placement P = placement::round_robin, UpdateRule U = update::sync_average,
           class O = optim::sgd>
-  requires Optimizer<O, device::cpu>
+requires Optimizer<O, device::cpu>
 class trainer {
  public:
   using device_type = D;
@@ -235,8 +235,8 @@ class trainer {
     if (!spec.contains(task))
       throw error(errc::bad_cluster_spec, "task " + task.to_string() + " is not in the cluster spec");
     if (task.job == "ps")
-      return std::variant<ps_task_type, worker_type>(std::in_place_type<ps_task_type>, std::move(spec),
-                                                     std::move(task), opts);
+      return std::variant<ps_task_type, worker_type>(std::in_place_type<ps_task_type>, std::move(spec), std::move(task),
+                                                     opts);
     return std::variant<ps_task_type, worker_type>(std::in_place_type<worker_type>, std::move(spec), std::move(task),
                                                    opts, std::move(device));
   }

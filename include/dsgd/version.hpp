@@ -17,8 +17,6 @@ struct version_info {
 };
 
 /// @returns the version of the dsgd headers this translation unit was compiled with.
-constexpr version_info version() noexcept {
-  return {DSGD_VERSION_MAJOR, DSGD_VERSION_MINOR, DSGD_VERSION_PATCH};
-}
+constexpr version_info version() noexcept { return {DSGD_VERSION_MAJOR, DSGD_VERSION_MINOR, DSGD_VERSION_PATCH}; }
 
 }  // namespace dsgd

@@ -16,7 +16,7 @@
 #include <dsgd/train/worker.hpp>
 
 #include <support/inproc_cluster.hpp>
-#include <support/run_tasks.hpp>
+#include <support/role_cluster.hpp>
 
 #include <Eigen/Core>
 #include <boost/test/unit_test.hpp>
@@ -68,46 +68,37 @@ BOOST_AUTO_TEST_CASE(an_eigen_softmax_regression_trains_across_a_ps_and_two_work
   std::vector<std::vector<double>> accuracy(workers);
   double untrained = 1;
   std::vector<softmax_regression> models(workers);
-  std::vector<std::function<void()>> tasks;
-  tasks.push_back([&] {
-    dsgd::train::ps_task<dsgd::update::sync_average, dsgd::optim::momentum, dsgd::transport::inproc>(
-        spec, {"ps", 0}, o, net.transport())
-        .join();
-  });
-  for (std::size_t k = 0; k < workers; ++k)
-    tasks.push_back([&, k] {
-      dsgd::train::worker<dsgd::device::cpu, dsgd::placement::round_robin, dsgd::update::sync_average,
-                          dsgd::transport::inproc>
-          w(spec, {"worker", int(k)}, o, {}, net.transport());
-      auto& model = models[k];
-      const auto vars = model.views();
-      w.create_variables(vars);
-      if (k == 0) untrained = model.accuracy(test);
-      // This worker's half of the training set, in a seeded order each epoch.
-      std::vector<std::size_t> mine;
-      for (std::size_t i = k; i < train.size(); i += workers) mine.push_back(i);
-      std::mt19937_64 rng(17 + k);
-      row_major x(Eigen::Index(batch), Eigen::Index(train.features()));
-      std::vector<int> y(batch);
-      const auto start = std::chrono::steady_clock::now();
-      float scale = 1.f;
-      for (std::size_t e = 0; e < epochs; ++e, scale *= decay) {
-        std::shuffle(mine.begin(), mine.end(), rng);
-        for (std::size_t first = 0; first + batch <= mine.size(); first += batch) {
-          softmax_regression::gather(train, mine, first, x, y);
-          model.backward(x, y, scale);
-          w.push_pull(vars);  // the gradients leave dw and db, the new values land in w and b
-        }
-        accuracy[k].push_back(model.accuracy(test));
-        if (k == 0)
-          std::printf("epoch %zu  step %llu  %.2f s  test accuracy %.4f\n", e + 1,
-                      static_cast<unsigned long long>(w.step()),
-                      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
-                      accuracy[k].back());
+  dsgd::test::run_with_ps<dsgd::update::sync_average, dsgd::optim::momentum>(net, spec, o, workers, [&](std::size_t k) {
+    dsgd::train::worker<dsgd::device::cpu, dsgd::placement::round_robin, dsgd::update::sync_average,
+                        dsgd::transport::inproc>
+        w(spec, {"worker", int(k)}, o, {}, net.transport());
+    auto& model = models[k];
+    const auto vars = model.views();
+    w.create_variables(vars);
+    if (k == 0) untrained = model.accuracy(test);
+    // This worker's half of the training set, in a seeded order each epoch.
+    std::vector<std::size_t> mine;
+    for (std::size_t i = k; i < train.size(); i += workers) mine.push_back(i);
+    std::mt19937_64 rng(17 + k);
+    row_major x(Eigen::Index(batch), Eigen::Index(train.features()));
+    std::vector<int> y(batch);
+    const auto start = std::chrono::steady_clock::now();
+    float scale = 1.f;
+    for (std::size_t e = 0; e < epochs; ++e, scale *= decay) {
+      std::shuffle(mine.begin(), mine.end(), rng);
+      for (std::size_t first = 0; first + batch <= mine.size(); first += batch) {
+        softmax_regression::gather(train, mine, first, x, y);
+        model.backward(x, y, scale);
+        w.push_pull(vars);  // the gradients leave dw and db, the new values land in w and b
       }
-      w.finish();
-    });
-  dsgd::test::run_tasks(tasks);
+      accuracy[k].push_back(model.accuracy(test));
+      if (k == 0)
+        std::printf(
+            "epoch %zu  step %llu  %.2f s  test accuracy %.4f\n", e + 1, static_cast<unsigned long long>(w.step()),
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), accuracy[k].back());
+    }
+    w.finish();
+  });
   BOOST_TEST(untrained < 0.3);  // chance before training
   for (std::size_t k = 0; k < workers; ++k) BOOST_TEST(accuracy[k].back() >= 0.83);
   BOOST_TEST(accuracy[0] == accuracy[1], boost::test_tools::per_element());  // sync: the same values

@@ -28,7 +28,7 @@ static_assert(eigen::is_viewable_v<Eigen::VectorXf&>);
 static_assert(eigen::is_viewable_v<Eigen::ArrayXXf>);
 static_assert(eigen::is_viewable_v<Eigen::Map<Eigen::MatrixXf>>);
 static_assert(eigen::is_viewable_v<Eigen::Matrix<float, 3, 4>>);
-static_assert(!eigen::is_viewable_v<Eigen::MatrixXd>);  // not float32
+static_assert(!eigen::is_viewable_v<Eigen::MatrixXd>);                                  // not float32
 static_assert(!eigen::is_viewable_v<decltype(Eigen::MatrixXf() + Eigen::MatrixXf())>);  // no storage
 static_assert(!eigen::is_viewable_v<decltype(Eigen::MatrixXf() * Eigen::MatrixXf())>);
 static_assert(!eigen::is_viewable_v<Eigen::Map<Eigen::VectorXf, 0, Eigen::InnerStride<2>>>);  // every other float
@@ -56,7 +56,8 @@ BOOST_AUTO_TEST_CASE(views_point_into_eigen_storage_with_the_row_major_shape_of_
   BOOST_TEST(eigen::view("rv", rv).shape.to_string() == "[7]");
 
   std::vector<float> mine(12), my_grads(12);
-  const auto m = eigen::view("m", Eigen::Map<row_major>(mine.data(), 3, 4), Eigen::Map<const row_major>(my_grads.data(), 3, 4));
+  const auto m =
+      eigen::view("m", Eigen::Map<row_major>(mine.data(), 3, 4), Eigen::Map<const row_major>(my_grads.data(), 3, 4));
   BOOST_TEST(m.values.data() == mine.data());
   BOOST_TEST(m.gradients.data() == my_grads.data());
   BOOST_TEST(m.shape.to_string() == "[3, 4]");
@@ -69,15 +70,20 @@ BOOST_AUTO_TEST_CASE(views_point_into_eigen_storage_with_the_row_major_shape_of_
 
 BOOST_AUTO_TEST_CASE(storage_that_is_not_contiguous_is_a_named_error) {
   Eigen::MatrixXf m(5, 4), g(5, 4);
-  auto msg = error_of([&] { eigen::view("conv1/w", m.block(0, 0, 3, 4), g.block(0, 0, 3, 4)); },
-                      dsgd::errc::invalid_argument);
-  BOOST_TEST(contains(msg, "the values of 'conv1/w' (3 x 4) are not contiguous: inner stride 1, outer stride 5; "
-                           "expected inner stride 1 and outer stride 3"));
+  auto msg =
+      error_of([&] { eigen::view("conv1/w", m.block(0, 0, 3, 4), g.block(0, 0, 3, 4)); }, dsgd::errc::invalid_argument);
+  BOOST_TEST(contains(msg,
+                      "the values of 'conv1/w' (3 x 4) are not contiguous: inner stride 1, outer stride 5; "
+                      "expected inner stride 1 and outer stride 3"));
   msg = error_of([&] { eigen::view("row", m.row(1)); }, dsgd::errc::invalid_argument);
   BOOST_TEST(contains(msg, "the values of 'row' (1 x 4) are not contiguous: inner stride 5; expected 1"));
   std::vector<float> raw(20);
-  msg = error_of([&] { eigen::view("strided", Eigen::Map<Eigen::VectorXf, 0, Eigen::InnerStride<>>(raw.data(), 10, Eigen::InnerStride<>(2))); },
-                 dsgd::errc::invalid_argument);
+  msg = error_of(
+      [&] {
+        eigen::view("strided",
+                    Eigen::Map<Eigen::VectorXf, 0, Eigen::InnerStride<>>(raw.data(), 10, Eigen::InnerStride<>(2)));
+      },
+      dsgd::errc::invalid_argument);
   BOOST_TEST(contains(msg, "'strided' (10 x 1) are not contiguous: inner stride 2; expected 1"));
 
   Eigen::MatrixXf w(3, 4), small(3, 3);

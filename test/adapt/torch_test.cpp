@@ -15,7 +15,6 @@
 #include <support/error_checks.hpp>
 #include <support/inproc_cluster.hpp>
 #include <support/role_cluster.hpp>
-#include <support/run_tasks.hpp>
 
 #include <torch/torch.h>
 #include <boost/test/unit_test.hpp>
@@ -33,7 +32,8 @@ using dsgd::test::error_of;
 namespace {
 
 struct net_impl : torch::nn::Module {
-  net_impl() : fc1(register_module("fc1", torch::nn::Linear(4, 3))), fc2(register_module("fc2", torch::nn::Linear(3, 2))) {}
+  net_impl()
+      : fc1(register_module("fc1", torch::nn::Linear(4, 3))), fc2(register_module("fc2", torch::nn::Linear(3, 2))) {}
   torch::Tensor forward(const torch::Tensor& x) { return fc2(torch::relu(fc1(x))); }
   torch::nn::Linear fc1, fc2;
 };
@@ -80,8 +80,9 @@ BOOST_AUTO_TEST_CASE(module_views_name_every_parameter_and_check_it_every_time) 
   BOOST_TEST(values[0].values.data() == net->fc1->weight.data_ptr<float>());
 
   auto msg = error_of([&] { params.with_gradients(); }, dsgd::errc::invalid_argument);
-  BOOST_TEST(contains(msg, "module_views::with_gradients: the gradient of parameter 'fc1.weight' was never computed "
-                           "(.grad() is undefined): run backward() before pushing"));
+  BOOST_TEST(contains(msg,
+                      "module_views::with_gradients: the gradient of parameter 'fc1.weight' was never computed "
+                      "(.grad() is undefined): run backward() before pushing"));
   net->forward(torch::ones({5, 4})).sum().backward();
   const auto both = params.with_gradients();
   BOOST_TEST(both.data() == values.data());  // refreshed in place
@@ -141,26 +142,18 @@ BOOST_AUTO_TEST_CASE(a_module_trains_across_a_ps_and_two_workers_in_its_own_para
     for (auto& p : ref->parameters()) expected.push_back(p.detach().clone());
   }
   BOOST_TEST(!torch::allclose(expected[0], initial));  // the steps move the values
-  std::vector<std::function<void()>> tasks;
-  tasks.push_back([&] {
-    dsgd::train::ps_task<dsgd::update::sync_average, dsgd::optim::sgd, dsgd::transport::inproc>(spec, {"ps", 0}, o,
-                                                                                              net.transport())
-        .join();
+  dsgd::test::run_with_ps(net, spec, o, 2, [&](std::size_t k) {
+    worker w(spec, {"worker", int(k)}, o, {}, net.transport());
+    auto& model = *models[k];
+    libtorch::module_views params(model);
+    w.create_variables(params.values());  // worker 1 gets the chief's initial values
+    for (std::size_t s = 0; s < steps; ++s) {
+      model.zero_grad();
+      model.forward(inputs[k]).pow(2).mean().backward();
+      w.push_pull(params.with_gradients());
+    }
+    w.finish();
   });
-  for (std::size_t k = 0; k < 2; ++k)
-    tasks.push_back([&, k] {
-      worker w(spec, {"worker", int(k)}, o, {}, net.transport());
-      auto& model = *models[k];
-      libtorch::module_views params(model);
-      w.create_variables(params.values());  // worker 1 gets the chief's initial values
-      for (std::size_t s = 0; s < steps; ++s) {
-        model.zero_grad();
-        model.forward(inputs[k]).pow(2).mean().backward();
-        w.push_pull(params.with_gradients());
-      }
-      w.finish();
-    });
-  dsgd::test::run_tasks(tasks);
   for (std::size_t k = 0; k < 2; ++k)
     for (std::size_t i = 0; i < expected.size(); ++i)
       BOOST_TEST(torch::allclose(models[k]->parameters()[i], expected[i], 1e-5, 1e-6));

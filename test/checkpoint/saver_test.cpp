@@ -8,6 +8,7 @@
 #include <dsgd/placement/partitioned.hpp>
 #include <dsgd/placement/round_robin.hpp>
 
+#include <support/error_checks.hpp>
 #include <support/temp_dir.hpp>
 
 #include <boost/test/unit_test.hpp>
@@ -31,6 +32,7 @@ namespace pl = dsgd::placement;
 using dsgd::checkpoint::checkpoint_reader;
 using dsgd::checkpoint::saver;
 using dsgd::checkpoint::shard_data;
+using dsgd::test::contains;
 
 namespace {
 
@@ -40,8 +42,7 @@ struct temp_dir : dsgd::test::temp_dir {
 };
 
 std::vector<pl::variable_info> model_variables() {
-  return {{"dense0/kernel", {7, 4}}, {"dense0/bias", {4}}, {"dense1/kernel", {4, 3}},
-          {"dense1/bias", {3}}};
+  return {{"dense0/kernel", {7, 4}}, {"dense0/bias", {4}}, {"dense1/kernel", {4, 3}}, {"dense1/bias", {3}}};
 }
 
 // Distinct values per variable, element and step, so a value read from the wrong place shows.
@@ -68,8 +69,8 @@ void write_shards(const saver& s, std::uint64_t step, const pl::plan& plan, cons
     for (const auto& sh : plan.shards()) {
       if (sh.ps_task != task) continue;
       const auto& v = plan.variables()[sh.variable];
-      held.push_back({v.name, v.shape, sh.offset,
-                      std::span<const float>(values.at(v.name)).subspan(sh.offset, sh.elements)});
+      held.push_back(
+          {v.name, v.shape, sh.offset, std::span<const float>(values.at(v.name)).subspan(sh.offset, sh.elements)});
     }
     s.write_shard_file(step, task, plan.ps_tasks(), held);
   }
@@ -105,10 +106,6 @@ std::string error_of(F&& f, dsgd::errc code = dsgd::errc::checkpoint_corrupt) {
   return {};
 }
 
-bool contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
-
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(train_saver)
@@ -131,8 +128,7 @@ BOOST_AUTO_TEST_CASE(a_single_process_save_reads_back_every_variable) {
   BOOST_TEST(r.read("dense0/kernel", 5, 3) ==
                  std::vector<float>(values["dense0/kernel"].begin() + 5, values["dense0/kernel"].begin() + 8),
              boost::test_tools::per_element());
-  BOOST_TEST(listing(dir.path) ==
-             (std::set<std::string>{"checkpoint", "ckpt-3.manifest", "ckpt-3.ps-0-of-1"}),
+  BOOST_TEST(listing(dir.path) == (std::set<std::string>{"checkpoint", "ckpt-3.manifest", "ckpt-3.ps-0-of-1"}),
              boost::test_tools::per_element());
 }
 
@@ -185,10 +181,8 @@ BOOST_AUTO_TEST_CASE(a_checkpoint_of_two_ps_tasks_restores_into_three_and_three_
   std::vector<reshard> cases{
       {pl::partitioned::fixed_size(2).place(model_variables(), 2),
        pl::partitioned::fixed_size(3).place(model_variables(), 3)},
-      {pl::partitioned::fixed_size(3).place(model_variables(), 3),
-       pl::round_robin{}.place(model_variables(), 1)},
-      {pl::greedy_by_bytes{}.place(model_variables(), 2),
-       pl::partitioned::fixed_size(4).place(model_variables(), 3)}};
+      {pl::partitioned::fixed_size(3).place(model_variables(), 3), pl::round_robin{}.place(model_variables(), 1)},
+      {pl::greedy_by_bytes{}.place(model_variables(), 2), pl::partitioned::fixed_size(4).place(model_variables(), 3)}};
   for (const auto& c : cases) {
     temp_dir dir;
     saver s(dir.path);
@@ -312,8 +306,8 @@ BOOST_AUTO_TEST_CASE(truncation_at_every_offset_is_detected) {
   for (std::size_t cut = 0; cut < good.size(); ++cut) {
     spit(file, good.substr(0, cut));
     auto restore_msg = error_of([&] { s.open(9); });
-    BOOST_TEST(contains(restore_msg, "ckpt-9.ps-0-of-1: truncated: expected " +
-                                         std::to_string(good.size()) + " bytes, got " + std::to_string(cut)),
+    BOOST_TEST(contains(restore_msg, "ckpt-9.ps-0-of-1: truncated: expected " + std::to_string(good.size()) +
+                                         " bytes, got " + std::to_string(cut)),
                restore_msg);
     auto commit_msg = error_of([&] { s.commit(9, plan); });
     BOOST_TEST((contains(commit_msg, "ckpt-9.ps-0-of-1: truncated") && cut < good.size()), commit_msg);
@@ -378,12 +372,11 @@ BOOST_AUTO_TEST_CASE(an_interrupted_checkpoint_falls_back_to_the_previous_one_an
   saver s(dir.path);
   auto plan = pl::partitioned::fixed_size(2).place(model_variables(), 2);
   save_distributed(s, 10, plan);
-  write_shards(s, 20, plan, model_values(20));               // crashed before the manifest
+  write_shards(s, 20, plan, model_values(20));                // crashed before the manifest
   spit(dir.path / "ckpt-20.manifest.tmp.4242", "dsgd chec");  // crashed while writing it
   spit(dir.path / "ckpt-30.ps-0-of-2.tmp.4242", "DSGDCK");    // crashed while writing data
   BOOST_TEST(s.latest().value() == 10u);
-  BOOST_TEST(s.open(10).read("dense0/kernel") == model_values(10)["dense0/kernel"],
-             boost::test_tools::per_element());
+  BOOST_TEST(s.open(10).read("dense0/kernel") == model_values(10)["dense0/kernel"], boost::test_tools::per_element());
 
   save_distributed(s, 30, plan);
   BOOST_TEST(s.steps() == (std::vector<std::uint64_t>{10, 30}), boost::test_tools::per_element());
@@ -409,10 +402,16 @@ BOOST_AUTO_TEST_CASE(bad_arguments_to_the_writer_are_refused) {
   saver s(dir.path);
   std::vector<float> v{1, 2, 3};
   error_of([&] { s.write_shard_file(1, 2, 2, {}); }, dsgd::errc::invalid_argument);
-  error_of([&] { s.write_shard_file(1, 0, 1, std::vector<shard_data>{{"w", {2}, 0, v}}); },
-           dsgd::errc::invalid_argument);
-  error_of([&] { s.write_shard_file(1, 0, 1, std::vector<shard_data>{{"w\nx", {3}, 0, v}}); },
-           dsgd::errc::invalid_argument);
+  error_of(
+      [&] {
+        s.write_shard_file(1, 0, 1, std::vector<shard_data>{{"w", {2}, 0, v}});
+      },
+      dsgd::errc::invalid_argument);
+  error_of(
+      [&] {
+        s.write_shard_file(1, 0, 1, std::vector<shard_data>{{"w\nx", {3}, 0, v}});
+      },
+      dsgd::errc::invalid_argument);
   BOOST_TEST(listing(dir.path).empty());
 }
 

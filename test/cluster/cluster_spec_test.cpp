@@ -189,7 +189,8 @@ BOOST_AUTO_TEST_CASE(json_of_the_wrong_shape_names_the_field) {
   BOOST_TEST(contains(err(R"(["a:1"])"), "expected a JSON object"));
   BOOST_TEST(contains(err(R"({"ps": "a:1"})"), "job \"ps\": expected an array"));
   BOOST_TEST(contains(err(R"({"ps": {"0": "a:1"}})"), "sparse task maps are not supported"));
-  BOOST_TEST(contains(err(R"({"ps": ["a:1", 2222]})"), "job \"ps\" task 1: expected a \"host:port\" string, got number"));
+  BOOST_TEST(
+      contains(err(R"({"ps": ["a:1", 2222]})"), "job \"ps\" task 1: expected a \"host:port\" string, got number"));
 }
 
 BOOST_AUTO_TEST_CASE(address_out_of_range_names_the_job_and_its_size) {

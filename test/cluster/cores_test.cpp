@@ -58,9 +58,9 @@ BOOST_AUTO_TEST_CASE(a_task_sharing_its_host_takes_its_share_of_the_cores_and_sa
     BOOST_TEST(share->threads == int(std::max(1u, cores / 3)));
     BOOST_TEST(omp_get_max_threads() == share->threads);
     BOOST_REQUIRE_EQUAL(said.size(), 1u);
-    BOOST_TEST(said[0] == "worker:1: 3 tasks of the cluster share this host's " + std::to_string(cores) + " cores: " +
-                              std::to_string(share->threads) + " compute thread" + (share->threads == 1 ? "" : "s") +
-                              " per task (set OMP_NUM_THREADS to choose)");
+    BOOST_TEST(said[0] == "worker:1: 3 tasks of the cluster share this host's " + std::to_string(cores) +
+                              " cores: " + std::to_string(share->threads) + " compute thread" +
+                              (share->threads == 1 ? "" : "s") + " per task (set OMP_NUM_THREADS to choose)");
 #else
     BOOST_TEST(!share.has_value());
 #endif

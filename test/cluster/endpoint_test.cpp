@@ -14,16 +14,13 @@
 
 BOOST_AUTO_TEST_SUITE(cluster_endpoint_test)
 
-using dsgd::cluster::listen_endpoint;
-using dsgd::cluster::resolve_all;
-using dsgd::cluster::task_address;
+using namespace dsgd::cluster;
 using dsgd::test::contains;
 using dsgd::test::error_of;
 
 BOOST_AUTO_TEST_SUITE(cluster_endpoint)
 
-BOOST_AUTO_TEST_CASE(ip_literals_and_localhost_need_no_resolver)
-{
+BOOST_AUTO_TEST_CASE(ip_literals_and_localhost_need_no_resolver) {
   const auto v4 = resolve_all(task_address::parse("10.1.2.3:2222"));
   BOOST_TEST_REQUIRE(v4.endpoints.size() == 1u);
   BOOST_TEST(v4.endpoints[0].address().to_string() == "10.1.2.3");
@@ -32,8 +29,7 @@ BOOST_AUTO_TEST_CASE(ip_literals_and_localhost_need_no_resolver)
   BOOST_TEST(resolve_all(task_address::parse("localhost:9")).endpoints.at(0).address().to_string() == "127.0.0.1");
 }
 
-BOOST_AUTO_TEST_CASE(a_task_listens_on_its_address_any_address_or_an_interface)
-{
+BOOST_AUTO_TEST_CASE(a_task_listens_on_its_address_any_address_or_an_interface) {
   const auto spec = task_address::parse("127.0.0.1:2345");
   BOOST_TEST(listen_endpoint(spec, "", "ps:0").address().to_string() == "127.0.0.1");
   const auto any = listen_endpoint(spec, "*", "ps:0");
@@ -47,8 +43,7 @@ BOOST_AUTO_TEST_CASE(a_task_listens_on_its_address_any_address_or_an_interface)
   BOOST_TEST(lo.port() == 2345);
 }
 
-BOOST_AUTO_TEST_CASE(a_bad_listen_setting_is_refused_naming_the_task_and_the_setting)
-{
+BOOST_AUTO_TEST_CASE(a_bad_listen_setting_is_refused_naming_the_task_and_the_setting) {
   const auto spec = task_address::parse("127.0.0.1:2345");
   const auto bad = [&](std::string listen) {
     return error_of([&] { listen_endpoint(spec, listen, "ps:1"); }, dsgd::errc::bad_cluster_spec);

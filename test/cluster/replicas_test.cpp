@@ -13,9 +13,7 @@
 
 BOOST_AUTO_TEST_SUITE(cluster_replicas_test)
 
-using dsgd::cluster::cluster_spec;
-using dsgd::cluster::replicas;
-using dsgd::cluster::task_id;
+using namespace dsgd::cluster;
 using dsgd::test::contains;
 using dsgd::test::error_of;
 
@@ -60,8 +58,11 @@ BOOST_AUTO_TEST_CASE(a_cluster_without_training_jobs_has_no_replicas) {
 }
 
 BOOST_AUTO_TEST_CASE(a_ps_task_is_not_a_replica_and_the_error_names_it) {
-  const std::string msg =
-      error_of([] { (void)replicas::index_of(with_chief(), task_id{"ps", 0}); }, dsgd::errc::invalid_argument);
+  const std::string msg = error_of(
+      [] {
+        (void)replicas::index_of(with_chief(), task_id{"ps", 0});
+      },
+      dsgd::errc::invalid_argument);
   BOOST_TEST(contains(msg, "ps:0"));
   BOOST_TEST(contains(msg, "not a training replica"));
 }

@@ -25,7 +25,7 @@
 BOOST_AUTO_TEST_SUITE(slurm_test)
 
 namespace bdata = boost::unit_test::data;
-using dsgd::cluster::expand_hostlist;
+using namespace dsgd::cluster;
 using dsgd::test::contains;
 using dsgd::test::error_of;
 
@@ -87,30 +87,26 @@ const std::vector<refusal> refused{
 
 BOOST_AUTO_TEST_SUITE(cluster_slurm)
 
-BOOST_DATA_TEST_CASE(host_lists_expand_as_scontrol_expands_them, bdata::make(scontrol_outputs), e)
-{
+BOOST_DATA_TEST_CASE(host_lists_expand_as_scontrol_expands_them, bdata::make(scontrol_outputs), e) {
   BOOST_TEST(expand_hostlist(e.list) == e.hosts, boost::test_tools::per_element());
 }
 
-BOOST_DATA_TEST_CASE(malformed_host_lists_are_refused_naming_the_list_and_the_column, bdata::make(refused), r)
-{
+BOOST_DATA_TEST_CASE(malformed_host_lists_are_refused_naming_the_list_and_the_column, bdata::make(refused), r) {
   const auto msg = error_of([&] { expand_hostlist(r.list); }, dsgd::errc::bad_cluster_spec);
   BOOST_TEST(contains(msg, "host list \"" + r.list + "\""), msg);
   BOOST_TEST(contains(msg, r.reason), msg);
 }
 
-BOOST_AUTO_TEST_CASE(task_counts_expand_their_repeats)
-{
+BOOST_AUTO_TEST_CASE(task_counts_expand_their_repeats) {
   using dsgd::cluster::expand_task_counts;
   BOOST_TEST(expand_task_counts("2(x3),1") == (std::vector<int>{2, 2, 2, 1}), boost::test_tools::per_element());
   BOOST_TEST(expand_task_counts("4") == (std::vector<int>{4}), boost::test_tools::per_element());
   BOOST_TEST(contains(error_of([] { expand_task_counts("2(x3"); }, dsgd::errc::bad_cluster_spec), "without ')'"));
-  BOOST_TEST(contains(error_of([] { expand_task_counts("two"); }, dsgd::errc::bad_cluster_spec),
-                      "\"two\" is not N or N(xM)"));
+  BOOST_TEST(
+      contains(error_of([] { expand_task_counts("two"); }, dsgd::errc::bad_cluster_spec), "\"two\" is not N or N(xM)"));
 }
 
-BOOST_AUTO_TEST_CASE(ranks_are_placed_on_nodes_in_block_order)
-{
+BOOST_AUTO_TEST_CASE(ranks_are_placed_on_nodes_in_block_order) {
   BOOST_TEST(dsgd::cluster::hosts_of_ranks("n[1-2],gpu3", "2(x2),1") ==
                  (std::vector<std::string>{"n1", "n1", "n2", "n2", "gpu3"}),
              boost::test_tools::per_element());
@@ -118,8 +114,7 @@ BOOST_AUTO_TEST_CASE(ranks_are_placed_on_nodes_in_block_order)
                       "names 3 nodes but the task counts \"2,2\" give 2"));
 }
 
-BOOST_AUTO_TEST_CASE(a_slurm_step_gets_its_hosts_from_the_node_list)
-{
+BOOST_AUTO_TEST_CASE(a_slurm_step_gets_its_hosts_from_the_node_list) {
   std::map<std::string, std::string> vars{{"SLURM_PROCID", "3"},
                                           {"SLURM_NTASKS", "4"},
                                           {"SLURM_JOB_NODELIST", "node[01-02]"},
@@ -139,12 +134,12 @@ BOOST_AUTO_TEST_CASE(a_slurm_step_gets_its_hosts_from_the_node_list)
   vars["SLURM_STEP_TASKS_PER_NODE"] = "3,1";
   BOOST_TEST(dsgd::cluster::role_from_slurm({.num_ps = 1}, env)->cluster.address("worker", 2).host == "gpu8");
   vars["SLURM_STEP_TASKS_PER_NODE"] = "3";
-  BOOST_TEST(contains(error_of([&] { dsgd::cluster::role_from_slurm({.num_ps = 1}, env); }, dsgd::errc::bad_cluster_spec),
-                      "names 2 nodes"));
+  BOOST_TEST(
+      contains(error_of([&] { dsgd::cluster::role_from_slurm({.num_ps = 1}, env); }, dsgd::errc::bad_cluster_spec),
+               "names 2 nodes"));
 }
 
-BOOST_AUTO_TEST_CASE(random_host_lists_match_a_live_scontrol)
-{
+BOOST_AUTO_TEST_CASE(random_host_lists_match_a_live_scontrol) {
   if (std::system("command -v scontrol >/dev/null 2>&1") != 0) {
     BOOST_TEST_MESSAGE("skipped: scontrol (Debian's slurm-client) is not installed");
     return;
@@ -173,7 +168,8 @@ BOOST_AUTO_TEST_CASE(random_host_lists_match_a_live_scontrol)
         list += "]";
       }
     }
-    const std::string cmd = "SLURM_CONF=" + (dir / "slurm.conf").string() + " scontrol show hostnames '" + list + "' 2>&1";
+    const std::string cmd =
+        "SLURM_CONF=" + (dir / "slurm.conf").string() + " scontrol show hostnames '" + list + "' 2>&1";
     std::string out;
     if (FILE* p = ::popen(cmd.c_str(), "r")) {
       char buf[4096];
@@ -183,7 +179,9 @@ BOOST_AUTO_TEST_CASE(random_host_lists_match_a_live_scontrol)
     std::vector<std::string> theirs;
     std::istringstream lines(out);
     for (std::string line; std::getline(lines, line);) theirs.push_back(line);
-    BOOST_TEST_CONTEXT("list " << list) { BOOST_TEST(expand_hostlist(list) == theirs, boost::test_tools::per_element()); }
+    BOOST_TEST_CONTEXT("list " << list) {
+      BOOST_TEST(expand_hostlist(list) == theirs, boost::test_tools::per_element());
+    }
   }
   std::filesystem::remove_all(dir);
 }

@@ -6,6 +6,8 @@
 // ParameterServer strategies).
 #include <dsgd/cluster/tf_config.hpp>
 
+#include <support/error_checks.hpp>
+
 #include <boost/test/unit_test.hpp>
 
 #include <string>
@@ -13,6 +15,7 @@
 BOOST_AUTO_TEST_SUITE(tf_config_test)
 
 using dsgd::cluster::tf_config;
+using dsgd::test::contains;
 
 namespace {
 
@@ -22,20 +25,9 @@ const std::string tf2_cluster = R"("cluster": {"chief": ["host0:2222"],
 
 tf_config tf2(const std::string& task) { return tf_config::parse("{" + tf2_cluster + ", \"task\": " + task + "}"); }
 
+// The message of the error parsing @p text fails with (bad_cluster_spec).
 std::string error_of(const std::string& text) {
-  try {
-    (void)tf_config::parse(text);
-    BOOST_ERROR("parse accepted a bad TF_CONFIG");
-  } catch (const dsgd::error& e) {
-    BOOST_TEST_MESSAGE(e.what());
-    BOOST_TEST((e.code() == dsgd::errc::bad_cluster_spec));
-    return e.what();
-  }
-  return {};
-}
-
-bool contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
+  return dsgd::test::error_of([&] { (void)tf_config::parse(text); }, dsgd::errc::bad_cluster_spec);
 }
 
 }  // namespace

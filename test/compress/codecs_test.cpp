@@ -16,12 +16,12 @@
 #include <cstdint>
 #include <cstring>
 #include <initializer_list>
-#include <utility>
 #include <limits>
 #include <numeric>
 #include <random>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 BOOST_AUTO_TEST_SUITE(compress_codecs_test)
@@ -59,16 +59,16 @@ void check_error(F&& f, dsgd::errc code, std::initializer_list<std::string> part
 
 // Checks that @p payload is refused with bad_frame naming "dense0/kernel" and containing @p why.
 void refused(const c::codec& codec, std::span<const std::byte> payload, std::size_t n, const std::string& why) {
-  check_error(
-      [&] { c::check(codec, payload, n, "push of dense0/kernel shard 0"); }, dsgd::errc::bad_frame,
-      {"dense0/kernel", why});
+  check_error([&] { c::check(codec, payload, n, "push of dense0/kernel shard 0"); }, dsgd::errc::bad_frame,
+              {"dense0/kernel", why});
 }
 
 // Runs @p f, which must throw dsgd::error @p code with a message containing every @p parts.
 template <class F>
 void check_error(F&& f, dsgd::errc code, std::initializer_list<std::string> parts) {
   const auto msg = dsgd::test::error_of(std::forward<F>(f), code);
-  for (const auto& part : parts) BOOST_TEST(dsgd::test::contains(msg, part), "\"" << msg << "\" lacks \"" << part << "\"");
+  for (const auto& part : parts)
+    BOOST_TEST(dsgd::test::contains(msg, part), "\"" << msg << "\" lacks \"" << part << "\"");
 }
 
 std::uint32_t bits(float f) { return std::bit_cast<std::uint32_t>(f); }
@@ -110,8 +110,8 @@ BOOST_AUTO_TEST_CASE(fp16_rounds_to_nearest_even_and_keeps_inf_and_nan) {
   BOOST_TEST(to_fp16(1.f + 3 * 0x1p-11f) == 0x3c02u);
   BOOST_TEST(to_fp16(1.f + 0x1p-11f + 0x1p-20f) == 0x3c01u);  // above the tie: up
   BOOST_TEST(to_fp16(65504.f) == 0x7bffu);
-  BOOST_TEST(to_fp16(65519.f) == 0x7bffu);   // below the tie with 65536
-  BOOST_TEST(to_fp16(65520.f) == 0x7c00u);   // the tie rounds to even: infinity
+  BOOST_TEST(to_fp16(65519.f) == 0x7bffu);  // below the tie with 65536
+  BOOST_TEST(to_fp16(65520.f) == 0x7c00u);  // the tie rounds to even: infinity
   BOOST_TEST(to_fp16(1e10f) == 0x7c00u);
   BOOST_TEST(to_fp16(-std::numeric_limits<float>::infinity()) == 0xfc00u);
   BOOST_TEST(std::isnan(from_fp16(to_fp16(std::numeric_limits<float>::quiet_NaN()))));
@@ -231,8 +231,8 @@ BOOST_AUTO_TEST_CASE(malformed_payloads_are_bad_frame_naming_the_variable) {
   const auto g = random_gradient(n, 7);
   std::vector<float> r(n, 0.f);
   // Truncated and odd lengths for every encoding.
-  for (const c::codec& codec : {c::codec{c::none{}}, c::codec{c::fp16{}}, c::codec{c::bf16{}},
-                                c::codec{c::top_k{0.1f}}, c::codec{c::two_bit{0.5f}}}) {
+  for (const c::codec& codec : {c::codec{c::none{}}, c::codec{c::fp16{}}, c::codec{c::bf16{}}, c::codec{c::top_k{0.1f}},
+                                c::codec{c::two_bit{0.5f}}}) {
     std::fill(r.begin(), r.end(), 0.f);
     auto p = encoded(codec, g, r);
     BOOST_TEST_CONTEXT(c::describe(codec)) {
@@ -286,10 +286,12 @@ BOOST_AUTO_TEST_CASE(a_selection_picks_per_variable_and_validates) {
   BOOST_TEST(c::describe(s.of("w")) == "bf16");
   BOOST_TEST(c::describe(c::two_bit{}) == "two_bit(0.5)");
   BOOST_CHECK_NO_THROW(c::validate(s));
-  check_error([] { c::validate(c::selection{.all = c::top_k{0.f}}, "o.compression"); },
-                          dsgd::errc::invalid_argument, {"o.compression.all.ratio", "(0, 1]"});
+  check_error([] { c::validate(c::selection{.all = c::top_k{0.f}}, "o.compression"); }, dsgd::errc::invalid_argument,
+              {"o.compression.all.ratio", "(0, 1]"});
   check_error(
-      [] { c::validate(c::selection{.variables = {{"w", c::two_bit{-1.f}}}}, "o.compression"); },
+      [] {
+        c::validate(c::selection{.variables = {{"w", c::two_bit{-1.f}}}}, "o.compression");
+      },
       dsgd::errc::invalid_argument, {"o.compression.variables[w].threshold"});
 }
 

@@ -21,6 +21,7 @@
 #include <dsgd/transport/inproc.hpp>
 #include <dsgd/update/sync_average.hpp>
 
+#include <support/fashion_mnist_sets.hpp>
 #include <support/inproc_cluster.hpp>
 #include <support/run_tasks.hpp>
 
@@ -57,22 +58,13 @@ struct compress_epoch {
 
 // What a run ended with.
 struct compress_outcome {
-  double accuracy = 0;              // the chief's final values on the 10,000 test images
-  std::uint64_t pushed_bytes = 0;   // both workers' push payloads
-  std::uint64_t pushes = 0;         // both workers' push_pull() calls
-  double seconds = 0;               // of the whole run
+  double accuracy = 0;                 // the chief's final values on the 10,000 test images
+  std::uint64_t pushed_bytes = 0;      // both workers' push payloads
+  std::uint64_t pushes = 0;            // both workers' push_pull() calls
+  double seconds = 0;                  // of the whole run
   std::vector<compress_epoch> epochs;  // the chief's, one per epoch
   double bytes_per_push() const { return pushes ? double(pushed_bytes) / double(pushes) : 0.0; }
 };
-
-inline const data::fashion_mnist::dataset& compress_train_set() {
-  static const auto d = data::fashion_mnist::load(data::fashion_mnist::split::train);
-  return d;
-}
-inline const data::fashion_mnist::dataset& compress_test_set() {
-  static const auto d = data::fashion_mnist::load(data::fashion_mnist::split::test);
-  return d;
-}
 
 // Trains the model @p make_model() makes (a model::feed_forward) on one ps task and two workers
 // under rule @p Rule over transport @p T, each worker s.epochs passes over its half of the
@@ -85,8 +77,8 @@ compress_outcome train_compressed(const compress::selection& compression, const 
   using optimizer = optim::exponential_decay<optim::momentum>;
   using worker_type = train::worker<device::cpu, placement::round_robin, Rule, T>;
   constexpr bool sync = std::is_same_v<Rule, update::sync_average>;
-  const auto& train_set = compress_train_set();
-  const auto& test_set = compress_test_set();
+  const auto& train_set = fashion_train();
+  const auto& test_set = fashion_test();
   // An epoch of the schedule in updates: sync applies the mean of both workers' batches once.
   const std::size_t batches_per_worker = (train_set.size() / 2 + s.batch - 1) / s.batch;
   const std::size_t updates_per_epoch = sync ? batches_per_worker : 2 * batches_per_worker;

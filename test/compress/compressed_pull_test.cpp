@@ -16,6 +16,8 @@
 #include <dsgd/update/async.hpp>
 #include <dsgd/update/sync_average.hpp>
 
+#include <support/shard_table_driver.hpp>
+
 #include <boost/test/unit_test.hpp>
 
 #include <chrono>
@@ -34,68 +36,20 @@ namespace ds = dsgd::server;
 namespace c = dsgd::compress;
 namespace cd = dsgd::compress::detail;
 using ds::message;
-using sync_table = ds::shard_table<dsgd::update::sync_average, dsgd::optim::sgd>;
-using async_table = ds::shard_table<dsgd::update::async, dsgd::optim::sgd>;
+using namespace dsgd::test;
 
 namespace {
 
-struct sent {
-  dsgd::transport::frame_header header;
-  std::vector<std::byte> payload;
-  std::shared_ptr<const void> keep_alive;
-  message type() const { return static_cast<message>(header.type); }
-  std::string error() const {
-    return ds::decode_control<ds::error_reply>(
-               std::string_view(reinterpret_cast<const char*>(payload.data()), payload.size()), "reply_error")
-        .message;
-  }
-};
-
-struct recording_sink {
-  std::vector<sent> replies;
-  void send(ds::peer_id, ds::outgoing_reply r) {
-    replies.push_back({r.header, {r.payload.begin(), r.payload.end()}, r.keep_alive});
-  }
-  bool is_open(ds::peer_id) const { return true; }
-  void supersede(ds::peer_id) {}
-  void shut_down(ds::peer_id, ds::outgoing_reply) {}
-  std::vector<sent> take() { return std::exchange(replies, {}); }
-};
-
-std::uint64_t next_request = 1;
-
-// Delivers one request from peer @p p as the transport would, in one chunk.
-template <class Table>
-void deliver(Table& t, recording_sink& out, ds::peer_id p, message type, std::uint32_t variable, std::uint64_t step,
-             std::span<const std::byte> payload = {}) {
-  const auto* info = ds::find_message(static_cast<std::uint16_t>(type));
-  dsgd::transport::frame_header h;
-  h.type = static_cast<std::uint16_t>(type);
-  h.flags = info->payload == ds::payload_kind::control ? dsgd::transport::frame_flags::control : 0;
-  h.request_id = next_request++;
-  h.variable = variable;
-  h.step = step;
-  h.payload_length = payload.size();
-  h.total_length = payload.size();
-  dsgd::error_code ec;
-  auto dst = t.destination(p, h, ec);
-  BOOST_REQUIRE(!ec);
-  BOOST_REQUIRE_EQUAL(dst.size(), payload.size());
-  if (!dst.empty()) std::memcpy(dst.data(), payload.data(), dst.size());
-  t.received(p, h, out);
-}
+using sent = sent_reply;
 
 // w [4, 3] and b [3] on one ps task; values none of which bf16 holds exactly.
-const std::vector<dsgd::placement::variable_info> model{{"w", {4, 3}}, {"b", {3}}};
+const auto& model = w_and_b;
 const std::vector<float> w0{0.1f, -2.7f, 3.3f, 1e-3f, 5.55f, -6.1f, 7.7f, 1234.567f, 0.333f, -1e-5f, 11.1f, 0.2f};
 const std::vector<float> b0{0.3f, -0.7f, 65504.f};
 const c::selection pulls{.all = c::bf16{}, .variables = {{"b", c::fp16{}}}};
 
 ds::register_request registration(const std::string& task, std::uint32_t replica, const c::selection& p) {
-  auto plan = dsgd::placement::round_robin{}.place(model, 1);
-  ds::register_request r{task, replica, replica == 0, plan.fingerprint(), plan.describe(), 2, {}, {}};
-  r.layouts.push_back({0, 0, "w", {4, 3}, 0, 4});
-  r.layouts.push_back({1, 0, "b", {3}, 0, 3});
+  auto r = w_and_b_registration(task, replica, replica == 0);
   r.compression = ds::detail::describe_codecs({}, r.layouts);
   r.pull_compression = ds::detail::describe_codecs(p, r.layouts);
   return r;
@@ -105,27 +59,13 @@ ds::register_request registration(const std::string& task, std::uint32_t replica
 template <class Table>
 Table registered(recording_sink& out, std::uint32_t replicas, const c::selection& served = pulls,
                  const c::selection& asked = pulls) {
-  typename Table::options o;
-  o.connection.log = [](std::string_view) {};
-  o.optimizer = {0.5f};
-  o.serving.step_timeout = 1s;
-  o.serving.ready_timeout = 1s;
+  auto o = quiet_options<Table>();
   o.pull_compression = served;
-  Table t({"ps", 0}, 1, replicas, o);
-  for (std::uint32_t r = 0; r < replicas; ++r) {
-    const auto task = r == 0 ? std::string("chief:0") : "worker:" + std::to_string(r - 1);
-    t.connect(r + 1, task);
-    auto body = ds::encode_control(registration(task, r, asked));
-    deliver(t, out, r + 1, message::register_worker, 0, 0, std::as_bytes(std::span(body)));
-  }
-  if (out.replies.empty() || out.replies.back().type() != message::reply_error) {
-    deliver(t, out, 1, message::init_shard, 0, 0, std::as_bytes(std::span(w0)));
-    deliver(t, out, 1, message::init_shard, 1, 0, std::as_bytes(std::span(b0)));
-  }
+  auto t = registered_table<Table>(
+      out, replicas, o, [&](const std::string& task, std::uint32_t r) { return registration(task, r, asked); });
+  if (out.replies.empty() || out.replies.back().type() != message::reply_error) init_shards(t, out, {w0, b0});
   return t;
 }
-
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
 // A worker's slot awaiting a pull of @p dest in encoding @p e.
 ds::detail::request_slot slot_for(std::vector<float>& dest, c::encoding e) {
@@ -157,8 +97,8 @@ BOOST_AUTO_TEST_CASE(replies_round_trip_within_bf16_and_fp16_rounding) {
   recording_sink out;
   auto t = registered<sync_table>(out, 1);
   for (const auto& s : out.take()) BOOST_TEST((s.type() == message::reply_ok));
-  deliver(t, out, 1, message::compressed_pull, 0, 0);
-  deliver(t, out, 1, message::compressed_pull, 1, 0);
+  deliver_accepted(t, out, 1, {message::compressed_pull, 0, 0, 0});
+  deliver_accepted(t, out, 1, {message::compressed_pull, 1, 0, 0});
   auto r = out.take();
   BOOST_REQUIRE_EQUAL(r.size(), 2u);
   BOOST_REQUIRE((r[0].type() == message::compressed_pull_reply));
@@ -178,7 +118,7 @@ BOOST_AUTO_TEST_CASE(replies_round_trip_within_bf16_and_fp16_rounding) {
     BOOST_TEST(std::abs(b[i] - b0[i]) <= std::abs(b0[i]) * 0x1p-11f, "b element " << i);
   }
   // A plain pull of the same shard still answers the floats whole.
-  deliver(t, out, 1, message::pull, 0, 0);
+  deliver_accepted(t, out, 1, {message::pull, 0, 0, 0});
   r = out.take();
   BOOST_REQUIRE_EQUAL(r.size(), 1u);
   std::vector<float> whole(w0.size());
@@ -190,8 +130,8 @@ BOOST_AUTO_TEST_CASE(workers_pulling_one_version_share_one_encode) {
   for (int rule = 0; rule < 2; ++rule) {
     recording_sink out;
     auto pulled_twice = [&](auto& t) {
-      deliver(t, out, 1, message::compressed_pull, 0, 0);
-      deliver(t, out, 2, message::compressed_pull, 0, 0);
+      deliver_accepted(t, out, 1, {message::compressed_pull, 0, 0, 0});
+      deliver_accepted(t, out, 2, {message::compressed_pull, 0, 0, 0});
       auto r = out.take();
       BOOST_REQUIRE_EQUAL(r.size(), 2u);
       BOOST_TEST(r[0].payload == r[1].payload);
@@ -204,8 +144,8 @@ BOOST_AUTO_TEST_CASE(workers_pulling_one_version_share_one_encode) {
       BOOST_TEST(r[0].keep_alive == r[1].keep_alive);  // one encoding, sent to both
       // After a step, a new version: encoded anew, with the new values.
       const std::vector<float> g(w0.size(), 1.f);
-      deliver(t, out, 1, message::push, 0, 0, std::as_bytes(std::span(g)));
-      deliver(t, out, 2, message::push, 0, 0, std::as_bytes(std::span(g)));
+      deliver_accepted(t, out, 1, {message::push, 0, 0, 0, bytes_of(g)});
+      deliver_accepted(t, out, 2, {message::push, 0, 0, 0, bytes_of(g)});
       out.take();
       auto again = pulled_twice(t);
       BOOST_TEST(again[0].keep_alive == again[1].keep_alive);
@@ -230,14 +170,15 @@ BOOST_AUTO_TEST_CASE(registration_agrees_on_the_pull_codecs_or_names_the_mismatc
   auto r = out.take();
   BOOST_REQUIRE_EQUAL(r.size(), 1u);
   BOOST_REQUIRE((r[0].type() == message::reply_error));
-  BOOST_TEST(contains(r[0].error(), "pull compression mismatch: chief:0 pulls w [4, 3] as bf16 but ps:0 serves it as "
-                                    "none (workers and ps tasks need the same trainer_options::pull_compression)"),
-             r[0].error());
+  BOOST_TEST(contains(r[0].error().message,
+                      "pull compression mismatch: chief:0 pulls w [4, 3] as bf16 but ps:0 serves it as "
+                      "none (workers and ps tasks need the same trainer_options::pull_compression)"),
+             r[0].error().message);
   // And the other way round, on one variable: the ps serves b as fp16, the worker wants it plain.
   auto t2 = registered<sync_table>(out, 1, pulls, c::selection{.all = c::bf16{}});
   r = out.take();
   BOOST_REQUIRE_EQUAL(r.size(), 1u);
-  BOOST_TEST(contains(r[0].error(), "pulls b [3] as bf16 but ps:0 serves it as fp16"), r[0].error());
+  BOOST_TEST(contains(r[0].error().message, "pulls b [3] as bf16 but ps:0 serves it as fp16"), r[0].error().message);
   // A worker of a version without pull codecs is taken as pulling plain.
   sync_table t3({"ps", 0}, 1, 1, [] {
     sync_table::options o;
@@ -245,14 +186,12 @@ BOOST_AUTO_TEST_CASE(registration_agrees_on_the_pull_codecs_or_names_the_mismatc
     o.pull_compression = pulls;
     return o;
   }());
-  t3.connect(1, "chief:0");
   auto old = registration("chief:0", 0, {});
   old.pull_compression.clear();
-  auto body = ds::encode_control(old);
-  deliver(t3, out, 1, message::register_worker, 0, 0, std::as_bytes(std::span(body)));
+  BOOST_REQUIRE(!join(t3, out, 1, old));
   r = out.take();
   BOOST_REQUIRE_EQUAL(r.size(), 1u);
-  BOOST_TEST(contains(r[0].error(), "pulls w [4, 3] as none but ps:0 serves it as bf16"), r[0].error());
+  BOOST_TEST(contains(r[0].error().message, "pulls w [4, 3] as none but ps:0 serves it as bf16"), r[0].error().message);
 }
 
 BOOST_AUTO_TEST_CASE(a_compressed_pull_of_a_plain_shard_is_a_named_error) {
@@ -260,12 +199,13 @@ BOOST_AUTO_TEST_CASE(a_compressed_pull_of_a_plain_shard_is_a_named_error) {
   const c::selection only_w{.variables = {{"w", c::bf16{}}}};
   auto t = registered<sync_table>(out, 1, only_w, only_w);
   out.take();
-  deliver(t, out, 1, message::compressed_pull, 1, 0);
+  deliver_accepted(t, out, 1, {message::compressed_pull, 1, 0, 0});
   auto r = out.take();
   BOOST_REQUIRE_EQUAL(r.size(), 1u);
   BOOST_REQUIRE((r[0].type() == message::reply_error));
-  BOOST_TEST(contains(r[0].error(), "compressed_pull of b [3] shard 0 from ps:0, whose pulls of it are plain (none)"),
-             r[0].error());
+  BOOST_TEST(
+      contains(r[0].error().message, "compressed_pull of b [3] shard 0 from ps:0, whose pulls of it are plain (none)"),
+      r[0].error().message);
 }
 
 BOOST_AUTO_TEST_CASE(malformed_compressed_replies_are_bad_frame) {

@@ -13,6 +13,8 @@
 #include <dsgd/update/async.hpp>
 #include <dsgd/update/sync_average.hpp>
 
+#include <support/shard_table_driver.hpp>
+
 #include <boost/test/unit_test.hpp>
 
 #include <chrono>
@@ -22,6 +24,7 @@
 #include <set>
 #include <span>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -31,67 +34,9 @@ using namespace std::chrono_literals;
 namespace ds = dsgd::server;
 namespace c = dsgd::compress;
 using ds::message;
-using sync_table = ds::shard_table<dsgd::update::sync_average, dsgd::optim::sgd>;
-using async_table = ds::shard_table<dsgd::update::async, dsgd::optim::sgd>;
+using namespace dsgd::test;
 
 namespace {
-
-struct sent {
-  dsgd::transport::frame_header header;
-  std::vector<std::byte> payload;
-  message type() const { return static_cast<message>(header.type); }
-  ds::error_reply error() const {
-    return ds::decode_control<ds::error_reply>(
-        std::string_view(reinterpret_cast<const char*>(payload.data()), payload.size()), "reply_error");
-  }
-};
-
-struct recording_sink {
-  std::vector<sent> replies;
-  void send(ds::peer_id, ds::outgoing_reply r) { replies.push_back({r.header, {r.payload.begin(), r.payload.end()}}); }
-  bool is_open(ds::peer_id) const { return true; }
-  void supersede(ds::peer_id) {}
-  void shut_down(ds::peer_id, ds::outgoing_reply) {}
-  std::vector<sent> take() { return std::exchange(replies, {}); }
-};
-
-std::uint64_t next_request = 1;
-
-// Delivers one request from peer @p p as the transport would, in chunks of @p chunk bytes.
-// @returns the error destination() set (the connection would close).
-template <class Table>
-dsgd::error_code deliver(Table& t, recording_sink& out, ds::peer_id p, message type, std::uint32_t variable,
-                         std::uint64_t step, const std::vector<std::byte>& payload,
-                         std::size_t chunk = std::numeric_limits<std::size_t>::max()) {
-  const auto* info = ds::find_message(static_cast<std::uint16_t>(type));
-  std::size_t at = 0;
-  const std::uint64_t id = next_request++;
-  do {
-    dsgd::transport::frame_header h;
-    h.type = static_cast<std::uint16_t>(type);
-    h.flags = info->payload == ds::payload_kind::control ? dsgd::transport::frame_flags::control : 0;
-    h.request_id = id;
-    h.variable = variable;
-    h.step = step;
-    h.chunk_offset = at;
-    h.payload_length = std::min(chunk, payload.size() - at);
-    h.total_length = payload.size();
-    dsgd::error_code ec;
-    auto dst = t.destination(p, h, ec);
-    if (ec) return ec;
-    BOOST_REQUIRE_EQUAL(dst.size(), h.payload_length);
-    if (!dst.empty()) std::memcpy(dst.data(), payload.data() + at, dst.size());
-    t.received(p, h, out);
-    at += h.payload_length;
-  } while (at < payload.size());
-  return {};
-}
-
-template <class R>
-std::vector<std::byte> bytes_of(const R& r) {
-  auto b = std::as_bytes(std::span(r));
-  return {b.begin(), b.end()};
-}
 
 // The values shard (@p v, 0) of @p t holds (shard_table lends its shards as const).
 template <class Table>
@@ -100,37 +45,23 @@ std::vector<float> values_of(const Table& t, std::uint32_t v) {
 }
 
 // w [4, 3] (top_k, 5 of 12) and b [3] (bf16) on one ps task.
-const std::vector<dsgd::placement::variable_info> model{{"w", {4, 3}}, {"b", {3}}};
 const std::vector<float> w0{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
 const std::vector<float> b0{1, 1, 1};
 const c::selection chosen{.all = c::bf16{}, .variables = {{"w", c::top_k{0.4f}}}};
 
 ds::register_request registration(const std::string& task, std::uint32_t replica, const c::selection& s) {
-  auto plan = dsgd::placement::round_robin{}.place(model, 1);
-  ds::register_request r{task, replica, replica == 0, plan.fingerprint(), plan.describe(), 2, {}, {}};
-  r.layouts.push_back({0, 0, "w", {4, 3}, 0, 4});
-  r.layouts.push_back({1, 0, "b", {3}, 0, 3});
+  auto r = w_and_b_registration(task, replica, replica == 0);
   r.compression = ds::detail::describe_codecs(s, r.layouts);
   return r;
 }
 
 template <class Table>
 Table registered(recording_sink& out, std::uint32_t replicas, const c::selection& s = chosen) {
-  typename Table::options o;
-  o.connection.log = [](std::string_view) {};
-  o.optimizer = {0.5f};
-  o.serving.step_timeout = 1s;
-  o.serving.ready_timeout = 1s;
+  auto o = quiet_options<Table>();
   o.compression = chosen;
-  Table t({"ps", 0}, 1, replicas, o);
-  for (std::uint32_t r = 0; r < replicas; ++r) {
-    const auto task = r == 0 ? std::string("chief:0") : "worker:" + std::to_string(r - 1);
-    t.connect(r + 1, task);
-    auto body = ds::encode_control(registration(task, r, s));
-    deliver(t, out, r + 1, message::register_worker, 0, 0, bytes_of(body));
-  }
-  deliver(t, out, 1, message::init_shard, 0, 0, bytes_of(w0));
-  deliver(t, out, 1, message::init_shard, 1, 0, bytes_of(b0));
+  auto t = registered_table<Table>(out, replicas, o,
+                                   [&](const std::string& task, std::uint32_t r) { return registration(task, r, s); });
+  init_shards(t, out, {w0, b0});
   return t;
 }
 
@@ -146,7 +77,21 @@ std::pair<std::vector<std::byte>, std::vector<float>> encode(const c::codec& cod
   return {payload, decoded};
 }
 
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+// An async table with one replica registered and its shards made, and that replica's top_k(0.4)
+// push of g: its payload p, what p decodes to (d) and the residual it leaves (r).
+struct async_top_k_push {
+  recording_sink out;
+  async_table t = registered<async_table>(out, 1);
+  const std::vector<float> g{1, -2, 3, -4, 5, -6, 7, -8, 9, -10, 11, -12};
+  std::vector<float> r = std::vector<float>(12, 0.f);
+  std::vector<std::byte> p;
+  std::vector<float> d;
+
+  async_top_k_push() {
+    out.take();
+    std::tie(p, d) = encode(c::top_k{0.4f}, g, r);
+  }
+};
 
 }  // namespace
 
@@ -161,21 +106,19 @@ BOOST_AUTO_TEST_CASE(registration_agrees_on_the_codecs_or_names_the_mismatch) {
     o.compression = chosen;
     return o;
   }());
-  t2.connect(1, "chief:0");
-  auto body = ds::encode_control(registration("chief:0", 0, {.all = c::bf16{}, .variables = {{"w", c::fp16{}}}}));
-  deliver(t2, out, 1, message::register_worker, 0, 0, bytes_of(body));
+  join(t2, out, 1, registration("chief:0", 0, {.all = c::bf16{}, .variables = {{"w", c::fp16{}}}}));
   auto r = out.take();
   BOOST_REQUIRE_EQUAL(r.size(), 1u);
   BOOST_REQUIRE((r[0].type() == message::reply_error));
   const auto e = r[0].error();
   BOOST_TEST(e.code == int(dsgd::errc::invalid_argument));
-  BOOST_TEST(contains(e.message, "compression mismatch: chief:0 pushes w [4, 3] as fp16 but ps:0 decodes it as top_k(0.4)"),
-             e.message);
+  BOOST_TEST(
+      contains(e.message, "compression mismatch: chief:0 pushes w [4, 3] as fp16 but ps:0 decodes it as top_k(0.4)"),
+      e.message);
   // A worker of a version without compression (no codecs sent) is taken as "none" throughout.
   auto plain = registration("chief:0", 0, {});
   plain.compression.clear();
-  body = ds::encode_control(plain);
-  deliver(t2, out, 1, message::register_worker, 0, 0, bytes_of(body));
+  deliver(t2, out, 1, {message::register_worker, 0, 0, 0, control_of(plain)});  // on the same connection
   r = out.take();
   BOOST_REQUIRE_EQUAL(r.size(), 1u);
   BOOST_TEST(contains(r[0].error().message, "as none but ps:0 decodes it as top_k(0.4)"), r[0].error().message);
@@ -192,8 +135,8 @@ BOOST_AUTO_TEST_CASE(a_sync_step_applies_the_mean_of_two_compressed_pushes) {
   auto [p1, d1] = encode(c::top_k{0.4f}, g1, r1);
   BOOST_TEST(p0.size() == 4u + 8u * 5u);  // 5 of 12 sent
   // In chunks of 8 bytes, as a small chunk_bytes would split them.
-  BOOST_TEST(!deliver(t, out, 1, message::compressed_push, 0, 0, p0, 8));
-  BOOST_TEST(!deliver(t, out, 2, message::compressed_push, 0, 0, p1));
+  BOOST_TEST(!deliver(t, out, 1, {message::compressed_push, 0, 0, 0, p0, 8}));
+  BOOST_TEST(!deliver(t, out, 2, {message::compressed_push, 0, 0, 0, p1}));
   auto r = out.take();
   BOOST_REQUIRE_EQUAL(r.size(), 2u);
   BOOST_TEST((r[0].type() == message::push_accumulated));
@@ -206,20 +149,14 @@ BOOST_AUTO_TEST_CASE(a_sync_step_applies_the_mean_of_two_compressed_pushes) {
   // b as bf16: 0.3 is not exact in bf16, the step applies what bf16 holds.
   const std::vector<float> gb{0.3f, -1.f, 2.f};
   auto [pb, db] = encode(c::bf16{}, gb, none);
-  deliver(t, out, 1, message::compressed_push, 1, 0, pb);
-  deliver(t, out, 2, message::compressed_push, 1, 0, pb);
+  deliver(t, out, 1, {message::compressed_push, 1, 0, 0, pb});
+  deliver(t, out, 2, {message::compressed_push, 1, 0, 0, pb});
   BOOST_TEST(values_of(t, 1)[0] == 1.f - 0.5f * db[0]);
   BOOST_TEST(db[0] != 0.3f);
 }
 
-BOOST_AUTO_TEST_CASE(an_async_push_is_decoded_and_applied) {
-  recording_sink out;
-  auto t = registered<async_table>(out, 1);
-  out.take();
-  const std::vector<float> g{1, -2, 3, -4, 5, -6, 7, -8, 9, -10, 11, -12};
-  std::vector<float> r(12, 0.f);
-  auto [p, d] = encode(c::top_k{0.4f}, g, r);
-  BOOST_TEST(!deliver(t, out, 1, message::compressed_push, 0, 0, p, 12));
+BOOST_FIXTURE_TEST_CASE(an_async_push_is_decoded_and_applied, async_top_k_push) {
+  BOOST_TEST(!deliver(t, out, 1, {message::compressed_push, 0, 0, 0, p, 12}));
   BOOST_TEST((out.take().at(0).type() == message::push_applied));
   const auto v = values_of(t, 0);
   for (std::size_t i = 0; i < 12; ++i) BOOST_TEST(v[i] == w0[i] - 0.5f * d[i]);
@@ -228,17 +165,11 @@ BOOST_AUTO_TEST_CASE(an_async_push_is_decoded_and_applied) {
   BOOST_TEST(r[0] == 1.f);
 }
 
-BOOST_AUTO_TEST_CASE(malformed_compressed_pushes_are_bad_frame_naming_the_variable) {
-  recording_sink out;
-  auto t = registered<async_table>(out, 1);
-  out.take();
-  const std::vector<float> g{1, -2, 3, -4, 5, -6, 7, -8, 9, -10, 11, -12};
-  std::vector<float> r(12, 0.f);
-  auto [p, d] = encode(c::top_k{0.4f}, g, r);
+BOOST_FIXTURE_TEST_CASE(malformed_compressed_pushes_are_bad_frame_naming_the_variable, async_top_k_push) {
   auto bad = p;
   const std::uint32_t past = 12;
   std::memcpy(bad.data() + 4 + 4 * 4, &past, 4);  // the last index past the variable
-  BOOST_TEST(!deliver(t, out, 1, message::compressed_push, 0, 0, bad));
+  BOOST_TEST(!deliver(t, out, 1, {message::compressed_push, 0, 0, 0, bad}));
   auto replies = out.take();
   BOOST_REQUIRE_EQUAL(replies.size(), 1u);
   BOOST_REQUIRE((replies[0].type() == message::reply_error));
@@ -250,18 +181,18 @@ BOOST_AUTO_TEST_CASE(malformed_compressed_pushes_are_bad_frame_naming_the_variab
   // Longer than top_k(0.4) can send for 12 elements (4 + 8 x 5 bytes): refused from the header,
   // before anything is allocated; the connection would close.
   std::vector<std::byte> huge(4 + 8 * 6);
-  BOOST_TEST((deliver(t, out, 1, message::compressed_push, 0, 0, huge) == dsgd::errc::bad_frame));
+  BOOST_TEST((deliver(t, out, 1, {message::compressed_push, 0, 0, 0, huge}) == dsgd::errc::bad_frame));
   // A compressed push for a shard this ps does not hold.
-  BOOST_TEST((deliver(t, out, 1, message::compressed_push, 7, 0, p) == dsgd::errc::bad_frame));
+  BOOST_TEST((deliver(t, out, 1, {message::compressed_push, 7, 0, 0, p}) == dsgd::errc::bad_frame));
   // bf16 of an odd length.
   std::vector<std::byte> odd(5);
-  BOOST_TEST(!deliver(t, out, 1, message::compressed_push, 1, 0, odd));
+  BOOST_TEST(!deliver(t, out, 1, {message::compressed_push, 1, 0, 0, odd}));
   e = out.take().at(0).error();
   BOOST_TEST(e.code == int(dsgd::errc::bad_frame));
   BOOST_TEST(contains(e.message, "malformed bf16 payload of b [3] shard 0 (push to ps:0): 5 bytes for 3 elements"),
              e.message);
   // The good push still goes through afterwards.
-  BOOST_TEST(!deliver(t, out, 1, message::compressed_push, 0, 0, p));
+  BOOST_TEST(!deliver(t, out, 1, {message::compressed_push, 0, 0, 0, p}));
   BOOST_TEST((out.take().at(0).type() == message::push_applied));
 }
 
@@ -270,13 +201,11 @@ BOOST_AUTO_TEST_CASE(a_ps_without_compression_refuses_a_compressed_push) {
   sync_table::options o;
   o.connection.log = [](std::string_view) {};
   sync_table t({"ps", 0}, 1, 1, o);
-  t.connect(1, "chief:0");
-  auto body = ds::encode_control(registration("chief:0", 0, {}));
-  deliver(t, out, 1, message::register_worker, 0, 0, bytes_of(body));
-  deliver(t, out, 1, message::init_shard, 1, 0, bytes_of(b0));
+  join(t, out, 1, registration("chief:0", 0, {}));
+  deliver(t, out, 1, {message::init_shard, 1, 0, 0, bytes_of(b0)});
   for (const auto& s : out.take()) BOOST_TEST((s.type() == message::reply_ok));
   std::vector<std::byte> two_floats_as_fp16(6);
-  BOOST_TEST((deliver(t, out, 1, message::compressed_push, 1, 0, two_floats_as_fp16) == dsgd::errc::bad_frame));
+  BOOST_TEST((deliver(t, out, 1, {message::compressed_push, 1, 0, 0, two_floats_as_fp16}) == dsgd::errc::bad_frame));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

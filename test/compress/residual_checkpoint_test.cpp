@@ -13,6 +13,8 @@
 #include <dsgd/server/detail/residual_file.hpp>
 #include <dsgd/server/ps_client.hpp>
 
+#include <support/temp_dir.hpp>
+
 #include <boost/test/unit_test.hpp>
 
 #include <cstring>
@@ -22,8 +24,6 @@
 #include <span>
 #include <string>
 #include <vector>
-
-#include <unistd.h>
 
 BOOST_AUTO_TEST_SUITE(residual_checkpoint_test)
 
@@ -36,11 +36,8 @@ namespace {
 const std::vector<dsgd::placement::variable_info> model{{"w", {64, 8}}, {"b", {8}}};
 const c::selection chosen{.all = c::two_bit{0.05f}, .variables = {{"w", c::top_k{0.05f}}}};
 
-struct temp_dir {
-  std::filesystem::path path = std::filesystem::temp_directory_path() /
-                               ("dsgd_residual_" + std::to_string(::getpid()));
-  temp_dir() { std::filesystem::create_directories(path); }
-  ~temp_dir() { std::filesystem::remove_all(path); }
+struct temp_dir : dsgd::test::temp_dir {
+  temp_dir() : dsgd::test::temp_dir("dsgd_residual_") {}
 };
 
 // The bytes of every request the encoder makes for one push of @p grads (per variable).
@@ -62,6 +59,18 @@ std::vector<std::vector<float>> gradients(std::mt19937& rng) {
   for (auto& v : g)
     for (auto& x : v) x = d(rng);
   return g;
+}
+
+// Has @p e track @p plan, push seed @p seed's gradients once and write its residuals as
+// worker:0's file of checkpoint step 1 in @p dir. @returns that file.
+std::filesystem::path write_one_push(ds::detail::push_encoder& e, const dsgd::placement::plan& plan,
+                                     const temp_dir& dir, unsigned seed) {
+  std::mt19937 rng(seed);
+  e.track(plan, chosen);
+  push(e, plan, gradients(rng), 0);
+  const auto path = ds::detail::residual_path(dir.path, 1, "worker:0");
+  ds::detail::write_residuals(path, e.save());
+  return path;
 }
 
 bool same_bits(std::span<const float> a, std::span<const float> b) {
@@ -106,12 +115,8 @@ BOOST_AUTO_TEST_CASE(a_restored_residual_is_bit_identical_and_the_next_push_is_t
 BOOST_AUTO_TEST_CASE(damaged_or_foreign_residual_files_are_named_errors) {
   const auto plan = dsgd::placement::round_robin{}.place(model, 2);
   temp_dir dir;
-  std::mt19937 rng(3);
   ds::detail::push_encoder e;
-  e.track(plan, chosen);
-  push(e, plan, gradients(rng), 0);
-  const auto path = ds::detail::residual_path(dir.path, 1, "worker:0");
-  ds::detail::write_residuals(path, e.save());
+  const auto path = write_one_push(e, plan, dir, 3);
   // A flipped byte: the checksum names the file.
   {
     std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
@@ -134,9 +139,10 @@ BOOST_AUTO_TEST_CASE(damaged_or_foreign_residual_files_are_named_errors) {
     BOOST_FAIL("a residual of another codec was restored");
   } catch (const dsgd::error& err) {
     BOOST_TEST((err.code() == dsgd::errc::checkpoint_corrupt));
-    BOOST_TEST(std::string(err.what()).find("w shard at 0 was pushed as top_k(0.05), this worker pushes two_bit(0.05)") !=
-                   std::string::npos,
-               err.what());
+    BOOST_TEST(
+        std::string(err.what()).find("w shard at 0 was pushed as top_k(0.05), this worker pushes two_bit(0.05)") !=
+            std::string::npos,
+        err.what());
   }
   // More floats than the plan has are refused before they are read.
   BOOST_CHECK_THROW(ds::detail::read_residuals(path, 100), dsgd::error);
@@ -148,12 +154,8 @@ BOOST_AUTO_TEST_CASE(damaged_or_foreign_residual_files_are_named_errors) {
 BOOST_AUTO_TEST_CASE(a_residual_file_of_another_placement_is_left_alone) {
   const auto plan = dsgd::placement::round_robin{}.place(model, 2);
   temp_dir dir;
-  std::mt19937 rng(5);
   ds::detail::push_encoder e;
-  e.track(plan, chosen);
-  push(e, plan, gradients(rng), 0);
-  const auto path = ds::detail::residual_path(dir.path, 1, "worker:0");
-  ds::detail::write_residuals(path, e.save());
+  const auto path = write_one_push(e, plan, dir, 5);
   const auto other = dsgd::placement::partitioned::fixed_size(4).place(model, 2);
   BOOST_REQUIRE(other.shards().size() != plan.shards().size());
   ds::detail::push_encoder restarted;

@@ -97,8 +97,8 @@ struct dsgd::model::blas<conformance_device_test::my_memory> {
   static void gemm(const conformance_device_test::my_memory&, bool trans_a, bool trans_b, int m, int n, int k,
                    float alpha, const float* a, int lda, const float* b, int ldb, float beta, float* c,
                    int ldc) noexcept {
-    cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, m, n, k,
-                alpha, a, lda, b, ldb, beta, c, ldc);
+    cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, m, n, k, alpha,
+                a, lda, b, ldb, beta, c, ldc);
   }
 };
 
@@ -113,9 +113,10 @@ static_assert(dsgd::Device<my_memory>);
 
 BOOST_AUTO_TEST_SUITE(conformance_device)
 
-BOOST_AUTO_TEST_CASE(a_user_device_holds_tensors_and_runs_an_optimizer)
-{
-  dsgd::tensor<my_host> w(my_host{}, dsgd::shape{4}, [](std::span<float> v) { for (std::size_t i = 0; i < v.size(); ++i) v[i] = float(i); });
+BOOST_AUTO_TEST_CASE(a_user_device_holds_tensors_and_runs_an_optimizer) {
+  dsgd::tensor<my_host> w(my_host{}, dsgd::shape{4}, [](std::span<float> v) {
+    for (std::size_t i = 0; i < v.size(); ++i) v[i] = float(i);
+  });
   my_host::vector<float> g(4, 1.f);
   dsgd::optim::sgd o{0.5f};
   dsgd::optim::sgd::state<my_host> s(my_host{}, 4);

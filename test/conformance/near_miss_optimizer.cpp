@@ -14,5 +14,4 @@ struct no_apply {
   };
 };
 
-dsgd::trainer<dsgd::device::cpu, dsgd::placement::round_robin, dsgd::update::sync_average, no_apply>* refused =
-    nullptr;
+dsgd::trainer<dsgd::device::cpu, dsgd::placement::round_robin, dsgd::update::sync_average, no_apply>* refused = nullptr;

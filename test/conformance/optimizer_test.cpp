@@ -43,7 +43,8 @@ struct sign_sgd {
   };
   template <class D>
   void apply(const D&, state<D>&, float* w, const float* g, std::size_t n, float scale = 1.f) const {
-    for (std::size_t i = 0; i < n; ++i) w[i] -= learning_rate * (g[i] * scale > 0 ? 1.f : g[i] * scale < 0 ? -1.f : 0.f);
+    for (std::size_t i = 0; i < n; ++i)
+      w[i] -= learning_rate * (g[i] * scale > 0 ? 1.f : g[i] * scale < 0 ? -1.f : 0.f);
   }
 };
 
@@ -107,8 +108,7 @@ static_assert(!dsgd::Optimizer<dsgd::optim::sgd, int>);  // not a device
 
 BOOST_AUTO_TEST_SUITE(conformance_optimizer)
 
-BOOST_AUTO_TEST_CASE(a_user_optimizer_applies_through_the_calls_a_ps_makes)
-{
+BOOST_AUTO_TEST_CASE(a_user_optimizer_applies_through_the_calls_a_ps_makes) {
   std::vector<float> w{1.f, 1.f, 1.f}, g{2.f, -3.f, 0.f};
   sign_sgd o{0.5f};
   sign_sgd::state<cpu> s(cpu{}, w.size());

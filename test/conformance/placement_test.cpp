@@ -57,8 +57,7 @@ static_assert(!dsgd::Placement<int>);
 
 BOOST_AUTO_TEST_SUITE(conformance_placement)
 
-BOOST_AUTO_TEST_CASE(a_user_placement_makes_a_plan_with_a_stable_fingerprint)
-{
+BOOST_AUTO_TEST_CASE(a_user_placement_makes_a_plan_with_a_stable_fingerprint) {
   std::vector<dsgd::placement::variable_info> vars{{"w", dsgd::shape{4, 3}}, {"b", dsgd::shape{3}}};
   const auto a = all_on_last{}.place(vars, 2);
   const auto b = all_on_last{}.place(vars, 2);
@@ -73,8 +72,8 @@ BOOST_AUTO_TEST_CASE(a_user_placement_makes_a_plan_with_a_stable_fingerprint)
 BOOST_AUTO_TEST_CASE(a_cluster_trains_softmax_regression_with_a_user_placement) {
   using ps_type =
       dsgd::train::ps_task<dsgd::update::sync_average, dsgd::test::decaying_momentum, dsgd::transport::inproc>;
-  const auto o = dsgd::test::user_policy_options<all_on_last, dsgd::update::sync_average>(
-      dsgd::test::decaying_momentum_over(469));
+  const auto o =
+      dsgd::test::user_policy_options<all_on_last, dsgd::update::sync_average>(dsgd::test::decaying_momentum_over(469));
   const dsgd::model::softmax_regression<dsgd::device::cpu> model({}, {.seed = 1});
   std::vector<dsgd::placement::variable_info> vars;
   for (std::size_t v = 0; v < model.parameters().size(); ++v)

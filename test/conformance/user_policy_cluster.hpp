@@ -18,6 +18,7 @@
 #include <dsgd/train/worker.hpp>
 #include <dsgd/transport/inproc.hpp>
 
+#include <support/fashion_mnist_sets.hpp>
 #include <support/inproc_cluster.hpp>
 #include <support/run_tasks.hpp>
 
@@ -62,32 +63,22 @@ inline decaying_momentum decaying_momentum_over(std::uint64_t updates) {
 
 // What a training run of train_softmax ended with.
 struct softmax_outcome {
-  double accuracy = 0;               // the chief's final values on the 10,000 test images
-  std::vector<std::uint64_t> steps;  // each worker's step() at the end
-  std::vector<std::size_t> pushes;   // each worker's push_pull() calls
-  std::size_t dropped = 0;           // pushes the ps tasks dropped, both workers together
-  placement::plan plan;              // the chief's placement
+  double accuracy = 0;                 // the chief's final values on the 10,000 test images
+  std::vector<std::uint64_t> steps;    // each worker's step() at the end
+  std::vector<std::size_t> pushes;     // each worker's push_pull() calls
+  std::size_t dropped = 0;             // pushes the ps tasks dropped, both workers together
+  placement::plan plan;                // the chief's placement
   std::size_t staged_allocations = 0;  // the chief's host staging buffers (none on a host device)
 };
-
-// The Fashion-MNIST splits, read once per process.
-inline const data::fashion_mnist::dataset& fashion_train() {
-  static const auto d = data::fashion_mnist::load(data::fashion_mnist::split::train);
-  return d;
-}
-inline const data::fashion_mnist::dataset& fashion_test() {
-  static const auto d = data::fashion_mnist::load(data::fashion_mnist::split::test);
-  return d;
-}
 
 // Trains softmax regression (784 -> 10) on @p ps_tasks ps tasks and two workers on device
 // @p device, each worker one epoch of its half of the training set in batches of 64 with
 // push_pull; then calls @p inspect(ps, i) on ps task i's thread once it has served.
 template <Device D, Placement P, UpdateRule U, class O>
-softmax_outcome train_softmax(const trainer_options<P, U, O>& o, std::size_t ps_tasks, D device = {},
-                              std::type_identity_t<std::function<void(
-                                  const train::ps_task<U, O, transport::inproc>&, std::size_t)>>
-                                  inspect = {}) {
+softmax_outcome train_softmax(
+    const trainer_options<P, U, O>& o, std::size_t ps_tasks, D device = {},
+    std::type_identity_t<std::function<void(const train::ps_task<U, O, transport::inproc>&, std::size_t)>> inspect =
+        {}) {
   using ps_type = train::ps_task<U, O, transport::inproc>;
   using worker_type = train::worker<D, P, U, transport::inproc>;
   const auto& train_set = fashion_train();

@@ -18,6 +18,9 @@
 
 #include "gpu_or_skip.hpp"
 
+#include <support/reference_optim.hpp>
+#include <support/scaled_error.hpp>
+
 #include <boost/test/unit_test.hpp>
 
 #include <cmath>
@@ -43,22 +46,8 @@ static_assert(dsgd::Optimizer<dsgd::optim::adam, cuda_device>);
 
 namespace {
 
-std::vector<float> random_floats(std::size_t n, unsigned seed, float lo = -1.f, float hi = 1.f) {
-  std::mt19937 g(seed);
-  std::uniform_real_distribution<float> u(lo, hi);
-  std::vector<float> out(n);
-  for (auto& x : out) x = u(g);
-  return out;
-}
-
-// The largest |a - b| / (1 + |b|) over the elements; a and b have the same size.
-double max_scaled_error(const std::vector<float>& a, const std::vector<float>& b) {
-  BOOST_REQUIRE_EQUAL(a.size(), b.size());
-  double worst = 0;
-  for (std::size_t i = 0; i < a.size(); ++i)
-    worst = std::max(worst, std::abs(double(a[i]) - b[i]) / (1.0 + std::abs(double(b[i]))));
-  return worst;
-}
+using dsgd::test::max_scaled_error;
+using dsgd::test::random_values;
 
 bool is_cuda_error(const dsgd::error& e, cudaError_t expected) {
   return e.code().category().name() == std::string("cuda") && e.code().value() == int(expected);
@@ -92,13 +81,10 @@ BOOST_AUTO_TEST_CASE(copies_share_the_stream_a_device_created) {
 BOOST_AUTO_TEST_CASE(a_gpu_that_does_not_exist_is_a_cuda_error) {
   cuda_device missing(cuda_device::count());
   BOOST_TEST(missing.name() == "cuda:" + std::to_string(cuda_device::count()));
-  auto invalid_device = [](const dsgd::error& e) {
-    return is_cuda_error(e, cudaErrorInvalidDevice);
-  };
+  auto invalid_device = [](const dsgd::error& e) { return is_cuda_error(e, cudaErrorInvalidDevice); };
   BOOST_CHECK_EXCEPTION(missing.synchronize(), dsgd::error, invalid_device);
   BOOST_CHECK_EXCEPTION(missing.activate(), dsgd::error, invalid_device);
-  BOOST_CHECK_EXCEPTION(cuda_device::with_new_stream(cuda_device::count()), dsgd::error,
-                        invalid_device);
+  BOOST_CHECK_EXCEPTION(cuda_device::with_new_stream(cuda_device::count()), dsgd::error, invalid_device);
   // A failed call leaves no sticky error behind: the next one succeeds.
   BOOST_CHECK_NO_THROW(cuda_device{}.synchronize());
 }
@@ -112,8 +98,7 @@ BOOST_AUTO_TEST_CASE(throw_on_cuda_error_names_the_call_and_the_cuda_message) {
     BOOST_TEST(is_cuda_error(e, cudaErrorMemoryAllocation));
     const std::string what = e.what();
     BOOST_TEST(what.find("cudaMalloc of w") != std::string::npos, what);
-    BOOST_TEST(what.find(cudaGetErrorString(cudaErrorMemoryAllocation)) != std::string::npos,
-               what);
+    BOOST_TEST(what.find(cudaGetErrorString(cudaErrorMemoryAllocation)) != std::string::npos, what);
   }
 }
 
@@ -137,7 +122,7 @@ BOOST_AUTO_TEST_CASE(copy_peer_copies_between_streams_and_gpus) {
   const int last = cuda_device::count() - 1;  // a second GPU when there is one, else GPU 0 again
   cuda_device from = cuda_device::with_new_stream(0);
   cuda_device to = cuda_device::with_new_stream(last);
-  const auto values = random_floats(100003, 1);
+  const auto values = random_values(100003, 1);
   from.activate();
   dsgd::tensor<cuda_device> a(from, {values.size()});
   a.assign(values);
@@ -148,9 +133,8 @@ BOOST_AUTO_TEST_CASE(copy_peer_copies_between_streams_and_gpus) {
   BOOST_TEST(b.to_host() == values, boost::test_tools::per_element());
 
   dsgd::tensor<cuda_device> shorter(to, {values.size() - 1});
-  BOOST_CHECK_EXCEPTION(
-      dsgd::device::copy_peer(from, a.storage(), to, shorter.storage()), dsgd::error,
-      [](const dsgd::error& e) { return e.code() == dsgd::errc::shape_mismatch; });
+  BOOST_CHECK_EXCEPTION(dsgd::device::copy_peer(from, a.storage(), to, shorter.storage()), dsgd::error,
+                        [](const dsgd::error& e) { return e.code() == dsgd::errc::shape_mismatch; });
   cuda_device{}.activate();
 }
 
@@ -204,23 +188,21 @@ BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(optim_on_cuda)
 
-using optimizers = std::tuple<dsgd::optim::sgd, dsgd::optim::momentum, dsgd::optim::adagrad,
-                              dsgd::optim::adam>;
+using optimizers = std::tuple<dsgd::optim::sgd, dsgd::optim::momentum, dsgd::optim::adagrad, dsgd::optim::adam>;
 
 BOOST_AUTO_TEST_CASE_TEMPLATE(steps_on_cuda_match_steps_on_cpu, O, optimizers) {
   constexpr std::size_t n = 4099;
   const O opt{};
   const cuda_device gpu = cuda_device::with_new_stream(0);
-  auto w_cpu = random_floats(n, 1);
+  auto w_cpu = random_values(n, 1);
   cuda_device::vector<float> w_gpu(w_cpu.begin(), w_cpu.end());
   typename O::template state<cpu> s_cpu(cpu{}, n);
   typename O::template state<cuda_device> s_gpu(gpu, n);
   for (unsigned step = 0; step < 5; ++step) {
-    auto g = random_floats(n, 100 + step, -2.f, 2.f);
+    auto g = random_values(n, 100 + step, -2.f, 2.f);
     cuda_device::vector<float> g_gpu(g.begin(), g.end());
     opt.apply(cpu{}, s_cpu, w_cpu.data(), g.data(), n, 0.5f);
-    opt.apply(gpu, s_gpu, thrust::raw_pointer_cast(w_gpu.data()),
-              thrust::raw_pointer_cast(g_gpu.data()), n, 0.5f);
+    opt.apply(gpu, s_gpu, thrust::raw_pointer_cast(w_gpu.data()), thrust::raw_pointer_cast(g_gpu.data()), n, 0.5f);
     gpu.synchronize();
     std::vector<float> w_back(n);
     thrust::copy(w_gpu.begin(), w_gpu.end(), w_back.begin());
@@ -236,7 +218,7 @@ BOOST_AUTO_TEST_CASE(mean_of_and_accumulate_on_cuda_match_cpu_exactly) {
     std::vector<cuda_device::vector<float>> gpu;
     std::vector<const float*> host_ptrs, gpu_ptrs;
     for (std::size_t j = 0; j < k; ++j) {
-      host.push_back(random_floats(n, unsigned(7 * k + j)));
+      host.push_back(random_values(n, unsigned(7 * k + j)));
       gpu.emplace_back(host.back().begin(), host.back().end());
     }
     for (std::size_t j = 0; j < k; ++j) {
@@ -255,8 +237,7 @@ BOOST_AUTO_TEST_CASE(mean_of_and_accumulate_on_cuda_match_cpu_exactly) {
     BOOST_TEST(back == mean_cpu, boost::test_tools::per_element());
 
     dsgd::optim::accumulate(cpu{}, mean_cpu.data(), host_ptrs[0], n);
-    dsgd::optim::accumulate(cuda_device{}, thrust::raw_pointer_cast(mean_gpu.data()),
-                            gpu_ptrs[0], n);
+    dsgd::optim::accumulate(cuda_device{}, thrust::raw_pointer_cast(mean_gpu.data()), gpu_ptrs[0], n);
     cuda_device{}.synchronize();
     thrust::copy(mean_gpu.begin(), mean_gpu.end(), back.begin());
     BOOST_TEST(back == mean_cpu, boost::test_tools::per_element());

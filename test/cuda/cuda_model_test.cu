@@ -12,6 +12,9 @@
 
 #include "gpu_or_skip.hpp"
 
+#include <support/reference_optim.hpp>
+#include <support/scaled_error.hpp>
+
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>
@@ -28,27 +31,13 @@ using cuda_device = dsgd::device::cuda;
 
 namespace {
 
-std::vector<float> random_floats(std::size_t n, unsigned seed) {
-  std::mt19937 g(seed);
-  std::uniform_real_distribution<float> u(-1.f, 1.f);
-  std::vector<float> out(n);
-  for (auto& x : out) x = u(g);
-  return out;
-}
+using dsgd::test::max_scaled_error;
+using dsgd::test::random_values;
 
 std::vector<float> to_host(const cuda_device::vector<float>& v) {
   std::vector<float> out(v.size());
   thrust::copy(v.begin(), v.end(), out.begin());
   return out;
-}
-
-// The largest |a - b| / (1 + |b|) over the elements.
-double max_scaled_error(const std::vector<float>& a, const std::vector<float>& b) {
-  BOOST_REQUIRE_EQUAL(a.size(), b.size());
-  double worst = 0;
-  for (std::size_t i = 0; i < a.size(); ++i)
-    worst = std::max(worst, std::abs(double(a[i]) - b[i]) / (1.0 + std::abs(double(b[i]))));
-  return worst;
 }
 
 // max |a - b| / max |b|: the error relative to the tensor's scale (gradients are mostly small).
@@ -79,18 +68,17 @@ BOOST_AUTO_TEST_CASE(gemm_on_cuda_matches_cblas_for_every_transposition_and_stri
         const int a_rows = trans_a ? k : m, a_cols = trans_a ? m : k;
         const int b_rows = trans_b ? n : k, b_cols = trans_b ? k : n;
         const int lda = a_cols + pad, ldb = b_cols + pad, ldc = n + pad;
-        const auto a = random_floats(std::size_t(a_rows) * lda, seed++);
-        const auto b = random_floats(std::size_t(b_rows) * ldb, seed++);
-        auto c_cpu = random_floats(std::size_t(m) * ldc, seed++);
+        const auto a = random_values(std::size_t(a_rows) * lda, seed++);
+        const auto b = random_values(std::size_t(b_rows) * ldb, seed++);
+        auto c_cpu = random_values(std::size_t(m) * ldc, seed++);
         cuda_device::vector<float> a_gpu(a.begin(), a.end()), b_gpu(b.begin(), b.end());
         cuda_device::vector<float> c_gpu(c_cpu.begin(), c_cpu.end());
 
-        dsgd::model::blas<cpu>::gemm(cpu{}, trans_a, trans_b, m, n, k, alpha, a.data(), lda,
-                                     b.data(), ldb, beta, c_cpu.data(), ldc);
-        dsgd::model::blas<cuda_device>::gemm(gpu, trans_a, trans_b, m, n, k, alpha,
-                                      thrust::raw_pointer_cast(a_gpu.data()), lda,
-                                      thrust::raw_pointer_cast(b_gpu.data()), ldb, beta,
-                                      thrust::raw_pointer_cast(c_gpu.data()), ldc);
+        dsgd::model::blas<cpu>::gemm(cpu{}, trans_a, trans_b, m, n, k, alpha, a.data(), lda, b.data(), ldb, beta,
+                                     c_cpu.data(), ldc);
+        dsgd::model::blas<cuda_device>::gemm(
+            gpu, trans_a, trans_b, m, n, k, alpha, thrust::raw_pointer_cast(a_gpu.data()), lda,
+            thrust::raw_pointer_cast(b_gpu.data()), ldb, beta, thrust::raw_pointer_cast(c_gpu.data()), ldc);
         gpu.synchronize();
         // Padding columns are compared too: neither library may write them.
         BOOST_TEST(max_scaled_error(to_host(c_gpu), c_cpu) <= 1e-5,
@@ -104,10 +92,9 @@ BOOST_AUTO_TEST_CASE(a_stride_smaller_than_a_row_is_a_cublas_error_that_names_it
   constexpr int m = 4, n = 5, k = 6;
   cuda_device::vector<float> a(m * k), b(k * n), c(m * n);
   try {
-    dsgd::model::blas<cuda_device>::gemm(cuda_device{}, false, false, m, n, k, 1.f,
-                                  thrust::raw_pointer_cast(a.data()), k,
-                                  thrust::raw_pointer_cast(b.data()), n - 1, 0.f,
-                                  thrust::raw_pointer_cast(c.data()), n);
+    dsgd::model::blas<cuda_device>::gemm(cuda_device{}, false, false, m, n, k, 1.f, thrust::raw_pointer_cast(a.data()),
+                                         k, thrust::raw_pointer_cast(b.data()), n - 1, 0.f,
+                                         thrust::raw_pointer_cast(c.data()), n);
     BOOST_FAIL("no exception");
   } catch (const dsgd::error& e) {
     BOOST_TEST(e.code().category().name() == std::string("cublas"));
@@ -142,8 +129,7 @@ BOOST_AUTO_TEST_CASE(forward_backward_on_cuda_matches_cpu) {
   const float loss_gpu = on_gpu.forward_backward(images.data(), labels.data(), batch);
   BOOST_TEST(loss_gpu == loss_cpu, boost::test_tools::tolerance(1e-5f));
   for (std::size_t i = 0; i < on_cpu.gradients().size(); ++i)
-    BOOST_TEST(max_relative_to_scale(on_gpu.gradients()[i].to_host(),
-                                     on_cpu.gradients()[i].to_host()) <= 1e-4,
+    BOOST_TEST(max_relative_to_scale(on_gpu.gradients()[i].to_host(), on_cpu.gradients()[i].to_host()) <= 1e-4,
                on_cpu.names()[i]);
 }
 

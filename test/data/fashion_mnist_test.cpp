@@ -34,8 +34,7 @@ void put_u32(bytes& out, std::uint32_t v) {
 }
 
 /// An IDX3 images file: @p count images of rows x cols, pixel i of the file = (i * 7) % 256.
-bytes images_file(std::uint32_t count, std::uint32_t rows = 28, std::uint32_t cols = 28,
-                  std::uint32_t magic = 2051) {
+bytes images_file(std::uint32_t count, std::uint32_t rows = 28, std::uint32_t cols = 28, std::uint32_t magic = 2051) {
   bytes out;
   put_u32(out, magic);
   put_u32(out, count);
@@ -140,8 +139,8 @@ BOOST_AUTO_TEST_CASE(gzip_and_plain_files_both_load_with_pixels_scaled_to_unit_r
   const auto img = images_file(3);
   for (bool gzip : {true, false}) {
     auto images = gzip ? dir.write_gzip("i.gz", img) : dir.write_plain("i", img);
-    auto labels = gzip ? dir.write_gzip("l.gz", labels_file(three_labels))
-                       : dir.write_plain("l", labels_file(three_labels));
+    auto labels =
+        gzip ? dir.write_gzip("l.gz", labels_file(three_labels)) : dir.write_plain("l", labels_file(three_labels));
     auto d = fm::load_files(spec(images, 3, ""), spec(labels, 3, ""));
     BOOST_TEST(d.size() == 3u);
     BOOST_TEST(d.labels == (std::vector<std::int32_t>{3, 0, 9}), boost::test_tools::per_element());
@@ -169,8 +168,8 @@ BOOST_AUTO_TEST_CASE(a_missing_file_is_named) {
   expect_error([&] { fm::load(fm::split::test, dir.path); }, dsgd::errc::dataset_missing,
                {"t10k-images-idx3-ubyte.gz", "dataset-fashion-mnist"});
   auto labels = dir.write_plain("l", labels_file(three_labels));
-  expect_error([&] { fm::load_files(spec(dir.path / "nothing-here"), spec(labels)); },
-               dsgd::errc::dataset_missing, {"nothing-here"});
+  expect_error([&] { fm::load_files(spec(dir.path / "nothing-here"), spec(labels)); }, dsgd::errc::dataset_missing,
+               {"nothing-here"});
 }
 
 BOOST_AUTO_TEST_CASE(a_truncated_file_reports_expected_and_actual_sizes) {
@@ -194,8 +193,7 @@ BOOST_AUTO_TEST_CASE(a_cut_gzip_stream_is_reported) {
   gz.resize(gz.size() / 2);
   auto cut = dir.write_plain("cut.gz", gz);
   auto labels = dir.write_plain("l", labels_file(three_labels));
-  expect_error([&] { fm::load_files(spec(cut), spec(labels)); }, dsgd::errc::dataset_corrupt,
-               {"cut.gz"});
+  expect_error([&] { fm::load_files(spec(cut), spec(labels)); }, dsgd::errc::dataset_corrupt, {"cut.gz"});
 }
 
 BOOST_AUTO_TEST_CASE(trailing_bytes_are_reported) {
@@ -256,8 +254,16 @@ BOOST_AUTO_TEST_CASE(a_wrong_digest_reports_expected_and_actual) {
   // The same content hashes the same whether it is compressed or not.
   auto plain = dir.write_plain("i", images_file(3));
   std::string gz_what, plain_what;
-  try { fm::load_files(spec(images, 3, wrong), spec(labels)); } catch (const dsgd::error& e) { gz_what = e.what(); }
-  try { fm::load_files(spec(plain, 3, wrong), spec(labels)); } catch (const dsgd::error& e) { plain_what = e.what(); }
+  try {
+    fm::load_files(spec(images, 3, wrong), spec(labels));
+  } catch (const dsgd::error& e) {
+    gz_what = e.what();
+  }
+  try {
+    fm::load_files(spec(plain, 3, wrong), spec(labels));
+  } catch (const dsgd::error& e) {
+    plain_what = e.what();
+  }
   auto actual = [](const std::string& s) { return s.substr(s.find("actual ")); };
   BOOST_TEST(actual(gz_what) == actual(plain_what));
 }

@@ -32,22 +32,19 @@ BOOST_AUTO_TEST_CASE(known_vectors_match_the_castagnoli_check_values) {
   std::vector<std::byte> zeros(32, std::byte{0}), ones(32, std::byte{0xFF});
   BOOST_TEST(dsgd::detail::crc32c(zeros) == 0x8A9136AAu);
   BOOST_TEST(dsgd::detail::crc32c(ones) == 0x62A8AB43u);
-  BOOST_TEST(dsgd::detail::crc::crc32c_portable(0, zeros.data(), zeros.size()) ==
-             0x8A9136AAu);
+  BOOST_TEST(dsgd::detail::crc::crc32c_portable(0, zeros.data(), zeros.size()) == 0x8A9136AAu);
 }
 
 BOOST_AUTO_TEST_CASE(extending_piecewise_equals_one_pass) {
   std::string_view text = "The quick brown fox jumps over the lazy dog";
   for (std::size_t cut = 0; cut <= text.size(); ++cut) {
     auto first = dsgd::detail::crc32c(bytes_of(text.substr(0, cut)));
-    BOOST_TEST(dsgd::detail::crc32c_extend(first, bytes_of(text.substr(cut))) ==
-               dsgd::detail::crc32c(bytes_of(text)));
+    BOOST_TEST(dsgd::detail::crc32c_extend(first, bytes_of(text.substr(cut))) == dsgd::detail::crc32c(bytes_of(text)));
   }
 }
 
 BOOST_AUTO_TEST_CASE(hardware_and_portable_paths_agree_on_random_buffers) {
-  BOOST_TEST_MESSAGE("crc32c hardware accelerated: "
-                     << dsgd::detail::crc32c_is_hardware_accelerated());
+  BOOST_TEST_MESSAGE("crc32c hardware accelerated: " << dsgd::detail::crc32c_is_hardware_accelerated());
   std::mt19937 rng(12345);
   std::vector<std::byte> buf(70001);
   for (auto& b : buf) b = static_cast<std::byte>(rng());

@@ -78,9 +78,7 @@ BOOST_AUTO_TEST_CASE(an_index_that_overflows_int_is_rejected) {
   check_rejected("cpu:2147483648", 4, "too large");
 }
 
-BOOST_AUTO_TEST_CASE(the_empty_string_is_rejected) {
-  check_rejected("", 0, "empty device string");
-}
+BOOST_AUTO_TEST_CASE(the_empty_string_is_rejected) { check_rejected("", 0, "empty device string"); }
 
 BOOST_AUTO_TEST_CASE(a_missing_index_after_the_colon_is_rejected) {
   check_rejected("cuda:", 5, "missing device index");

@@ -70,8 +70,8 @@
 #include <fstream>
 #include <string>
 #include <string_view>
-#include <type_traits>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 namespace {
@@ -89,9 +89,9 @@ struct settings {
   long startup_timeout_ms = 30'000;
   long dead_peer_timeout_s = -1;  // -1: the transport's default
   bool recover = false;
-  std::string session_dir;  // --session: run in a monitored_session checkpointing here
-  std::size_t save_steps = 5;  // --save-steps
-  std::string token;           // --token: instead of DSGD_CLUSTER_TOKEN's
+  std::string session_dir;       // --session: run in a monitored_session checkpointing here
+  std::size_t save_steps = 5;    // --save-steps
+  std::string token;             // --token: instead of DSGD_CLUSTER_TOKEN's
   long recovery_timeout_s = 60;  // --recovery-timeout-s
 };
 
@@ -109,24 +109,42 @@ void emit(std::string line) {
 std::string errc_name(const dsgd::error_code& ec) {
   if (ec.category() != dsgd::category()) return ec.category().name() + std::string(":") + std::to_string(ec.value());
   switch (static_cast<dsgd::errc>(ec.value())) {
-    case dsgd::errc::ok: return "ok";
-    case dsgd::errc::invalid_argument: return "invalid_argument";
-    case dsgd::errc::bad_device_string: return "bad_device_string";
-    case dsgd::errc::device_unavailable: return "device_unavailable";
-    case dsgd::errc::shape_mismatch: return "shape_mismatch";
-    case dsgd::errc::dataset_missing: return "dataset_missing";
-    case dsgd::errc::dataset_corrupt: return "dataset_corrupt";
-    case dsgd::errc::bad_cluster_spec: return "bad_cluster_spec";
-    case dsgd::errc::bad_frame: return "bad_frame";
-    case dsgd::errc::handshake_failed: return "handshake_failed";
-    case dsgd::errc::peer_unreachable: return "peer_unreachable";
-    case dsgd::errc::peer_lost: return "peer_lost";
-    case dsgd::errc::timed_out: return "timed_out";
-    case dsgd::errc::placement_mismatch: return "placement_mismatch";
-    case dsgd::errc::checkpoint_corrupt: return "checkpoint_corrupt";
-    case dsgd::errc::not_found: return "not_found";
-    case dsgd::errc::cancelled: return "cancelled";
-    case dsgd::errc::aborted: return "aborted";
+    case dsgd::errc::ok:
+      return "ok";
+    case dsgd::errc::invalid_argument:
+      return "invalid_argument";
+    case dsgd::errc::bad_device_string:
+      return "bad_device_string";
+    case dsgd::errc::device_unavailable:
+      return "device_unavailable";
+    case dsgd::errc::shape_mismatch:
+      return "shape_mismatch";
+    case dsgd::errc::dataset_missing:
+      return "dataset_missing";
+    case dsgd::errc::dataset_corrupt:
+      return "dataset_corrupt";
+    case dsgd::errc::bad_cluster_spec:
+      return "bad_cluster_spec";
+    case dsgd::errc::bad_frame:
+      return "bad_frame";
+    case dsgd::errc::handshake_failed:
+      return "handshake_failed";
+    case dsgd::errc::peer_unreachable:
+      return "peer_unreachable";
+    case dsgd::errc::peer_lost:
+      return "peer_lost";
+    case dsgd::errc::timed_out:
+      return "timed_out";
+    case dsgd::errc::placement_mismatch:
+      return "placement_mismatch";
+    case dsgd::errc::checkpoint_corrupt:
+      return "checkpoint_corrupt";
+    case dsgd::errc::not_found:
+      return "not_found";
+    case dsgd::errc::cancelled:
+      return "cancelled";
+    case dsgd::errc::aborted:
+      return "aborted";
   }
   return "errc:" + std::to_string(ec.value());
 }
@@ -149,8 +167,9 @@ template <class Rule>
 Rule make_rule(const settings& s, std::size_t replicas) {
   if constexpr (std::is_same_v<Rule, dsgd::update::sync_average>) {
     if (s.backup >= replicas)
-      throw dsgd::error(dsgd::errc::invalid_argument, "--backup " + std::to_string(s.backup) + " leaves no replica of " +
-                                                          std::to_string(replicas) + " to aggregate");
+      throw dsgd::error(dsgd::errc::invalid_argument, "--backup " + std::to_string(s.backup) +
+                                                          " leaves no replica of " + std::to_string(replicas) +
+                                                          " to aggregate");
     return Rule{replicas - s.backup};
   } else {
     return Rule{};
@@ -203,7 +222,8 @@ int work_in_session(const settings& s, Trainer& t, Tensors& values, const Tensor
   hooks.push_back(std::make_unique<dsgd::train::stop_at_step_hook<dsgd::device::cpu>>(s.steps));
   dsgd::train::monitored_session<Trainer> session(
       t, values, names, std::move(hooks),
-      {.checkpoint_dir = s.session_dir, .save_checkpoint_steps = s.save_steps,
+      {.checkpoint_dir = s.session_dir,
+       .save_checkpoint_steps = s.save_steps,
        .recovery_timeout = std::chrono::seconds(s.recovery_timeout_s),
        .log = [](std::string_view line) { emit("log " + std::string(line)); }});
   const std::string task = t.task().to_string();
@@ -320,7 +340,8 @@ int main(int argc, char** argv) {
         if (i + 1 >= argc) throw dsgd::error(dsgd::errc::invalid_argument, "option --rule needs a value");
         s.rule = argv[++i];
         if (s.rule != "sync" && s.rule != "async" && s.rule != "ssp")
-          throw dsgd::error(dsgd::errc::invalid_argument, "option --rule: \"" + s.rule + "\" is not sync, async or ssp");
+          throw dsgd::error(dsgd::errc::invalid_argument,
+                            "option --rule: \"" + s.rule + "\" is not sync, async or ssp");
       } else if (a == "--backup") {
         s.backup = static_cast<std::size_t>(number(argc, argv, i));
       } else if (a == "--steps") {

@@ -41,11 +41,7 @@
 #endif
 
 using namespace std::chrono_literals;
-using dsgd::test::child_process;
-using dsgd::test::clock_type;
-using dsgd::test::describe_status;
-using dsgd::test::exited_with;
-using dsgd::test::line_starting;
+using namespace dsgd::test;
 
 namespace {
 
@@ -138,14 +134,15 @@ bool block_in_use(std::uint32_t first) {
 }
 
 std::string dotted(std::uint32_t addr) {
-  return std::to_string(addr >> 24) + "." + std::to_string((addr >> 16) & 255) + "." + std::to_string((addr >> 8) & 255) +
-         "." + std::to_string(addr & 255);
+  return std::to_string(addr >> 24) + "." + std::to_string((addr >> 16) & 255) + "." +
+         std::to_string((addr >> 8) & 255) + "." + std::to_string(addr & 255);
 }
 
 // A locally administered unicast MAC address naming @p addr.
 std::string mac_for(std::uint32_t addr) {
   char out[18];
-  std::snprintf(out, sizeof out, "02:00:%02x:%02x:%02x:%02x", addr >> 24, (addr >> 16) & 255, (addr >> 8) & 255, addr & 255);
+  std::snprintf(out, sizeof out, "02:00:%02x:%02x:%02x:%02x", addr >> 24, (addr >> 16) & 255, (addr >> 8) & 255,
+                addr & 255);
   return out;
 }
 
@@ -165,17 +162,19 @@ class cut_network {
     if (ip_path().empty()) throw setup_error("iproute2's `ip` was not found on PATH or in /usr/sbin, /sbin", true);
     // Interface names have at most 15 characters (IFNAMSIZ - 1).
     if (host_end_.size() > 15 || index > 9) throw std::logic_error("interface name too long: " + host_end_);
-    std::uint32_t block = (static_cast<std::uint32_t>(::getpid()) * 10u + static_cast<std::uint32_t>(index)) % (1u << 21);
+    std::uint32_t block =
+        (static_cast<std::uint32_t>(::getpid()) * 10u + static_cast<std::uint32_t>(index)) % (1u << 21);
     std::uint32_t first = (10u << 24) + (128u << 16) + 4u * block;
-    for (int tries = 0; block_in_use(first) && tries < 64; ++tries) first = (10u << 24) + (128u << 16) + 4u * (++block % (1u << 21));
+    for (int tries = 0; block_in_use(first) && tries < 64; ++tries)
+      first = (10u << 24) + (128u << 16) + 4u * (++block % (1u << 21));
     host_address_ = dotted(first + 1);
     ns_address_ = dotted(first + 2);
     const std::string host_mac = mac_for(first + 1), ns_mac = mac_for(first + 2);
     try {
       run_ip_or_throw({"netns", "add", namespace_});
       created_ = true;
-      run_ip_or_throw({"link", "add", host_end_, "address", host_mac, "type", "veth", "peer", "name", ns_end_, "address",
-                       ns_mac, "netns", namespace_});
+      run_ip_or_throw({"link", "add", host_end_, "address", host_mac, "type", "veth", "peer", "name", ns_end_,
+                       "address", ns_mac, "netns", namespace_});
       run_ip_or_throw({"addr", "add", host_address_ + "/30", "dev", host_end_});
       run_ip_or_throw({"neigh", "replace", ns_address_, "lladdr", ns_mac, "dev", host_end_, "nud", "permanent"});
       run_ip_or_throw({"link", "set", host_end_, "up"});
@@ -198,8 +197,8 @@ class cut_network {
   const std::string& ns_address() const noexcept { return ns_address_; }
   const std::string& host_address() const noexcept { return host_address_; }
   std::string description() const {
-    return "namespace " + namespace_ + ", " + host_end_ + " " + host_address_ + "/30 <-> " + ns_end_ + " " + ns_address_ +
-           "/30";
+    return "namespace " + namespace_ + ", " + host_end_ + " " + host_address_ + "/30 <-> " + ns_end_ + " " +
+           ns_address_ + "/30";
   }
 
   /// Takes the namespace's end down: the host's end loses its carrier but keeps its route and
@@ -232,15 +231,6 @@ class cut_network {
   bool created_ = false;
 };
 
-// Whether process @p pid exists and is not a zombie (a killed run may not be reaped yet).
-bool alive(long pid) {
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  if (!stat || !std::getline(stat, line)) return false;
-  const auto close = line.rfind(')');
-  return close != std::string::npos && close + 2 < line.size() && line[close + 2] != 'Z' && line[close + 2] != 'X';
-}
-
 // Whether @p name is "<prefix><pid>..." of a process that is gone (a run killed before it
 // cleaned up).
 bool owner_is_gone(std::string_view name, std::string_view prefix) {
@@ -248,20 +238,20 @@ bool owner_is_gone(std::string_view name, std::string_view prefix) {
   const std::string rest(name.substr(prefix.size()));
   char* end = nullptr;
   const long pid = std::strtol(rest.c_str(), &end, 10);
-  return end != rest.c_str() && pid > 0 && !alive(pid);
+  return end != rest.c_str() && pid > 0 && !alive(static_cast<pid_t>(pid));
 }
 
 // Removes the namespaces and veth pairs of earlier runs that were killed (by a CTest timeout,
 // say) before their destructors ran.
 void remove_stale_networks() {
-  for (const auto& line : dsgd::test::lines_of(run_ip({"-o", "link", "show", "type", "veth"}).output)) {
+  for (const auto& line : lines_of(run_ip({"-o", "link", "show", "type", "veth"}).output)) {
     // "12: dcut123h0@if11: <...>"
     const auto colon = line.find(": ");
     if (colon == std::string::npos) continue;
     const auto name = line.substr(colon + 2, line.find_first_of("@:", colon + 2) - colon - 2);
     if (owner_is_gone(name, interface_prefix)) run_ip({"link", "delete", name});
   }
-  for (const auto& line : dsgd::test::lines_of(run_ip({"netns", "list"}).output)) {
+  for (const auto& line : lines_of(run_ip({"netns", "list"}).output)) {
     const auto name = line.substr(0, line.find(' '));
     if (owner_is_gone(name, namespace_prefix)) run_ip({"netns", "delete", name});
   }
@@ -278,8 +268,9 @@ struct network_namespaces_or_skip {
       if (!e.forbidden) return;  // the test cases fail on it, showing the error
       const char* require = std::getenv("DSGD_REQUIRE_NETNS");
       const bool required = require != nullptr && std::string_view(require) == "1";
-      std::printf("cut_link_test: cannot make a network namespace and a veth pair here (needs root and iproute2): %s\n%s\n",
-                  e.what(), required ? "DSGD_REQUIRE_NETNS=1: failed" : "skipped");
+      std::printf(
+          "cut_link_test: cannot make a network namespace and a veth pair here (needs root and iproute2): %s\n%s\n",
+          e.what(), required ? "DSGD_REQUIRE_NETNS=1: failed" : "skipped");
       std::fflush(stdout);
       std::exit(required ? EXIT_FAILURE : DSGD_TEST_SKIP_RETURN_CODE);
     }
@@ -295,7 +286,7 @@ std::string transcript(const std::vector<const child_process*>& tasks, const cut
   std::string out = net.description() + "\n";
   for (const auto* p : tasks) {
     out += "---- " + state(*p) + "\n";
-    for (const auto& l : dsgd::test::lines_of(p->output())) out += "[" + p->name() + "] " + l + "\n";
+    for (const auto& l : lines_of(p->output())) out += "[" + p->name() + "] " + l + "\n";
   }
   return out;
 }
@@ -313,7 +304,8 @@ BOOST_AUTO_TEST_SUITE(a_cut_link)
 // Both rules: a sync worker is mostly waiting for its step (an idle connection: keepalive), an
 // async one mostly sending (unacknowledged data: TCP_USER_TIMEOUT).
 BOOST_DATA_TEST_CASE(every_worker_fails_with_peer_lost_naming_the_ps_and_the_ps_stops_at_its_chief_deadline,
-                     boost::unit_test::data::make({"sync", "async"}) ^ boost::unit_test::data::make({1, 2}), rule, index) {
+                     boost::unit_test::data::make({"sync", "async"}) ^ boost::unit_test::data::make({1, 2}), rule,
+                     index) {
   cut_network net(index);
   BOOST_TEST_MESSAGE(net.description() << "; dead-peer deadline " << dead_peer_timeout.count() << " s");
 
@@ -327,23 +319,13 @@ BOOST_DATA_TEST_CASE(every_worker_fails_with_peer_lost_naming_the_ps_and_the_ps_
 
   // The request deadline (max(step, ready) + 30 s) must outlast the dead-peer bound, so that
   // only the dead-peer deadline can end a worker's wait.
-  std::vector<std::string> args{dsgd::test::counter_job_path,
-                                "--rule",
-                                rule,
-                                "--steps",
-                                "1000000",
-                                "--step-ms",
-                                "10",
-                                "--step-timeout-ms",
-                                "10000",
-                                "--ready-timeout-ms",
-                                std::to_string(std::max<long>(30'000, dead_peer_bound.count())),
-                                "--chief-timeout-ms",
-                                std::to_string(chief_timeout.count()),
-                                "--dead-peer-timeout-s",
-                                std::to_string(dead_peer_timeout.count())};
+  auto args = counter_args(
+      rule, 1000000, 10, 10000ms,
+      {"--ready-timeout-ms", std::to_string(std::max<long>(30'000, dead_peer_bound.count())), "--chief-timeout-ms",
+       std::to_string(chief_timeout.count()), "--dead-peer-timeout-s", std::to_string(dead_peer_timeout.count())});
+  args.insert(args.begin(), counter_job_path);
   auto env = [&](const std::string& job, int i) {
-    auto e = dsgd::test::quiet_threads();
+    auto e = quiet_threads();
     e.push_back("TF_CONFIG=" + tf_config(job, i));
     return e;
   };
@@ -353,37 +335,42 @@ BOOST_DATA_TEST_CASE(every_worker_fails_with_peer_lost_naming_the_ps_and_the_ps_
   const std::vector<const child_process*> tasks{&ps, &chief, &worker};
 
   for (const auto* w : {&chief, &worker})
-    BOOST_REQUIRE_MESSAGE(w->wait_for_lines("ack ", 5, 60s),
-                          w->name() << " did not get 5 pushes acknowledged\n" << transcript(tasks, net));
+    BOOST_REQUIRE_MESSAGE(w->wait_for_lines("ack ", 5, 60s), w->name() << " did not get 5 pushes acknowledged\n"
+                                                                       << transcript(tasks, net));
   net.cut();
   const auto cut = clock_type::now();
-  const auto acks_at_cut = dsgd::test::count_lines_starting(chief.output(), "ack ");
+  const auto acks_at_cut = count_lines_starting(chief.output(), "ack ");
 
   // A reset or an error would end a connection at once: failing no earlier than half the
   // deadline shows that the dead-peer deadline did it.
   for (const auto* w : {&chief, &worker}) {
-    const auto status = w->wait_exit(std::chrono::duration_cast<std::chrono::milliseconds>(cut + dead_peer_bound - clock_type::now()));
+    const auto status =
+        w->wait_exit(std::chrono::duration_cast<std::chrono::milliseconds>(cut + dead_peer_bound - clock_type::now()));
     const auto error = line_starting(w->output(), "error ");
     BOOST_TEST_INFO(transcript(tasks, net));
-    BOOST_TEST_REQUIRE(exited_with(status, 3), w->name() << " did not fail within " << dead_peer_bound.count() << " ms of the cut");
+    BOOST_TEST_REQUIRE(exited_with(status, 3),
+                       w->name() << " did not fail within " << dead_peer_bound.count() << " ms of the cut");
     const double after = seconds_between(cut, w->ended_at());
     BOOST_TEST_MESSAGE(rule << ": " << w->name() << " failed " << after << " s after the cut: " << error);
     BOOST_TEST(error.rfind("error peer_lost ", 0) == 0u, w->name() << ": " << error);
     BOOST_TEST(error.find(w->name() + ": connection to ps:0 lost") != std::string::npos, w->name() << ": " << error);
     BOOST_TEST(error.find("timed out") != std::string::npos, w->name() << ": " << error);
-    BOOST_TEST(after >= 0.5 * static_cast<double>(dead_peer_timeout.count()), w->name() << " failed " << after << " s after the cut");
+    BOOST_TEST(after >= 0.5 * static_cast<double>(dead_peer_timeout.count()),
+               w->name() << " failed " << after << " s after the cut");
   }
-  BOOST_TEST(dsgd::test::count_lines_starting(chief.output(), "done ") == 0u);
+  BOOST_TEST(count_lines_starting(chief.output(), "done ") == 0u);
   BOOST_TEST(acks_at_cut >= 5u);
 
-  const auto ps_status =
-      ps.wait_exit(std::chrono::duration_cast<std::chrono::milliseconds>(cut + dead_peer_bound + chief_timeout - clock_type::now()));
+  const auto ps_status = ps.wait_exit(
+      std::chrono::duration_cast<std::chrono::milliseconds>(cut + dead_peer_bound + chief_timeout - clock_type::now()));
   const auto ps_error = line_starting(ps.output(), "error ");
   BOOST_TEST_INFO(transcript(tasks, net));
   BOOST_TEST_REQUIRE(exited_with(ps_status, 3), "ps:0 did not stop within its deadlines after the cut");
-  BOOST_TEST_MESSAGE(rule << ": ps:0 stopped " << seconds_between(cut, ps.ended_at()) << " s after the cut: " << ps_error);
+  BOOST_TEST_MESSAGE(rule << ": ps:0 stopped " << seconds_between(cut, ps.ended_at())
+                          << " s after the cut: " << ps_error);
   BOOST_TEST(ps_error.rfind("error peer_lost ", 0) == 0u, ps_error);
-  BOOST_TEST(ps_error.find("the chief has been gone for " + std::to_string(chief_timeout.count()) + " ms") != std::string::npos,
+  BOOST_TEST(ps_error.find("the chief has been gone for " + std::to_string(chief_timeout.count()) + " ms") !=
+                 std::string::npos,
              ps_error);
 }
 

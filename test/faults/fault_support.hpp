@@ -1,15 +1,23 @@
 // SPDX-FileCopyrightText: Copyright (c) 2026 The dsgd authors
 // SPDX-License-Identifier: Apache-2.0
 //
-// Test support for the fault tests: what counter_job prints (see counter_job.cpp), read back.
+// Test support for the fault tests: what counter_job prints (see counter_job.cpp), read back,
+// and counter_job clusters started and checked as most of the tests do.
 #pragma once
 
 #include "process_cluster.hpp"
 
+#include <dsgd/train/saver.hpp>
+
+#include <boost/test/unit_test.hpp>
+
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <optional>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 namespace dsgd::test {
@@ -57,6 +65,58 @@ inline long long field_after(const std::string& output, const std::string& prefi
 /// Whether @p status is exit status @p code.
 inline bool exited_with(const std::optional<int>& status, int code) {
   return status && WIFEXITED(*status) && WEXITSTATUS(*status) == code;
+}
+
+/// counter_job's arguments for a run of @p rule: at most @p steps steps of at least @p step_ms ms
+/// each, a step deadline of @p step_timeout, then @p more.
+inline std::vector<std::string> counter_args(const std::string& rule, std::size_t steps, int step_ms,
+                                             std::chrono::milliseconds step_timeout,
+                                             const std::vector<std::string>& more = {}) {
+  std::vector<std::string> args{"--rule",
+                                rule,
+                                "--steps",
+                                std::to_string(steps),
+                                "--step-ms",
+                                std::to_string(step_ms),
+                                "--step-timeout-ms",
+                                std::to_string(step_timeout.count())};
+  args.insert(args.end(), more.begin(), more.end());
+  return args;
+}
+
+/// A cluster of counter_job with @p ps ps tasks and @p workers workers, every task given @p args
+/// and quiet_threads().
+class counter_cluster : public process_cluster {
+ public:
+  counter_cluster(std::size_t ps, std::size_t workers, std::vector<std::string> args)
+      : process_cluster(counter_job_path, ps, workers, std::move(args), quiet_threads()) {}
+};
+
+/// Starts every task of @p c, then waits until worker:0 (the chief) has had @p acks pushes
+/// acknowledged: a fault the test makes next lands mid-run.
+inline void start_all_until_acks(process_cluster& c, std::size_t acks = 5) {
+  c.start_all();
+  BOOST_REQUIRE_MESSAGE(c.worker(0).wait_for_lines("ack ", acks, std::chrono::seconds(60)), c.transcript());
+}
+
+/// Waits up to @p timeout until the session in @p dir has a checkpoint of step @p step or later
+/// (or, if @p until_exit, until @p c's worker:0 exited) and requires it.
+inline void wait_for_checkpoint(process_cluster& c, const std::filesystem::path& dir, std::size_t step,
+                                std::chrono::seconds timeout = std::chrono::seconds(60), bool until_exit = false) {
+  train::saver saver(dir);
+  const auto give_up = clock_type::now() + timeout;
+  while (saver.latest().value_or(0) < step && clock_type::now() < give_up && !(until_exit && c.worker(0).exited()))
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  BOOST_REQUIRE_MESSAGE(saver.latest().value_or(0) >= step, c.transcript());
+}
+
+/// Checks ps:0's final line: its counter 0 at @p value after @p step global steps.
+inline void expect_final_counter(process_cluster& c, long long value, unsigned long long step) {
+  const auto final = final_counter(c.ps(0).output());
+  BOOST_TEST_INFO(c.transcript());
+  BOOST_REQUIRE(final.has_value());
+  BOOST_TEST(final->value == value);
+  BOOST_TEST(final->step == step);
 }
 
 }  // namespace dsgd::test

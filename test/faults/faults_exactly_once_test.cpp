@@ -21,10 +21,7 @@
 BOOST_AUTO_TEST_SUITE(faults_exactly_once_test)
 
 using namespace std::chrono_literals;
-using dsgd::test::count_lines_starting;
-using dsgd::test::exited_with;
-using dsgd::test::final_counter;
-using dsgd::test::process_cluster;
+using namespace dsgd::test;
 
 BOOST_AUTO_TEST_SUITE(exactly_once_counter)
 
@@ -34,10 +31,7 @@ BOOST_AUTO_TEST_CASE(random_worker_kills_and_restarts_lose_no_acknowledged_push_
   constexpr std::size_t steps = 300;
   // The step deadline bounds only the chief's wait for the others at the end (async never waits
   // for a step); it must cover a restarted worker's remaining pushes.
-  process_cluster c(dsgd::test::counter_job_path, 1, workers,
-                    {"--rule", "async", "--steps", std::to_string(steps), "--step-ms", "5", "--step-timeout-ms",
-                     "30000"},
-                    dsgd::test::quiet_threads());
+  counter_cluster c(1, workers, counter_args("async", steps, 5, 30000ms));
   // The chief runs longer than the kills take, so that it is there to shut the cluster down.
   c.start("ps", 0);
   c.start("worker", 0, {"--steps", std::to_string(4 * steps)});
@@ -53,8 +47,8 @@ BOOST_AUTO_TEST_CASE(random_worker_kills_and_restarts_lose_no_acknowledged_push_
   for (int attempt = 0; done_kills < kills && attempt < 4 * kills; ++attempt) {
     const int victim = std::uniform_int_distribution<int>(1, workers - 1)(rng);
     auto& p = c.worker(victim);
-    const std::size_t after = count_lines_starting(p.output(), "ack ") +
-                              std::uniform_int_distribution<std::size_t>(1, 20)(rng);
+    const std::size_t after =
+        count_lines_starting(p.output(), "ack ") + std::uniform_int_distribution<std::size_t>(1, 20)(rng);
     if (!p.wait_for_lines("ack ", after, 60s)) continue;  // it finished (or failed) first
     if (count_lines_starting(p.output(), "done ") > 0) continue;
     if (attempt % 2 == 0) {

@@ -14,10 +14,7 @@
 BOOST_AUTO_TEST_SUITE(faults_load_test)
 
 using namespace std::chrono_literals;
-using dsgd::test::exited_with;
-using dsgd::test::field_after;
-using dsgd::test::final_counter;
-using dsgd::test::process_cluster;
+using namespace dsgd::test;
 
 BOOST_AUTO_TEST_SUITE(load)
 
@@ -32,11 +29,10 @@ BOOST_AUTO_TEST_CASE(thirty_two_workers_and_two_ps_complete_a_short_sync_job) {
 #else
   constexpr long long max_ps_hwm_kb = 64 * 1024;
 #endif
-  process_cluster c(dsgd::test::counter_job_path, 2, workers,
+  counter_cluster c(2, workers,
                     {"--rule", "sync", "--steps", std::to_string(steps), "--vars", "2", "--step-timeout-ms", "60000",
-                     "--ready-timeout-ms", "120000", "--startup-timeout-ms", "120000"},
-                    dsgd::test::quiet_threads());
-  const auto start = dsgd::test::clock_type::now();
+                     "--ready-timeout-ms", "120000", "--startup-timeout-ms", "120000"});
+  const auto start = clock_type::now();
   c.start_all();
   for (int w = 0; w < workers; ++w) {
     BOOST_TEST_INFO(c.transcript());
@@ -46,7 +42,7 @@ BOOST_AUTO_TEST_CASE(thirty_two_workers_and_two_ps_complete_a_short_sync_job) {
     BOOST_TEST_INFO(c.transcript());
     BOOST_REQUIRE(exited_with(c.ps(p).wait_exit(60s), 0));
   }
-  const double took = std::chrono::duration<double>(dsgd::test::clock_type::now() - start).count();
+  const double took = std::chrono::duration<double>(clock_type::now() - start).count();
   BOOST_TEST_MESSAGE("34 processes, " << steps << " sync steps: " << took << " s");
   for (int p = 0; p < 2; ++p) {
     const auto out = c.ps(p).output();

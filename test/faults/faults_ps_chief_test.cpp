@@ -6,8 +6,6 @@
 // a deadline, never hang; under dsgd-launch no process may outlive the run.
 #include "fault_support.hpp"
 
-#include <dsgd/train/saver.hpp>
-
 #include <boost/test/unit_test.hpp>
 
 #include <csignal>
@@ -20,19 +18,15 @@
 BOOST_AUTO_TEST_SUITE(faults_ps_chief_test)
 
 using namespace std::chrono_literals;
-using dsgd::test::child_process;
-using dsgd::test::count_lines_starting;
-using dsgd::test::exited_with;
-using dsgd::test::line_starting;
-using dsgd::test::process_cluster;
+using namespace dsgd::test;
 
 namespace {
 
 const std::string launch_path = DSGD_LAUNCH_PATH;
 
+// counter_job's arguments with @p vars counters.
 std::vector<std::string> job_args(const std::string& rule, std::size_t steps, std::size_t vars = 1) {
-  return {"--rule", rule, "--steps", std::to_string(steps), "--step-ms", "10", "--vars", std::to_string(vars),
-          "--step-timeout-ms", "2000"};
+  return counter_args(rule, steps, 10, 2000ms, {"--vars", std::to_string(vars)});
 }
 
 void expect_named_failure(process_cluster& c, std::initializer_list<int> workers, const std::string& errc,
@@ -47,26 +41,16 @@ void expect_named_failure(process_cluster& c, std::initializer_list<int> workers
   }
 }
 
-// Whether a process exists and is not a zombie.
-bool alive(pid_t pid) {
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  if (!stat || !std::getline(stat, line)) return false;
-  const auto close = line.rfind(')');
-  return close != std::string::npos && close + 2 < line.size() && line[close + 2] != 'Z' && line[close + 2] != 'X';
-}
-
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(a_killed_ps)
 
 BOOST_AUTO_TEST_CASE(every_worker_fails_with_peer_lost_naming_it_within_seconds) {
   // Two counters, one on each ps: every step talks to both.
-  process_cluster c(dsgd::test::counter_job_path, 2, 3, job_args("sync", 100000, 2), dsgd::test::quiet_threads());
-  c.start_all();
-  BOOST_REQUIRE_MESSAGE(c.worker(0).wait_for_lines("ack ", 5, 60s), c.transcript());
+  counter_cluster c(2, 3, job_args("sync", 100000, 2));
+  start_all_until_acks(c);
   c.ps(1).signal(SIGKILL);
-  const auto killed = dsgd::test::clock_type::now();
+  const auto killed = clock_type::now();
   // The connection breaks at once; a worker blocked in a request or starting its next one sees it.
   expect_named_failure(c, {0, 1, 2}, "peer_lost", "connection to ps:1 lost", 10s);
   for (int w : {0, 1, 2})
@@ -84,9 +68,8 @@ BOOST_AUTO_TEST_CASE(every_worker_fails_with_peer_lost_naming_it_within_seconds)
 BOOST_AUTO_TEST_CASE(a_restarted_ps_is_reconnected_and_the_job_completes) {
   auto args = job_args("async", 200);
   args.push_back("--recover");
-  process_cluster c(dsgd::test::counter_job_path, 1, 2, args, dsgd::test::quiet_threads());
-  c.start_all();
-  BOOST_REQUIRE_MESSAGE(c.worker(0).wait_for_lines("ack ", 5, 60s), c.transcript());
+  counter_cluster c(1, 2, args);
+  start_all_until_acks(c);
   c.ps(0).signal(SIGKILL);
   BOOST_REQUIRE(c.ps(0).wait_exit(10s).has_value());
   c.start("ps", 0);
@@ -103,9 +86,8 @@ BOOST_AUTO_TEST_SUITE_END()
 BOOST_AUTO_TEST_SUITE(a_killed_chief)
 
 BOOST_AUTO_TEST_CASE(sync_workers_fail_naming_it_within_the_step_deadline) {
-  process_cluster c(dsgd::test::counter_job_path, 1, 3, job_args("sync", 100000), dsgd::test::quiet_threads());
-  c.start_all();
-  BOOST_REQUIRE_MESSAGE(c.worker(0).wait_for_lines("ack ", 5, 60s), c.transcript());
+  counter_cluster c(1, 3, job_args("sync", 100000));
+  start_all_until_acks(c);
   c.worker(0).signal(SIGKILL);
   expect_named_failure(c, {1, 2}, "timed_out", "no gradient yet from worker:0)", 2000ms + 20s);
 }
@@ -116,9 +98,8 @@ BOOST_AUTO_TEST_CASE(the_ps_ends_on_its_own_when_the_chief_is_gone) {
   auto args = job_args("async", 200);
   // Well after the others finish (their 200 pushes take 2 s when idle, several under load).
   args.insert(args.end(), {"--chief-timeout-ms", "15000"});
-  process_cluster c(dsgd::test::counter_job_path, 1, 3, args, dsgd::test::quiet_threads());
-  c.start_all();
-  BOOST_REQUIRE_MESSAGE(c.worker(0).wait_for_lines("ack ", 5, 60s), c.transcript());
+  counter_cluster c(1, 3, args);
+  start_all_until_acks(c);
   c.worker(0).signal(SIGKILL);
   for (int w : {1, 2}) BOOST_TEST(exited_with(c.worker(w).wait_exit(60s), 0));
   auto status = c.ps(0).wait_exit(60s);
@@ -134,16 +115,9 @@ BOOST_AUTO_TEST_CASE(the_ps_ends_on_its_own_when_the_chief_is_gone) {
 BOOST_AUTO_TEST_CASE(a_restarted_chief_resumes_from_its_checkpoint_and_the_others_follow) {
   const auto dir = std::filesystem::temp_directory_path() / ("dsgd_chief_restart_" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
-  process_cluster c(dsgd::test::counter_job_path, 1, 3,
-                    {"--rule", "sync", "--steps", "200", "--step-ms", "10", "--step-timeout-ms", "30000", "--session",
-                     dir.string()},
-                    dsgd::test::quiet_threads());
+  counter_cluster c(1, 3, counter_args("sync", 200, 10, 30000ms, {"--session", dir.string()}));
   c.start_all();
-  dsgd::train::saver saver(dir);
-  const auto give_up = std::chrono::steady_clock::now() + 60s;
-  while (saver.latest().value_or(0) < 10 && std::chrono::steady_clock::now() < give_up)
-    std::this_thread::sleep_for(20ms);
-  BOOST_REQUIRE_MESSAGE(saver.latest().value_or(0) >= 10, c.transcript());
+  wait_for_checkpoint(c, dir, 10);
   c.worker(0).signal(SIGKILL);
   BOOST_REQUIRE(c.worker(0).wait_exit(10s).has_value());
   c.start("worker", 0);
@@ -156,25 +130,23 @@ BOOST_AUTO_TEST_CASE(a_restarted_chief_resumes_from_its_checkpoint_and_the_other
   BOOST_TEST_INFO(c.transcript());
   BOOST_TEST(c.worker(0).output().find(" restored ") != std::string::npos);
   for (int w : {1, 2}) BOOST_TEST(c.worker(w).output().find("recoveries 0") == std::string::npos);
-  const auto final = dsgd::test::final_counter(c.ps(0).output());
-  BOOST_REQUIRE(final.has_value());
-  BOOST_TEST(final->value == 200);
-  BOOST_TEST(final->step == 200u);
+  expect_final_counter(c, 200, 200);
   std::filesystem::remove_all(dir);
 }
 
 BOOST_AUTO_TEST_CASE(under_dsgd_launch_every_task_is_stopped_and_none_outlives_the_run) {
   // dsgd-launch runs the cluster; the test kills the chief by the pid the launcher printed.
-  std::vector<std::string> args{launch_path, "--ps", "1", "--workers", "3", "--kill-grace", "2", "--timeout", "300",
-                                "--", dsgd::test::counter_job_path};
+  std::vector<std::string> args{launch_path, "--ps", "1",  "--workers",     "3", "--kill-grace", "2",
+                                "--timeout", "300",  "--", counter_job_path};
   for (auto& a : job_args("async", 100000)) args.push_back(a);
-  child_process launcher("dsgd-launch", args, dsgd::test::quiet_threads());
+  child_process launcher("dsgd-launch", args, quiet_threads());
   static const std::regex started(R"(\[launcher\] (\w+:\d+) \S+ pid (\d+))");
-  BOOST_REQUIRE_MESSAGE(launcher.wait_for_output(
-                            [](const std::string& out) { return out.find("[worker:0] ack 5 ") != std::string::npos; }, 60s),
-                        launcher.output());
+  BOOST_REQUIRE_MESSAGE(
+      launcher.wait_for_output(
+          [](const std::string& out) { return out.find("[worker:0] ack 5 ") != std::string::npos; }, 60s),
+      launcher.output());
   std::map<std::string, pid_t> pids;
-  for (const auto& line : dsgd::test::lines_of(launcher.output())) {
+  for (const auto& line : lines_of(launcher.output())) {
     std::smatch m;
     if (std::regex_search(line, m, started)) pids[m[1]] = static_cast<pid_t>(std::stoi(m[2]));
   }

@@ -16,20 +16,16 @@
 BOOST_AUTO_TEST_SUITE(faults_worker_test)
 
 using namespace std::chrono_literals;
-using dsgd::test::count_lines_starting;
-using dsgd::test::exited_with;
-using dsgd::test::final_counter;
-using dsgd::test::line_starting;
-using dsgd::test::process_cluster;
+using namespace dsgd::test;
 
 namespace {
 
 constexpr auto step_timeout = 2000ms;  // every test's --step-timeout-ms unless it says otherwise
 
+// counter_job's arguments with @p backup backup workers.
 std::vector<std::string> job_args(const std::string& rule, std::size_t backup, std::size_t steps, int step_ms,
                                   std::chrono::milliseconds deadline = step_timeout) {
-  return {"--rule", rule, "--backup", std::to_string(backup), "--steps", std::to_string(steps), "--step-ms",
-          std::to_string(step_ms), "--step-timeout-ms", std::to_string(deadline.count())};
+  return counter_args(rule, steps, step_ms, deadline, {"--backup", std::to_string(backup)});
 }
 
 // Starts ps:0 and worker:0..2; worker:2 (the victim) gets --steps victim_steps.
@@ -42,8 +38,16 @@ void start(process_cluster& c, std::size_t victim_steps) {
 
 // Waits until the victim has had @p acks pushes acknowledged: the fault lands mid-run.
 void wait_until_running(process_cluster& c, std::size_t acks = 5) {
-  BOOST_REQUIRE_MESSAGE(c.worker(2).wait_for_lines("ack ", acks, 60s),
-                        "worker:2 did not get " << acks << " pushes acknowledged\n" << c.transcript());
+  BOOST_REQUIRE_MESSAGE(c.worker(2).wait_for_lines("ack ", acks, 60s), "worker:2 did not get "
+                                                                           << acks << " pushes acknowledged\n"
+                                                                           << c.transcript());
+}
+
+// Starts ps:0 and worker:0..2 (start()), then once the victim is running sends it @p signal.
+void start_then_signal_victim(process_cluster& c, std::size_t victim_steps, int signal) {
+  start(c, victim_steps);
+  wait_until_running(c);
+  c.worker(2).signal(signal);
 }
 
 // Every one of @p tasks exits 0 within @p timeout and printed "done".
@@ -57,16 +61,6 @@ void expect_completion(process_cluster& c, std::initializer_list<int> workers, s
   auto ps = c.ps(0).wait_exit(timeout);
   BOOST_TEST_INFO(c.transcript());
   BOOST_TEST(exited_with(ps, 0), "ps:0 did not shut down within the deadline");
-}
-
-// ps:0's counter after a sync run to @p steps: each step adds exactly 1 (the mean of
-// gradients of -1), so counter and step are both @p steps.
-void expect_sync_counter(process_cluster& c, long long steps) {
-  const auto final = final_counter(c.ps(0).output());
-  BOOST_TEST_INFO(c.transcript());
-  BOOST_REQUIRE(final.has_value());
-  BOOST_TEST(final->value == steps);
-  BOOST_TEST(final->step == static_cast<unsigned long long>(steps));
 }
 
 // Every one of @p workers fails (exit 3) within @p timeout with "error ERRC" and a message
@@ -90,19 +84,17 @@ void expect_named_failure(process_cluster& c, std::initializer_list<int> workers
 BOOST_AUTO_TEST_SUITE(a_killed_worker)
 
 BOOST_AUTO_TEST_CASE(sync_with_one_backup_worker_completes_without_it) {
-  process_cluster c(dsgd::test::counter_job_path, 1, 3, job_args("sync", 1, 60, 10), dsgd::test::quiet_threads());
-  start(c, 60);
-  wait_until_running(c);
-  c.worker(2).signal(SIGKILL);
+  counter_cluster c(1, 3, job_args("sync", 1, 60, 10));
+  start_then_signal_victim(c, 60, SIGKILL);
   expect_completion(c, {0, 1}, 120s);
-  expect_sync_counter(c, 60);
+  expect_final_counter(c, 60, 60);
   BOOST_TEST(c.ps(0).output().find("shutting down without replica 2 having finished") != std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(sync_with_one_backup_worker_completes_without_it_after_another_worker_finished) {
   // The dead worker is the backup: once worker:1 has run out of data, the chief's steps need
   // only its own gradient, not one the dead worker would never send.
-  process_cluster c(dsgd::test::counter_job_path, 1, 3, job_args("sync", 1, 60, 10), dsgd::test::quiet_threads());
+  counter_cluster c(1, 3, job_args("sync", 1, 60, 10));
   c.start("ps", 0);
   c.start("worker", 0);
   c.start("worker", 1, {"--pushes", "20"});
@@ -110,16 +102,14 @@ BOOST_AUTO_TEST_CASE(sync_with_one_backup_worker_completes_without_it_after_anot
   wait_until_running(c);
   c.worker(2).signal(SIGKILL);
   expect_completion(c, {0, 1}, 120s);
-  expect_sync_counter(c, 60);
+  expect_final_counter(c, 60, 60);
   BOOST_TEST(count_lines_starting(c.worker(1).output(), "ack ") == 20u);
 }
 
 BOOST_AUTO_TEST_CASE(sync_without_backup_fails_naming_it_within_the_step_deadline) {
-  process_cluster c(dsgd::test::counter_job_path, 1, 3, job_args("sync", 0, 100000, 10), dsgd::test::quiet_threads());
-  start(c, 100000);
-  wait_until_running(c);
-  c.worker(2).signal(SIGKILL);
-  const auto killed = dsgd::test::clock_type::now();
+  counter_cluster c(1, 3, job_args("sync", 0, 100000, 10));
+  start_then_signal_victim(c, 100000, SIGKILL);
+  const auto killed = clock_type::now();
   // The ps answers the parked pull at step_timeout; the bound leaves room for a loaded machine.
   expect_named_failure(c, {0, 1}, "timed_out", "no gradient yet from worker:2)", step_timeout + 20s);
   for (int w : {0, 1}) {
@@ -129,10 +119,8 @@ BOOST_AUTO_TEST_CASE(sync_without_backup_fails_naming_it_within_the_step_deadlin
 }
 
 BOOST_AUTO_TEST_CASE(async_completes_without_it_and_counts_each_acknowledged_push_once) {
-  process_cluster c(dsgd::test::counter_job_path, 1, 3, job_args("async", 0, 100, 10), dsgd::test::quiet_threads());
-  start(c, 100);
-  wait_until_running(c);
-  c.worker(2).signal(SIGKILL);
+  counter_cluster c(1, 3, job_args("async", 0, 100, 10));
+  start_then_signal_victim(c, 100, SIGKILL);
   BOOST_REQUIRE(c.worker(2).wait_exit(10s).has_value());
   expect_completion(c, {0, 1}, 120s);
   const auto final = final_counter(c.ps(0).output());
@@ -156,60 +144,37 @@ BOOST_AUTO_TEST_SUITE(a_stalled_worker)
 
 constexpr auto stall_time = 3000ms;  // longer than the 2 s step deadline
 
-BOOST_AUTO_TEST_CASE(async_completes_and_every_push_counts_once) {
-  process_cluster c(dsgd::test::counter_job_path, 1, 3, job_args("async", 0, 400, 10), dsgd::test::quiet_threads());
-  start(c, 100);
-  wait_until_running(c);
-  c.worker(2).signal(SIGSTOP);
-  std::this_thread::sleep_for(stall_time);  // the fault itself: a stall of this length
+// Runs ps:0 and worker:0..2 on @p args, the victim with --steps victim_steps, and stalls the
+// victim for @p stall once it is running: every worker then completes, and ps:0's counter ends
+// at @p value after @p step global steps.
+void expect_completion_after_a_stall(const std::vector<std::string>& args, std::size_t victim_steps,
+                                     std::chrono::milliseconds stall, long long value, unsigned long long step) {
+  counter_cluster c(1, 3, args);
+  start_then_signal_victim(c, victim_steps, SIGSTOP);
+  std::this_thread::sleep_for(stall);  // the fault itself: a stall of this length
   c.worker(2).signal(SIGCONT);
   expect_completion(c, {0, 1, 2}, 120s);
-  const auto final = final_counter(c.ps(0).output());
-  BOOST_TEST_INFO(c.transcript());
-  BOOST_REQUIRE(final.has_value());
-  BOOST_TEST(final->value == 400 + 400 + 100);
-  BOOST_TEST(final->step == 900u);
+  expect_final_counter(c, value, step);
+}
+
+BOOST_AUTO_TEST_CASE(async_completes_and_every_push_counts_once) {
+  expect_completion_after_a_stall(job_args("async", 0, 400, 10), 100, stall_time, 400 + 400 + 100, 900);
 }
 
 BOOST_AUTO_TEST_CASE(sync_with_one_backup_worker_completes_and_drops_its_late_gradients) {
-  process_cluster c(dsgd::test::counter_job_path, 1, 3, job_args("sync", 1, 400, 10), dsgd::test::quiet_threads());
-  start(c, 100);
-  wait_until_running(c);
-  c.worker(2).signal(SIGSTOP);
-  std::this_thread::sleep_for(stall_time);
-  c.worker(2).signal(SIGCONT);
-  expect_completion(c, {0, 1, 2}, 120s);
-  const auto final = final_counter(c.ps(0).output());
-  BOOST_TEST_INFO(c.transcript());
-  BOOST_REQUIRE(final.has_value());
-  BOOST_TEST(final->value == 400);
-  BOOST_TEST(final->step == 400u);
+  expect_completion_after_a_stall(job_args("sync", 1, 400, 10), 100, stall_time, 400, 400);
 }
 
 BOOST_AUTO_TEST_CASE(sync_without_backup_fails_naming_it_when_the_stall_exceeds_the_deadline) {
-  process_cluster c(dsgd::test::counter_job_path, 1, 3, job_args("sync", 0, 100000, 10), dsgd::test::quiet_threads());
-  start(c, 100000);
-  wait_until_running(c);
-  c.worker(2).signal(SIGSTOP);
+  counter_cluster c(1, 3, job_args("sync", 0, 100000, 10));
+  start_then_signal_victim(c, 100000, SIGSTOP);
   expect_named_failure(c, {0, 1}, "timed_out", "no gradient yet from worker:2)", step_timeout + 20s);
   c.worker(2).signal(SIGCONT);
 }
 
 BOOST_AUTO_TEST_CASE(sync_without_backup_completes_when_the_stall_is_within_the_deadline) {
   // A 1 s stall against a 5 s step deadline: the others wait, then every step completes.
-  process_cluster c(dsgd::test::counter_job_path, 1, 3, job_args("sync", 0, 100, 10, 5000ms),
-                    dsgd::test::quiet_threads());
-  start(c, 100);
-  wait_until_running(c);
-  c.worker(2).signal(SIGSTOP);
-  std::this_thread::sleep_for(1000ms);
-  c.worker(2).signal(SIGCONT);
-  expect_completion(c, {0, 1, 2}, 120s);
-  const auto final = final_counter(c.ps(0).output());
-  BOOST_TEST_INFO(c.transcript());
-  BOOST_REQUIRE(final.has_value());
-  BOOST_TEST(final->value == 100);
-  BOOST_TEST(final->step == 100u);
+  expect_completion_after_a_stall(job_args("sync", 0, 100, 10, 5000ms), 100, 1000ms, 100, 100);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

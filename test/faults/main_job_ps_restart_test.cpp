@@ -46,8 +46,8 @@ long long number_after(const std::string& out, const std::string& key) {
 }
 
 struct temp_dir {
-  std::filesystem::path path = std::filesystem::temp_directory_path() /
-                               ("dsgd_main_job_restart_" + std::to_string(::getpid()));
+  std::filesystem::path path =
+      std::filesystem::temp_directory_path() / ("dsgd_main_job_restart_" + std::to_string(::getpid()));
   temp_dir() { std::filesystem::remove_all(path); }
   ~temp_dir() { std::filesystem::remove_all(path); }
 };
@@ -56,12 +56,25 @@ struct temp_dir {
 constexpr unsigned long long last_step = 938;
 
 std::vector<std::string> job_args(const std::filesystem::path& logdir) {
-  std::vector<std::string> args{"--model", "softmax", "--rule", "sync", "--epochs", "2", "--lr", "0.04",
-                                "--decay", "0.6", "--target", "0.80", "--startup-timeout", "60",
-                                "--recovery-timeout", "120"};
+  std::vector<std::string> args{"--model",
+                                "softmax",
+                                "--rule",
+                                "sync",
+                                "--epochs",
+                                "2",
+                                "--lr",
+                                "0.04",
+                                "--decay",
+                                "0.6",
+                                "--target",
+                                "0.80",
+                                "--startup-timeout",
+                                "60",
+                                "--recovery-timeout",
+                                "120"};
   if (!logdir.empty())
-    args.insert(args.end(), {"--logdir", logdir.string(), "--save-steps", "100", "--save-secs", "0",
-                             "--summary-steps", "100"});
+    args.insert(args.end(),
+                {"--logdir", logdir.string(), "--save-steps", "100", "--save-secs", "0", "--summary-steps", "100"});
   return args;
 }
 
@@ -83,10 +96,10 @@ BOOST_AUTO_TEST_CASE(a_killed_ps_restarted_with_its_role_is_recovered_from_the_l
   BOOST_REQUIRE(c.ps(0).wait_exit(10s).has_value());
   // Once the chief has lost its session it writes no checkpoint until it re-created it: the
   // latest one now is the one it must restore.
-  BOOST_REQUIRE_MESSAGE(c.worker(0).wait_for_output(
-                            [](const std::string& out) { return out.find("worker:0: session lost at step ") != std::string::npos; },
-                            30s),
-                        c.transcript());
+  BOOST_REQUIRE_MESSAGE(
+      c.worker(0).wait_for_output(
+          [](const std::string& out) { return out.find("worker:0: session lost at step ") != std::string::npos; }, 30s),
+      c.transcript());
   const auto before_kill = saver.latest().value();
   c.start("ps", 0);
 
@@ -125,9 +138,9 @@ BOOST_AUTO_TEST_CASE(a_killed_ps_restarted_with_its_role_is_recovered_from_the_l
   process_cluster again(main_job_path, 1, 2, job_args(dir.path), quiet_threads());
   again.start_all();
   for (int w : {0, 1}) BOOST_TEST(exited_with(again.worker(w).wait_exit(120s), 0), again.transcript());
-  BOOST_TEST(again.worker(0).output().find("restored checkpoint " + std::to_string(last_step) + " from ") !=
-                 std::string::npos,
-             again.transcript());
+  BOOST_TEST(
+      again.worker(0).output().find("restored checkpoint " + std::to_string(last_step) + " from ") != std::string::npos,
+      again.transcript());
   BOOST_TEST(number_after(again.worker(0).output(), "final test accuracy 0.") >= 8000, again.transcript());
 }
 

@@ -11,6 +11,8 @@
 
 #include <dsgd/cluster/cluster_spec.hpp>
 
+#include <support/exec_array.hpp>
+
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 
@@ -27,6 +29,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -49,6 +52,15 @@ inline std::string describe_status(int status) {
   if (WIFEXITED(status)) return "exit " + std::to_string(WEXITSTATUS(status));
   if (WIFSIGNALED(status)) return "signal " + std::to_string(WTERMSIG(status));
   return "status " + std::to_string(status);
+}
+
+/// Whether process @p pid exists and is not a zombie (a killed process may not be reaped yet).
+inline bool alive(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!stat || !std::getline(stat, line)) return false;
+  const auto close = line.rfind(')');
+  return close != std::string::npos && close + 2 < line.size() && line[close + 2] != 'Z' && line[close + 2] != 'X';
 }
 
 /// The lines of @p text.
@@ -110,11 +122,7 @@ class child_process {
     }
     env.insert(env.end(), extra_env.begin(), extra_env.end());
     std::vector<std::string> argv_copy = args;
-    std::vector<char*> argv, envp;
-    for (auto& a : argv_copy) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    for (auto& e : env) envp.push_back(e.data());
-    envp.push_back(nullptr);
+    const auto argv = exec_array(argv_copy), envp = exec_array(env);
 
     int fds[2];
     if (::pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error("pipe2: " + std::string(std::strerror(errno)));
@@ -177,7 +185,9 @@ class child_process {
   /// Waits until a line starting with @p prefix was printed.
   bool wait_for_line(std::string_view prefix, std::chrono::milliseconds timeout) const {
     return wait_for_output(
-        [&](const std::string& out) { return out.rfind(prefix, 0) == 0 || out.find("\n" + std::string(prefix)) != std::string::npos; },
+        [&](const std::string& out) {
+          return out.rfind(prefix, 0) == 0 || out.find("\n" + std::string(prefix)) != std::string::npos;
+        },
         timeout);
   }
 

@@ -12,7 +12,6 @@
 #include "fault_support.hpp"
 
 #include <dsgd/checkpoint/saver.hpp>
-#include <dsgd/train/saver.hpp>
 
 #include <boost/test/unit_test.hpp>
 
@@ -26,11 +25,7 @@
 BOOST_AUTO_TEST_SUITE(ps_restore_exactly_once_test)
 
 using namespace std::chrono_literals;
-using dsgd::test::count_lines_starting;
-using dsgd::test::exited_with;
-using dsgd::test::final_counter;
-using dsgd::test::lines_of;
-using dsgd::test::process_cluster;
+using namespace dsgd::test;
 
 namespace {
 
@@ -64,16 +59,12 @@ BOOST_AUTO_TEST_CASE(a_ps_restored_from_its_checkpoint_restores_the_push_counts_
   constexpr int workers = 2;
   const auto dir = std::filesystem::temp_directory_path() / ("dsgd_ps_restore_once_" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
-  process_cluster c(dsgd::test::counter_job_path, 2, workers,
-                    {"--rule", "async", "--vars", "2", "--steps", "100000000", "--pushes", std::to_string(pushes),
-                     "--step-ms", "5", "--step-timeout-ms", "30000", "--session", dir.string(), "--save-steps", "40"},
-                    dsgd::test::quiet_threads());
+  counter_cluster c(2, workers,
+                    counter_args("async", 100000000, 5, 30000ms,
+                                 {"--vars", "2", "--pushes", std::to_string(pushes), "--session", dir.string(),
+                                  "--save-steps", "40"}));
   c.start_all();
-  dsgd::train::saver saver(dir);
-  const auto give_up = std::chrono::steady_clock::now() + 60s;
-  while (saver.latest().value_or(0) < 40 && std::chrono::steady_clock::now() < give_up)
-    std::this_thread::sleep_for(10ms);
-  BOOST_REQUIRE_MESSAGE(saver.latest().value_or(0) >= 40, c.transcript());
+  wait_for_checkpoint(c, dir, 40);
   // Some acknowledged pushes after the checkpoint, which the restore rolls back (fewer than
   // the 40 global steps to the next checkpoint).
   const auto acked = count_lines_starting(c.worker(0).output(), "ack ");
@@ -86,16 +77,14 @@ BOOST_AUTO_TEST_CASE(a_ps_restored_from_its_checkpoint_restores_the_push_counts_
   static const std::regex restored(R"(session re-created at step \d+ from checkpoint (\d+))");
   std::smatch m;
   std::string line;
-  BOOST_REQUIRE_MESSAGE(c.worker(0).wait_for_output(
-                            [&](const std::string& out) {
-                              return std::regex_search(out, m, restored) && (line = m[1], true);
-                            },
-                            120s),
-                        c.transcript());
+  BOOST_REQUIRE_MESSAGE(
+      c.worker(0).wait_for_output(
+          [&](const std::string& out) { return std::regex_search(out, m, restored) && (line = m[1], true); }, 120s),
+      c.transcript());
   const auto step = std::stoull(line);
   dsgd::checkpoint::checkpoint_reader reader(dir, step);
   BOOST_TEST(reader.format_version() == 3u);
-  std::vector<long long> held(2);                // each counter's value in the checkpoint
+  std::vector<long long> held(2);                  // each counter's value in the checkpoint
   std::vector<std::vector<std::uint64_t>> counts;  // per counter, pushes per replica it holds
   for (int v = 0; v < 2; ++v) {
     const auto name = "counter" + std::to_string(v);
@@ -131,8 +120,8 @@ BOOST_AUTO_TEST_CASE(a_ps_restored_from_its_checkpoint_restores_the_push_counts_
     BOOST_TEST(final->value == held[v] + after, "counter" << v);
     BOOST_TEST(final->value == static_cast<long long>(workers * pushes), "counter" << v);
   }
-  BOOST_TEST_MESSAGE("restored checkpoint " << step << " holding " << held[0] << " and " << held[1]
-                                            << " pushes; " << rolled_back << " acknowledged pushes redone");
+  BOOST_TEST_MESSAGE("restored checkpoint " << step << " holding " << held[0] << " and " << held[1] << " pushes; "
+                                            << rolled_back << " acknowledged pushes redone");
   std::filesystem::remove_all(dir);
 }
 

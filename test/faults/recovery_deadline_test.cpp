@@ -19,25 +19,23 @@
 BOOST_AUTO_TEST_SUITE(recovery_deadline_test)
 
 using namespace std::chrono_literals;
-using dsgd::test::exited_with;
-using dsgd::test::line_starting;
-using dsgd::test::process_cluster;
+using namespace dsgd::test;
 
 BOOST_AUTO_TEST_CASE(a_ps_that_never_comes_back_fails_the_sessions_at_the_recovery_deadline) {
   constexpr double recovery_s = 5;
   const auto dir = std::filesystem::temp_directory_path() / ("dsgd_recovery_deadline_" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
-  process_cluster c(dsgd::test::counter_job_path, 1, 2,
-                    {"--rule", "sync", "--steps", "100000", "--step-ms", "10", "--step-timeout-ms", "30000",
-                     "--startup-timeout-ms", "30000", "--session", dir.string(), "--recovery-timeout-s", "5"},
-                    dsgd::test::quiet_threads());
+  counter_cluster c(
+      1, 2,
+      counter_args("sync", 100000, 10, 30000ms,
+                   {"--startup-timeout-ms", "30000", "--session", dir.string(), "--recovery-timeout-s", "5"}));
   c.start_all();
   BOOST_REQUIRE_MESSAGE(c.worker(0).wait_for_output(
                             [](const std::string& out) { return out.find("\nstart ") != std::string::npos; }, 60s),
                         c.transcript());
   std::this_thread::sleep_for(500ms);  // some steps
   c.ps(0).signal(SIGKILL);
-  const auto killed = dsgd::test::clock_type::now();
+  const auto killed = clock_type::now();
   for (int w : {0, 1}) {
     auto status = c.worker(w).wait_exit(60s);
     BOOST_TEST_INFO(c.transcript());

@@ -16,14 +16,10 @@
 BOOST_AUTO_TEST_SUITE(refused_replica_test)
 
 using namespace std::chrono_literals;
-using dsgd::test::exited_with;
-using dsgd::test::line_starting;
-using dsgd::test::process_cluster;
+using namespace dsgd::test;
 
 BOOST_AUTO_TEST_CASE(a_worker_with_a_wrong_token_is_named_in_the_chiefs_error_within_seconds) {
-  process_cluster c(dsgd::test::counter_job_path, 1, 2,
-                    {"--rule", "sync", "--steps", "100000", "--step-ms", "10", "--step-timeout-ms", "60000"},
-                    dsgd::test::quiet_threads());
+  counter_cluster c(1, 2, counter_args("sync", 100000, 10, 60000ms));
   c.start("ps", 0);
   c.start("worker", 0);
   c.start("worker", 1, {"--token", "not-the-cluster-token"});
@@ -41,11 +37,8 @@ BOOST_AUTO_TEST_CASE(a_worker_with_a_wrong_token_is_named_in_the_chiefs_error_wi
 }
 
 BOOST_AUTO_TEST_CASE(a_departed_worker_is_named_as_departed_in_the_step_deadlines_error) {
-  process_cluster c(dsgd::test::counter_job_path, 1, 3,
-                    {"--rule", "sync", "--steps", "100000", "--step-ms", "10", "--step-timeout-ms", "2000"},
-                    dsgd::test::quiet_threads());
-  c.start_all();
-  BOOST_REQUIRE_MESSAGE(c.worker(0).wait_for_lines("ack ", 5, 60s), c.transcript());
+  counter_cluster c(1, 3, counter_args("sync", 100000, 10, 2000ms));
+  start_all_until_acks(c);
   c.worker(2).signal(SIGKILL);
   for (int w : {0, 1}) {
     auto status = c.worker(w).wait_exit(30s);

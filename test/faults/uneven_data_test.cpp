@@ -16,16 +16,12 @@
 BOOST_AUTO_TEST_SUITE(uneven_data_test)
 
 using namespace std::chrono_literals;
-using dsgd::test::count_lines_starting;
-using dsgd::test::exited_with;
-using dsgd::test::final_counter;
-using dsgd::test::process_cluster;
+using namespace dsgd::test;
 
 namespace {
 
 void check_uneven_data_ends_cleanly(const std::string& rule, long expected_counter) {
-  process_cluster c(dsgd::test::counter_job_path, 1, 3,
-                    {"--rule", rule, "--step-ms", "5", "--step-timeout-ms", "20000"}, dsgd::test::quiet_threads());
+  counter_cluster c(1, 3, {"--rule", rule, "--step-ms", "5", "--step-timeout-ms", "20000"});
   c.start("ps", 0);
   for (int w = 0; w < 3; ++w) c.start("worker", w, {"--pushes", std::to_string(10 * (w + 1))});
   for (int w = 0; w < 3; ++w) {
@@ -48,7 +44,9 @@ void check_uneven_data_ends_cleanly(const std::string& rule, long expected_count
 
 BOOST_AUTO_TEST_SUITE(uneven_data_across_processes)
 
-BOOST_AUTO_TEST_CASE(sync_steps_on_with_the_workers_that_still_have_data) { check_uneven_data_ends_cleanly("sync", 30); }
+BOOST_AUTO_TEST_CASE(sync_steps_on_with_the_workers_that_still_have_data) {
+  check_uneven_data_ends_cleanly("sync", 30);
+}
 
 BOOST_AUTO_TEST_CASE(async_applies_every_push_of_every_worker) { check_uneven_data_ends_cleanly("async", 60); }
 

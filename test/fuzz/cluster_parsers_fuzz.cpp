@@ -26,12 +26,18 @@ enum class parser { cluster_json, tf_config, device, device_spec, address };
 
 parser parser_for(std::uint8_t b) {
   switch (b) {
-    case 'j': return parser::cluster_json;
-    case 't': return parser::tf_config;
-    case 'd': return parser::device;
-    case 's': return parser::device_spec;
-    case 'a': return parser::address;
-    default: return static_cast<parser>(b % 5);
+    case 'j':
+      return parser::cluster_json;
+    case 't':
+      return parser::tf_config;
+    case 'd':
+      return parser::device;
+    case 's':
+      return parser::device_spec;
+    case 'a':
+      return parser::address;
+    default:
+      return static_cast<parser>(b % 5);
   }
 }
 
@@ -56,37 +62,42 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   using dsgd::fuzz::check;
   switch (parser_for(data[0])) {
     case parser::cluster_json:
-      parse_with(text, errc::bad_cluster_spec, [](auto s) { return c::cluster_spec::from_json_string(s); },
-                 [](const c::cluster_spec& spec) {
-                   const auto j = spec.to_json();
-                   check(c::cluster_spec::from_json_string(j.dump()).to_json() == j,
-                         "cluster_spec does not survive to_json and back");
-                 });
+      parse_with(
+          text, errc::bad_cluster_spec, [](auto s) { return c::cluster_spec::from_json_string(s); },
+          [](const c::cluster_spec& spec) {
+            const auto j = spec.to_json();
+            check(c::cluster_spec::from_json_string(j.dump()).to_json() == j,
+                  "cluster_spec does not survive to_json and back");
+          });
       break;
     case parser::tf_config:
-      parse_with(text, errc::bad_cluster_spec, [](auto s) { return c::tf_config::parse(s); },
-                 [](const c::tf_config& config) {
-                   check(c::tf_config::parse(config.to_json().dump()) == config,
-                         "tf_config does not survive to_json and back");
-                 });
+      parse_with(
+          text, errc::bad_cluster_spec, [](auto s) { return c::tf_config::parse(s); },
+          [](const c::tf_config& config) {
+            check(c::tf_config::parse(config.to_json().dump()) == config,
+                  "tf_config does not survive to_json and back");
+          });
       break;
     case parser::device:
-      parse_with(text, errc::bad_device_string, [](auto s) { return dsgd::device::parse(s); },
-                 [](const dsgd::device::spec& d) {
-                   check(dsgd::device::parse(d.to_string()) == d, "device spec does not survive to_string");
-                 });
+      parse_with(
+          text, errc::bad_device_string, [](auto s) { return dsgd::device::parse(s); },
+          [](const dsgd::device::spec& d) {
+            check(dsgd::device::parse(d.to_string()) == d, "device spec does not survive to_string");
+          });
       break;
     case parser::device_spec:
-      parse_with(text, errc::bad_device_string, [](auto s) { return c::device_spec::parse(s); },
-                 [](const c::device_spec& d) {
-                   check(c::device_spec::parse(d.to_string()) == d, "device_spec does not survive to_string");
-                 });
+      parse_with(
+          text, errc::bad_device_string, [](auto s) { return c::device_spec::parse(s); },
+          [](const c::device_spec& d) {
+            check(c::device_spec::parse(d.to_string()) == d, "device_spec does not survive to_string");
+          });
       break;
     case parser::address:
-      parse_with(text, errc::bad_cluster_spec, [](auto s) { return c::task_address::parse(s); },
-                 [](const c::task_address& a) {
-                   check(c::task_address::parse(a.to_string()) == a, "task_address does not survive to_string");
-                 });
+      parse_with(
+          text, errc::bad_cluster_spec, [](auto s) { return c::task_address::parse(s); },
+          [](const c::task_address& a) {
+            check(c::task_address::parse(a.to_string()) == a, "task_address does not survive to_string");
+          });
       break;
   }
   return 0;

@@ -28,11 +28,16 @@ c::codec codec_of(std::uint8_t b) {
   static const float ratios[] = {0.01f, 0.1f, 0.5f, 1.f};
   static const float thresholds[] = {0.5f, 0.01f, 1.f, 1e-3f};
   switch (b % 5) {
-    case 0: return c::none{};
-    case 1: return c::fp16{};
-    case 2: return c::bf16{};
-    case 3: return c::top_k{ratios[(b / 5) % 4]};
-    default: return c::two_bit{thresholds[(b / 5) % 4]};
+    case 0:
+      return c::none{};
+    case 1:
+      return c::fp16{};
+    case 2:
+      return c::bf16{};
+    case 3:
+      return c::top_k{ratios[(b / 5) % 4]};
+    default:
+      return c::two_bit{thresholds[(b / 5) % 4]};
   }
 }
 
@@ -53,7 +58,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     c::check(codec, payload, n, what);
   } catch (const dsgd::error& e) {
     dsgd::fuzz::check(e.code() == dsgd::errc::bad_frame, "check threw another errc");
-    dsgd::fuzz::check(std::string(e.what()).find(what) != std::string::npos, "check's error does not name the variable");
+    dsgd::fuzz::check(std::string(e.what()).find(what) != std::string::npos,
+                      "check's error does not name the variable");
     return 0;
   }
   dsgd::fuzz::check(payload.size() <= c::max_bytes(codec, n), "a payload that checks is above the codec's cap");

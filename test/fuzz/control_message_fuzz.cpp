@@ -46,10 +46,18 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   // The transport refuses larger control payloads before anything is read (limits).
   if (payload.size() > dsgd::transport::limits{}.max_control_bytes) return 0;
   switch (data[0] % 4) {
-    case 0: decode_as<s::register_request>(payload, "register_request"); break;
-    case 1: decode_as<s::error_reply>(payload, "error_reply"); break;
-    case 2: decode_as<s::shard_layout>(payload, "shard_layout"); break;
-    default: decode_as<s::checkpoint_request>(payload, "checkpoint_request"); break;
+    case 0:
+      decode_as<s::register_request>(payload, "register_request");
+      break;
+    case 1:
+      decode_as<s::error_reply>(payload, "error_reply");
+      break;
+    case 2:
+      decode_as<s::shard_layout>(payload, "shard_layout");
+      break;
+    default:
+      decode_as<s::checkpoint_request>(payload, "checkpoint_request");
+      break;
   }
   return 0;
 }

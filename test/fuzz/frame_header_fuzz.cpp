@@ -23,9 +23,12 @@ namespace {
 
 t::limits caps_for(std::uint8_t options, dsgd::fuzz::input_reader& in) {
   switch ((options >> 1) & 3) {
-    case 0: return {};
-    case 1: return {.max_payload_bytes = 4096, .max_total_bytes = 1 << 20, .max_control_bytes = 1024};
-    case 2: return {.max_payload_bytes = 0, .max_total_bytes = 0, .max_control_bytes = 0};
+    case 0:
+      return {};
+    case 1:
+      return {.max_payload_bytes = 4096, .max_total_bytes = 1 << 20, .max_control_bytes = 1024};
+    case 2:
+      return {.max_payload_bytes = 0, .max_total_bytes = 0, .max_control_bytes = 0};
     default: {
       t::limits c;
       c.max_payload_bytes = in.le<std::uint64_t>();
@@ -119,10 +122,17 @@ std::vector<std::string> dsgd::fuzz::seeds() {
     out.push_back(std::string(1, static_cast<char>(options)) + as_string(t::encode(h)));
   };
   add(0, {.type = 4, .variable = 7, .shard = 1, .request_id = 42, .step = 100});
-  add(0, {.type = 5, .flags = t::frame_flags::payload_crc, .payload_crc = 0xdeadbeef,
-          .payload_length = 4096, .chunk_offset = 0, .total_length = 4096});
-  add(0, {.type = 5, .flags = t::frame_flags::payload_crc, .payload_length = 1 << 20,
-          .chunk_offset = 3 << 20, .total_length = 8 << 20});
+  add(0, {.type = 5,
+          .flags = t::frame_flags::payload_crc,
+          .payload_crc = 0xdeadbeef,
+          .payload_length = 4096,
+          .chunk_offset = 0,
+          .total_length = 4096});
+  add(0, {.type = 5,
+          .flags = t::frame_flags::payload_crc,
+          .payload_length = 1 << 20,
+          .chunk_offset = 3 << 20,
+          .total_length = 8 << 20});
   add(2, {.type = 1, .flags = t::frame_flags::control, .payload_length = 200, .total_length = 200});
   add(1, {.version = 2, .type = 1});
   add(1, {.flags = 0x80});

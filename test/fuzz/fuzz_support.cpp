@@ -26,8 +26,8 @@
 #include <sanitizer/allocator_interface.h>
 #else
 // GCC's runtimes export the hook but GCC ships no header declaring it.
-extern "C" int __sanitizer_install_malloc_and_free_hooks(
-    void (*malloc_hook)(const volatile void*, std::size_t), void (*free_hook)(const volatile void*));
+extern "C" int __sanitizer_install_malloc_and_free_hooks(void (*malloc_hook)(const volatile void*, std::size_t),
+                                                         void (*free_hook)(const volatile void*));
 #endif
 #endif
 
@@ -66,8 +66,7 @@ void note(std::size_t size) noexcept {
 }
 
 void fail(std::string_view what) {
-  std::fprintf(stderr, "dsgd fuzz: invariant broken: %.*s\n", static_cast<int>(what.size()),
-               what.data());
+  std::fprintf(stderr, "dsgd fuzz: invariant broken: %.*s\n", static_cast<int>(what.size()), what.data());
   print_input();
   std::abort();
 }
@@ -81,8 +80,8 @@ void end_input(std::size_t fixed_bytes, std::size_t per_input_byte) {
   const auto limit = fixed_bytes + per_input_byte * current.size();
   const auto seen = largest.load(std::memory_order_relaxed);
   if (seen > limit)
-    fail("one allocation of " + std::to_string(seen) + " bytes for an input of " +
-         std::to_string(current.size()) + " bytes (allowed: " + std::to_string(limit) + ")");
+    fail("one allocation of " + std::to_string(seen) + " bytes for an input of " + std::to_string(current.size()) +
+         " bytes (allowed: " + std::to_string(limit) + ")");
 }
 
 }  // namespace dsgd::fuzz
@@ -101,9 +100,8 @@ void* allocate(std::size_t size, std::size_t align, bool nothrow) {
     throw std::bad_alloc();
   }
   if (size == 0) size = 1;
-  void* p = align <= alignof(std::max_align_t)
-                ? std::malloc(size)
-                : std::aligned_alloc(align, (size + align - 1) / align * align);
+  void* p = align <= alignof(std::max_align_t) ? std::malloc(size)
+                                               : std::aligned_alloc(align, (size + align - 1) / align * align);
   if (p == nullptr && !nothrow) throw std::bad_alloc();
   return p;
 }

@@ -142,8 +142,12 @@ struct flood_fixture {
                            done();
                          });
         return;
-      case attack::garbage: bytes = random_bytes(1 + rng() % 300); break;
-      case attack::wrong_version: bytes = to_vector(hello(t::protocol_version + 1 + rng() % 100)); break;
+      case attack::garbage:
+        bytes = random_bytes(1 + rng() % 300);
+        break;
+      case attack::wrong_version:
+        bytes = to_vector(hello(t::protocol_version + 1 + rng() % 100));
+        break;
       case attack::truncated_hello:
         bytes = to_vector(hello(t::protocol_version));
         bytes.resize(rng() % t::handshake::hello_size);
@@ -156,7 +160,8 @@ struct flood_fixture {
         bytes.insert(bytes.end(), payload.begin(), payload.end());
         break;
       }
-      case attack::count: break;
+      case attack::count:
+        break;
     }
     std::make_shared<raw_peer>(ioc, std::move(bytes), std::move(done))->start(listener->local_endpoint());
   }
@@ -177,7 +182,8 @@ BOOST_AUTO_TEST_CASE(ten_thousand_bad_handshakes_are_rejected_and_a_good_peer_st
     });
   };
   for (std::size_t k = 0; k < concurrency; ++k) next();
-  BOOST_REQUIRE(run_until(ioc, [&] { return finished == attempts && listener->rejected() == attempts; }, 180s));
+  BOOST_REQUIRE(run_until(
+      ioc, [&] { return finished == attempts && listener->rejected() == attempts; }, 180s));
   const auto took = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
   BOOST_TEST_MESSAGE(attempts << " bad handshakes rejected in " << took << " s");
 
@@ -197,7 +203,8 @@ BOOST_AUTO_TEST_CASE(ten_thousand_bad_handshakes_are_rejected_and_a_good_peer_st
                      connected = ec;
                      client = std::move(c);
                    });
-  BOOST_REQUIRE(run_until(ioc, [&] { return connected.has_value() && !accepted.empty(); }, 20s));
+  BOOST_REQUIRE(run_until(
+      ioc, [&] { return connected.has_value() && !accepted.empty(); }, 20s));
   BOOST_REQUIRE(!*connected);
   BOOST_TEST(accepted.front()->peer_identity() == "worker:0");
 
@@ -206,8 +213,7 @@ BOOST_AUTO_TEST_CASE(ten_thousand_bad_handshakes_are_rejected_and_a_good_peer_st
   std::optional<error_code> send_ec, recv_ec;
   t::frame_header received;
   client->async_send(t::frame_header{.type = 5, .variable = 3, .step = 9},
-                     asio::buffer(sent.data(), sent.size() * sizeof(float)),
-                     [&](error_code ec) { send_ec = ec; });
+                     asio::buffer(sent.data(), sent.size() * sizeof(float)), [&](error_code ec) { send_ec = ec; });
   accepted.front()->async_receive(
       [&](const t::frame_header& h, error_code& ec) {
         return t::chunk_destination(asio::buffer(got.data(), got.size() * sizeof(float)), h, ec);
@@ -216,7 +222,8 @@ BOOST_AUTO_TEST_CASE(ten_thousand_bad_handshakes_are_rejected_and_a_good_peer_st
         recv_ec = ec;
         received = h;
       });
-  BOOST_REQUIRE(run_until(ioc, [&] { return send_ec.has_value() && recv_ec.has_value(); }, 20s));
+  BOOST_REQUIRE(run_until(
+      ioc, [&] { return send_ec.has_value() && recv_ec.has_value(); }, 20s));
   BOOST_TEST(!*send_ec);
   BOOST_TEST(!*recv_ec);
   BOOST_TEST(received.variable == 3u);
@@ -228,7 +235,8 @@ BOOST_AUTO_TEST_CASE(ten_thousand_bad_handshakes_are_rejected_and_a_good_peer_st
   listener->close();  // reports what it counted but did not log yet
   std::size_t in_full = 0, counted = 0;
   std::map<std::string, std::size_t> reasons;
-  const std::regex summary(R"(dsgd transport: (\d+) more rejected connections? in the last \d+ ms, not logged one by one: (.*))");
+  const std::regex summary(
+      R"(dsgd transport: (\d+) more rejected connections? in the last \d+ ms, not logged one by one: (.*))");
   const std::regex part(R"((\d+) ([a-z ]+))");
   for (const auto& line : server_log) {
     std::smatch m;

@@ -55,10 +55,10 @@ void raw_peer(dsgd::fuzz::input_reader& in, std::uint8_t options) {
     dsgd::fuzz::check(ec == dsgd::errc::handshake_failed && !reason.empty(), "hello refused without a reason");
     return;
   }
-  dsgd::fuzz::check(printable_identity(hs.peer_identity()), "accepted a peer identity that is not 1-64 printable characters");
+  dsgd::fuzz::check(printable_identity(hs.peer_identity()),
+                    "accepted a peer identity that is not 1-64 printable characters");
   (void)hs.proof();
-  dsgd::fuzz::check(static_cast<bool>(hs.verify_proof(proof, reason)),
-                    "a proof made without the token was accepted");
+  dsgd::fuzz::check(static_cast<bool>(hs.verify_proof(proof, reason)), "a proof made without the token was accepted");
 }
 
 void relay(dsgd::fuzz::input_reader& in, std::uint8_t options) {
@@ -120,7 +120,8 @@ void offer(dsgd::fuzz::input_reader& in) {
   std::string reason;
   if (auto decoded = t::detail::ring_offer::decode(offer_bytes, reason)) {
     if (decoded->bytes != 0) {
-      dsgd::fuzz::check(decoded->name.size() == t::detail::ring_offer::name_size && decoded->name.starts_with("/dsgd-") &&
+      dsgd::fuzz::check(decoded->name.size() == t::detail::ring_offer::name_size &&
+                            decoded->name.starts_with("/dsgd-") &&
                             decoded->name.find_first_not_of("0123456789abcdef", 6) == std::string::npos,
                         "an offer naming something other than a dsgd segment was accepted");
       std::string why;
@@ -132,9 +133,9 @@ void offer(dsgd::fuzz::input_reader& in) {
   }
   reason.clear();
   if (auto mapped = t::detail::ring_answer::decode(answer_bytes, reason))
-    dsgd::fuzz::check(t::detail::ring_answer::encode(*mapped) == answer_bytes, "an answer other than 0 or 1 was accepted");
-  else
-    dsgd::fuzz::check(!reason.empty(), "an answer refused without a reason");
+    dsgd::fuzz::check(t::detail::ring_answer::encode(*mapped) == answer_bytes,
+                      "an answer other than 0 or 1 was accepted");
+  else dsgd::fuzz::check(!reason.empty(), "an answer refused without a reason");
 }
 
 }  // namespace
@@ -145,10 +146,18 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const auto options = in.byte();
   dsgd::fuzz::decodes([&] {
     switch (options & 3) {
-      case 0: raw_peer(in, options); break;
-      case 1: relay(in, options); break;
-      case 2: config(in, options); break;
-      default: offer(in); break;
+      case 0:
+        raw_peer(in, options);
+        break;
+      case 1:
+        relay(in, options);
+        break;
+      case 2:
+        config(in, options);
+        break;
+      default:
+        offer(in);
+        break;
     }
   });
   return 0;
@@ -167,9 +176,8 @@ std::vector<std::string> dsgd::fuzz::seeds() {
                 as_string(zero_proof));
   out.push_back(std::string(1, '\0') +
                 as_string(t::handshake::encode_hello(t::protocol_version + 1, role::acceptor, "ps:0", nonce)));
-  out.push_back(std::string(1, '\0') +
-                as_string(t::handshake::encode_hello(t::protocol_version, role::acceptor,
-                                                     std::string(64, 'x'), nonce)));
+  out.push_back(std::string(1, '\0') + as_string(t::handshake::encode_hello(t::protocol_version, role::acceptor,
+                                                                            std::string(64, 'x'), nonce)));
   // Relay: untouched, one flipped bit in a hello, one in a proof, another token.
   out.push_back(std::string(1, '\1') + std::string(2 * (104 + 32), '\0'));
   auto flip_hello = std::string(1, '\1') + std::string(2 * (104 + 32), '\0');

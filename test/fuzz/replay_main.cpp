@@ -39,10 +39,22 @@ std::string read_whole(const fs::path& p) {
 
 // Values that break length and count checks: zero, one, sign bits, all ones, powers of two
 // around allocation sizes, and small sizes.
-constexpr std::array<std::uint64_t, 16> interesting{
-    0, 1, 2, 0x7f, 0x80, 0xff, 0x7fff, 0xffff, 0x7fffffff, 0x80000000, 0xffffffff,
-    std::uint64_t{1} << 32, std::uint64_t{1} << 40, 0x7fffffffffffffff, 0x8000000000000000,
-    0xffffffffffffffff};
+constexpr std::array<std::uint64_t, 16> interesting{0,
+                                                    1,
+                                                    2,
+                                                    0x7f,
+                                                    0x80,
+                                                    0xff,
+                                                    0x7fff,
+                                                    0xffff,
+                                                    0x7fffffff,
+                                                    0x80000000,
+                                                    0xffffffff,
+                                                    std::uint64_t{1} << 32,
+                                                    std::uint64_t{1} << 40,
+                                                    0x7fffffffffffffff,
+                                                    0x8000000000000000,
+                                                    0xffffffffffffffff};
 
 class mutator {
  public:

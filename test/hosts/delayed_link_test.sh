@@ -16,18 +16,8 @@ set -euo pipefail
 example=$1 launch=$2 harness=$3 delay_ms=$4
 shift 4
 name=dl$(($$ % 100000))
-rc=0
-"$harness" up "$name" 4 || rc=$?
-((rc == 0)) || exit "$rc"
-logs=$(mktemp -d)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  "$harness" down "$name"
-  rm -rf "$logs"
-}
-trap cleanup EXIT
+. "$(dirname "$0")/../support/namespace_hosts.sh"
+hosts_up 4
 "$harness" shape "$name" 1 --delay "${delay_ms}ms" || exit $?
 
 # The median of 5 TCP connects from h2 to a closed port of host K, in ms: the reset comes back
@@ -45,24 +35,9 @@ failed=0
 awk -v a="$to_h1" -v b="$to_h4" -v d="$delay_ms" 'BEGIN { exit !(a >= d && b < d / 2) }' ||
   { echo "delayed_link_test: the link is not delayed as asked"; failed=1; }
 
-tasks=("ps 0" "ps 1" "worker 0" "worker 1")  # task k on host k+1: the launchers' k mod 4 rule
-token=$(od -An -tx1 -N16 /dev/urandom | tr -d ' \n')
 start=$(date +%s)
-for k in 1 2 3 4; do
-  "$harness" exec "$name" "$k" env -u TF_CONFIG OMP_NUM_THREADS=1 DSGD_CLUSTER_TOKEN="$token" "$launch" --nnodes 4 --node-rank $((k - 1)) \
-    --hosts h1,h2,h3,h4 --port-base 2222 --ps 2 --workers 2 --timeout 600 -- "$example" "$@" >"$logs/h$k" 2>&1 &
-  pids+=($!)
-done
-for k in 1 2 3 4; do
-  status=0
-  wait "${pids[k - 1]}" || status=$?
-  echo "delayed_link_test: ${tasks[k - 1]/ /:} on h$k exited with status $status"
-  if ((status != 0)); then
-    failed=1
-    sed "s/^/  [h$k] /" "$logs/h$k" | tail -20
-  fi
-done
-pids=()
+launch_main_job "$launch" 600 "$example" "$@"
+wait_main_job delayed_link_test
 # The chief (worker:0, on h3): "final test accuracy A (sync, ..., N global steps in S s = R steps/s, ...".
 final=$(grep -h "final test accuracy" "$logs/h3" || true)
 echo "delayed_link_test: ${final:-no final line from the chief} (job $(($(date +%s) - start)) s)"

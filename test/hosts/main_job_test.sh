@@ -16,38 +16,12 @@ set -euo pipefail
 example=$1 launch=$2 harness=$3
 shift 3
 name=mj$(($$ % 100000))
-rc=0
-"$harness" up "$name" 4 || rc=$?
-((rc == 0)) || exit "$rc"
-logs=$(mktemp -d)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  "$harness" down "$name"
-  rm -rf "$logs"
-}
-trap cleanup EXIT
+. "$(dirname "$0")/../support/namespace_hosts.sh"
+hosts_up 4
 
-tasks=("ps 0" "ps 1" "worker 0" "worker 1")  # task k on host k+1: the launchers' k mod 4 rule
-token=$(od -An -tx1 -N16 /dev/urandom | tr -d ' \n')
-for k in 1 2 3 4; do
-  # OMP_NUM_THREADS=1: the namespace hosts share this machine's cores.
-  "$harness" exec "$name" "$k" env -u TF_CONFIG OMP_NUM_THREADS=1 DSGD_CLUSTER_TOKEN="$token" "$launch" --nnodes 4 --node-rank $((k - 1)) \
-    --hosts h1,h2,h3,h4 --port-base 2222 --ps 2 --workers 2 --timeout 1000 -- "$example" "$@" >"$logs/h$k" 2>&1 &
-  pids+=($!)
-done
+launch_main_job "$launch" 1000 "$example" "$@"
 failed=0
-for k in 1 2 3 4; do
-  status=0
-  wait "${pids[k - 1]}" || status=$?
-  echo "main_job_test: ${tasks[k - 1]/ /:} on h$k ($("$harness" address "$name" "$k")) exited with status $status"
-  if ((status != 0)); then
-    failed=1
-    sed "s/^/  [h$k] /" "$logs/h$k" | tail -20
-  fi
-done
-pids=()
+wait_main_job main_job_test
 grep -h "final test accuracy\|epoch\|starting" "$logs/h3" | tail -5
 if grep -qi "shared memory" "$logs"/*; then
   echo "main_job_test: a task reported shared memory between namespaces:" && grep -hi "shared memory" "$logs"/*

@@ -51,8 +51,8 @@ int main(int argc, char** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   try {
     // Each rank names its host itself ("host-<rank>"), so the test sees whose name lands where.
-    const auto me = dsgd::cluster::role_from_mpi({.num_ps = 1, .base_port = 4000}, MPI_COMM_WORLD,
-                                                 "host-" + std::to_string(rank));
+    const auto me =
+        dsgd::cluster::role_from_mpi({.num_ps = 1, .base_port = 4000}, MPI_COMM_WORLD, "host-" + std::to_string(rank));
     const auto clusters = all_of(me.cluster.to_json().dump());
     const auto tasks = all_of(me.task.to_string());
     check(std::set<std::string>(clusters.begin(), clusters.end()).size() == 1, "the ranks derived different clusters");

@@ -15,11 +15,8 @@
 set -euo pipefail
 example=$1 harness=$2
 name=nm$(($$ % 100000))
-rc=0
-"$harness" up "$name" 2 || rc=$?
-((rc == 0)) || exit "$rc"
-logs=$(mktemp -d)
-trap '"$harness" down "$name"; rm -rf "$logs"' EXIT
+. "$(dirname "$0")/../support/namespace_hosts.sh"
+hosts_up 2
 failed=0
 run() {  # host, job, index, cluster, options...
   local host=$1 job=$2 index=$3 cluster=$4

@@ -10,10 +10,8 @@
 set -euo pipefail
 bench=$1 harness=$2
 name=pp$(($$ % 100000))
-rc=0
-"$harness" up "$name" 2 || rc=$?
-((rc == 0)) || exit "$rc"
-trap '"$harness" down "$name"' EXIT
+. "$(dirname "$0")/../support/namespace_hosts.sh"
+hosts_up 2
 out=$("$harness" exec "$name" 2 timeout 120 "$bench" --smoke --ps-netns="$name-h1" \
   --ps-address="$("$harness" address "$name" 1)")
 echo "$out"

@@ -33,6 +33,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <sched.h>
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
@@ -40,7 +41,6 @@
 #include <exception>
 #include <fstream>
 #include <map>
-#include <sched.h>
 #include <string>
 #include <string_view>
 #include <thread>

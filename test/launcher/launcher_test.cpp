@@ -5,6 +5,8 @@
 // fake_task.cpp for its steps), reads everything it prints and checks its exit status, its
 // output and that no task outlives it.
 
+#include <support/exec_array.hpp>
+
 #include <boost/test/unit_test.hpp>
 
 #include <nlohmann/json.hpp>
@@ -41,8 +43,7 @@ const std::string launch_path = DSGD_LAUNCH_PATH;
 const std::string fake_task_path = DSGD_FAKE_TASK_PATH;
 
 clock_type::time_point deadline_after(double seconds) {
-  return clock_type::now() +
-         std::chrono::duration_cast<clock_type::duration>(std::chrono::duration<double>(seconds));
+  return clock_type::now() + std::chrono::duration_cast<clock_type::duration>(std::chrono::duration<double>(seconds));
 }
 
 double seconds_since(clock_type::time_point start) {
@@ -77,11 +78,7 @@ class launcher_process {
       std::erase_if(env, [&](const std::string& x) { return x.rfind(prefix, 0) == 0; });
       if (!removes) env.push_back(e);
     }
-    std::vector<char*> argv, envp;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    for (auto& e : env) envp.push_back(e.data());
-    envp.push_back(nullptr);
+    const auto argv = dsgd::test::exec_array(args), envp = dsgd::test::exec_array(env);
 
     int fds[2];
     BOOST_REQUIRE(::pipe2(fds, O_CLOEXEC) == 0);
@@ -149,8 +146,8 @@ class launcher_process {
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
       }
     }
-    BOOST_REQUIRE_MESSAGE(status_.has_value(), "dsgd-launch still running after " << timeout_s
-                                                   << " s; output so far:\n" << output_);
+    BOOST_REQUIRE_MESSAGE(status_.has_value(), "dsgd-launch still running after " << timeout_s << " s; output so far:\n"
+                                                                                  << output_);
     return *status_;
   }
 
@@ -268,13 +265,12 @@ auto each_printed(std::vector<std::string> tasks, std::string line) {
 
 /// Checks one task's TF_CONFIG against the launcher's announced addresses.
 void check_tf_config(const std::string& output, const std::string& task,
-                     const std::map<std::string, started_task>& started,
-                     const std::map<std::string, int>& job_sizes) {
+                     const std::map<std::string, started_task>& started, const std::map<std::string, int>& job_sizes) {
   const auto lines = lines_of(output, task);
   BOOST_TEST_CONTEXT("task " << task) {
     BOOST_TEST(std::count(lines.begin(), lines.end(), "role " + task) == 1);
-    const auto json_line = std::find_if(lines.begin(), lines.end(),
-                                        [](const std::string& l) { return l.rfind("tf_config ", 0) == 0; });
+    const auto json_line =
+        std::find_if(lines.begin(), lines.end(), [](const std::string& l) { return l.rfind("tf_config ", 0) == 0; });
     BOOST_REQUIRE(json_line != lines.end());
     const auto j = nlohmann::json::parse(json_line->substr(10));
     BOOST_TEST(j.size() == 2u);  // exactly "cluster" and "task"
@@ -300,8 +296,7 @@ void check_tf_config(const std::string& output, const std::string& task,
 
 BOOST_AUTO_TEST_SUITE(launcher)
 
-BOOST_AUTO_TEST_CASE(every_task_gets_tf_config_with_its_role_and_distinct_free_ports)
-{
+BOOST_AUTO_TEST_CASE(every_task_gets_tf_config_with_its_role_and_distinct_free_ports) {
   launcher_process l({"--ps", "2", "--workers", "3"}, {"*=config,bind"});
   const int status = l.wait();
   BOOST_TEST_INFO("output:\n" << l.output());
@@ -321,8 +316,7 @@ BOOST_AUTO_TEST_CASE(every_task_gets_tf_config_with_its_role_and_distinct_free_p
   BOOST_TEST(contains(l.output(), "[launcher] every task exited with status 0"));
 }
 
-BOOST_AUTO_TEST_CASE(chief_option_adds_a_one_task_chief_job_and_ps_0_leaves_out_the_ps_job)
-{
+BOOST_AUTO_TEST_CASE(chief_option_adds_a_one_task_chief_job_and_ps_0_leaves_out_the_ps_job) {
   {
     launcher_process l({"--chief", "--workers", "2"}, {"*=config,bind"});
     BOOST_TEST(exit_code(l.wait()) == 0, l.output());
@@ -341,12 +335,12 @@ BOOST_AUTO_TEST_CASE(chief_option_adds_a_one_task_chief_job_and_ps_0_leaves_out_
   }
 }
 
-BOOST_AUTO_TEST_CASE(one_launcher_per_host_starts_its_share_of_one_cluster)
-{
+BOOST_AUTO_TEST_CASE(one_launcher_per_host_starts_its_share_of_one_cluster) {
   // Three "hosts" on loopback addresses of this machine (127.0.0.1-3 all reach it); each launcher
   // is told the same job and its own --node-rank, and starts tasks k with k mod 3 = rank.
-  const std::vector<std::string> job{"--nnodes", "3", "--hosts", "127.0.0.1,127.0.0.2,127.0.0.3", "--port-base",
-                                     "24600", "--ps", "2", "--workers", "3"};
+  const std::vector<std::string> job{"--nnodes",    "3",     "--hosts", "127.0.0.1,127.0.0.2,127.0.0.3",
+                                     "--port-base", "24600", "--ps",    "2",
+                                     "--workers",   "3"};
   std::vector<std::unique_ptr<launcher_process>> hosts;
   for (int rank = 0; rank < 3; ++rank) {
     auto options = job;
@@ -386,15 +380,14 @@ BOOST_AUTO_TEST_CASE(one_launcher_per_host_starts_its_share_of_one_cluster)
   BOOST_TEST(clusters.size() == 1u);  // every host derived the same cluster
 }
 
-BOOST_AUTO_TEST_CASE(tasks_sharing_the_cores_get_one_compute_thread_each_unless_told)
-{
+BOOST_AUTO_TEST_CASE(tasks_sharing_the_cores_get_one_compute_thread_each_unless_told) {
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   const std::string each = std::to_string(std::max(1u, cores / 4));
   {
     launcher_process l({"--ps", "2", "--workers", "2"}, {"*=env:OMP_NUM_THREADS"}, {"-OMP_NUM_THREADS"});
     BOOST_TEST(exit_code(l.wait()) == 0, l.output());
-    BOOST_TEST(contains(l.output(), "4 tasks share this host's " + std::to_string(cores) + " cores: OMP_NUM_THREADS=" +
-                                        each + " per task"),
+    BOOST_TEST(contains(l.output(), "4 tasks share this host's " + std::to_string(cores) +
+                                        " cores: OMP_NUM_THREADS=" + each + " per task"),
                l.output());
     for (const auto& t : {"ps:0", "ps:1", "worker:0", "worker:1"})
       BOOST_TEST(contains(l.output(), std::string("[") + t + "] env OMP_NUM_THREADS=" + each), l.output());
@@ -407,8 +400,7 @@ BOOST_AUTO_TEST_CASE(tasks_sharing_the_cores_get_one_compute_thread_each_unless_
   }
 }
 
-BOOST_AUTO_TEST_CASE(max_restarts_restarts_a_failed_task_in_place_with_backoff)
-{
+BOOST_AUTO_TEST_CASE(max_restarts_restarts_a_failed_task_in_place_with_backoff) {
   const auto dir = std::filesystem::temp_directory_path() / ("dsgd-restarts-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   const std::string counter = (dir / "runs").string();
@@ -432,47 +424,58 @@ BOOST_AUTO_TEST_CASE(max_restarts_restarts_a_failed_task_in_place_with_backoff)
   }
   {
     // A task that keeps failing stops the cluster once its restarts are spent, with its status.
-    launcher_process l({"--ps", "1", "--workers", "1", "--max-restarts", "1"},
-                       {"ps:0=hang", "worker:0=exit:4"});
+    launcher_process l({"--ps", "1", "--workers", "1", "--max-restarts", "1"}, {"ps:0=hang", "worker:0=exit:4"});
     const int status = l.wait(60);
     BOOST_TEST_INFO("output:\n" << l.output());
     BOOST_TEST(exit_code(status) == 4);
     BOOST_TEST(contains(l.output(), "worker:0 exited with status 4; restarting it in 1 s (restart 1 of 1)"));
-    BOOST_TEST(contains(l.output(), "worker:0 exited with status 4 after 1 restart(s), the most --max-restarts allows; "
-                                    "stopping the cluster"));
+    BOOST_TEST(contains(l.output(),
+                        "worker:0 exited with status 4 after 1 restart(s), the most --max-restarts allows; "
+                        "stopping the cluster"));
     BOOST_TEST(survivors(pids_of(started_tasks(l.output())), 5).empty());
   }
   std::filesystem::remove_all(dir);
 }
 
-BOOST_AUTO_TEST_CASE(an_elastic_job_starts_min_workers_and_takes_joins_and_leaves_by_signal)
-{
+BOOST_AUTO_TEST_CASE(an_elastic_job_starts_min_workers_and_takes_joins_and_leaves_by_signal) {
   // --workers 2:3: a spec of 3 worker slots, 2 started. SIGUSR1 starts worker:2, a second one is
   // refused (MAX); SIGUSR2 stops the highest worker, a second one is refused (MIN); worker:1
   // failing leaves the job instead of stopping it.
   launcher_process l({"--ps", "1", "--workers", "2:3"},
-                     {"*=config", "ps:0=sleep:10", "worker:0=env:DSGD_MIN_REPLICAS,sleep:9",
-                      "worker:1=sleep:6,exit:5", "worker:2=config,hang"});
+                     {"*=config", "ps:0=sleep:10", "worker:0=env:DSGD_MIN_REPLICAS,sleep:9", "worker:1=sleep:6,exit:5",
+                      "worker:2=config,hang"});
   BOOST_TEST_INFO("output:\n" << l.output());
   BOOST_REQUIRE(l.read_until(started_at_least(3), 20));
-  BOOST_REQUIRE(l.read_until([](const std::string& o) { return contains(o, "[worker:0] env DSGD_MIN_REPLICAS=2"); }, 20));
+  BOOST_REQUIRE(
+      l.read_until([](const std::string& o) { return contains(o, "[worker:0] env DSGD_MIN_REPLICAS=2"); }, 20));
   BOOST_TEST(!started_tasks(l.output()).contains("worker:2"));
   ::kill(l.pid(), SIGUSR1);
-  BOOST_REQUIRE(l.read_until([](const std::string& o) {
-    return contains(o, "[launcher] worker:2 joined; 3 workers running (--workers 2:3)") && contains(o, "[worker:2] tf_config ");
-  }, 20));
+  BOOST_REQUIRE(l.read_until(
+      [](const std::string& o) {
+        return contains(o, "[launcher] worker:2 joined; 3 workers running (--workers 2:3)") &&
+               contains(o, "[worker:2] tf_config ");
+      },
+      20));
   ::kill(l.pid(), SIGUSR1);
-  BOOST_REQUIRE(l.read_until([](const std::string& o) {
-    return contains(o, "[launcher] cannot add a worker: every one of the 3 worker slots is running (--workers 2:3: MAX reached)");
-  }, 20));
+  BOOST_REQUIRE(l.read_until(
+      [](const std::string& o) {
+        return contains(
+            o,
+            "[launcher] cannot add a worker: every one of the 3 worker slots is running (--workers 2:3: MAX reached)");
+      },
+      20));
   ::kill(l.pid(), SIGUSR2);
-  BOOST_REQUIRE(l.read_until([](const std::string& o) {
-    return contains(o, "[launcher] worker:2 left (scaled down); 2 workers running (--workers 2:3)");
-  }, 20));
+  BOOST_REQUIRE(l.read_until(
+      [](const std::string& o) {
+        return contains(o, "[launcher] worker:2 left (scaled down); 2 workers running (--workers 2:3)");
+      },
+      20));
   ::kill(l.pid(), SIGUSR2);
-  BOOST_REQUIRE(l.read_until([](const std::string& o) {
-    return contains(o, "[launcher] cannot remove a worker: 2 workers running (--workers 2:3), MIN reached");
-  }, 20));
+  BOOST_REQUIRE(l.read_until(
+      [](const std::string& o) {
+        return contains(o, "[launcher] cannot remove a worker: 2 workers running (--workers 2:3), MIN reached");
+      },
+      20));
   const int status = l.wait(60);
   BOOST_TEST(exit_code(status) == 0);
   BOOST_TEST(contains(l.output(), "[launcher] worker:1 left (exited with status 5); 1 worker running (--workers 2:3)"));
@@ -481,8 +484,7 @@ BOOST_AUTO_TEST_CASE(an_elastic_job_starts_min_workers_and_takes_joins_and_leave
   check_tf_config(l.output(), "worker:2", started, {{"ps", 1}, {"worker", 3}});  // the spec names every slot
 }
 
-BOOST_AUTO_TEST_CASE(port_base_gives_consecutive_ports_in_start_order)
-{
+BOOST_AUTO_TEST_CASE(port_base_gives_consecutive_ports_in_start_order) {
   launcher_process l({"--chief", "--ps", "1", "--workers", "2", "--port-base", "23456"}, {"*=config"});
   BOOST_TEST(exit_code(l.wait()) == 0, l.output());
   const auto started = started_tasks(l.output());
@@ -497,8 +499,7 @@ BOOST_AUTO_TEST_CASE(port_base_gives_consecutive_ports_in_start_order)
   BOOST_TEST(l.output().find("] ps:0 ") < l.output().find("] worker:0 "));
 }
 
-BOOST_AUTO_TEST_CASE(every_output_line_is_prefixed_whole_and_in_order)
-{
+BOOST_AUTO_TEST_CASE(every_output_line_is_prefixed_whole_and_in_order) {
   constexpr int lines_per_task = 3000;
   launcher_process l({"--ps", "1", "--workers", "3"},
                      {"*=lines:" + std::to_string(lines_per_task) + ",partial:unterminated"});
@@ -536,8 +537,7 @@ BOOST_AUTO_TEST_CASE(every_output_line_is_prefixed_whole_and_in_order)
   }
 }
 
-BOOST_AUTO_TEST_CASE(a_failing_worker_stops_the_cluster_quickly_with_its_status)
-{
+BOOST_AUTO_TEST_CASE(a_failing_worker_stops_the_cluster_quickly_with_its_status) {
   launcher_process l({"--ps", "1", "--workers", "3"}, {"*=hang", "worker:1=sleep:0.3,exit:3"});
   const int status = l.wait();
   BOOST_TEST_INFO("output:\n" << l.output());
@@ -549,8 +549,7 @@ BOOST_AUTO_TEST_CASE(a_failing_worker_stops_the_cluster_quickly_with_its_status)
   BOOST_TEST(survivors(pids_of(started), 5).empty());
 }
 
-BOOST_AUTO_TEST_CASE(a_task_killed_by_a_signal_gives_128_plus_the_signal)
-{
+BOOST_AUTO_TEST_CASE(a_task_killed_by_a_signal_gives_128_plus_the_signal) {
   launcher_process l({"--ps", "1", "--workers", "2"}, {"*=hang", "worker:0=sleep:0.2,kill:9"});
   const int status = l.wait();
   BOOST_TEST_INFO("output:\n" << l.output());
@@ -559,8 +558,7 @@ BOOST_AUTO_TEST_CASE(a_task_killed_by_a_signal_gives_128_plus_the_signal)
   BOOST_TEST(survivors(pids_of(started_tasks(l.output())), 5).empty());
 }
 
-BOOST_AUTO_TEST_CASE(a_task_that_ignores_sigterm_is_killed_after_the_kill_grace)
-{
+BOOST_AUTO_TEST_CASE(a_task_that_ignores_sigterm_is_killed_after_the_kill_grace) {
   launcher_process l({"--ps", "1", "--workers", "2"},
                      {"*=ignore-term,say:ready,hang", "worker:1=ignore-term,say:ready,sleep:0.5,exit:2"});
   const int status = l.wait();
@@ -572,8 +570,7 @@ BOOST_AUTO_TEST_CASE(a_task_that_ignores_sigterm_is_killed_after_the_kill_grace)
   BOOST_TEST(survivors(pids_of(started_tasks(l.output())), 5).empty());
 }
 
-BOOST_AUTO_TEST_CASE(a_ps_that_outlives_the_workers_is_stopped_after_the_ps_grace)
-{
+BOOST_AUTO_TEST_CASE(a_ps_that_outlives_the_workers_is_stopped_after_the_ps_grace) {
   launcher_process l({"--ps", "2", "--workers", "2", "--ps-grace", "1"},
                      {"ps:0=hang", "ps:1=sleep:0.2", "worker=sleep:0.4"});
   const int status = l.wait();
@@ -585,8 +582,7 @@ BOOST_AUTO_TEST_CASE(a_ps_that_outlives_the_workers_is_stopped_after_the_ps_grac
   BOOST_TEST(survivors(pids_of(started_tasks(l.output())), 5).empty());
 }
 
-BOOST_AUTO_TEST_CASE(ps_tasks_that_exit_after_the_workers_make_a_successful_run)
-{
+BOOST_AUTO_TEST_CASE(ps_tasks_that_exit_after_the_workers_make_a_successful_run) {
   launcher_process l({"--ps", "2", "--workers", "2"}, {"ps=sleep:1", "worker=exit:0"});
   const int status = l.wait();
   BOOST_TEST_INFO("output:\n" << l.output());
@@ -595,8 +591,7 @@ BOOST_AUTO_TEST_CASE(ps_tasks_that_exit_after_the_workers_make_a_successful_run)
   BOOST_TEST(!contains(l.output(), "did not exit"));
 }
 
-BOOST_AUTO_TEST_CASE(sigterm_to_the_launcher_stops_every_task_and_their_children)
-{
+BOOST_AUTO_TEST_CASE(sigterm_to_the_launcher_stops_every_task_and_their_children) {
   launcher_process l({"--ps", "1", "--workers", "2"}, {"*=say:ready,hang", "worker:0=spawn-child,say:ready,hang"});
   BOOST_REQUIRE_MESSAGE(l.read_until(each_printed({"ps:0", "worker:0", "worker:1"}, "ready"), 30), l.output());
   const auto started = started_tasks(l.output());
@@ -616,8 +611,7 @@ BOOST_AUTO_TEST_CASE(sigterm_to_the_launcher_stops_every_task_and_their_children
   BOOST_TEST(survivors(pids, 5).empty());
 }
 
-BOOST_AUTO_TEST_CASE(sigint_to_the_launcher_is_forwarded_to_every_task)
-{
+BOOST_AUTO_TEST_CASE(sigint_to_the_launcher_is_forwarded_to_every_task) {
   launcher_process l({"--ps", "1", "--workers", "2"}, {"*=trap,say:ready,hang"});
   BOOST_REQUIRE_MESSAGE(l.read_until(each_printed({"ps:0", "worker:0", "worker:1"}, "ready"), 30), l.output());
   ::kill(l.pid(), SIGINT);
@@ -627,8 +621,7 @@ BOOST_AUTO_TEST_CASE(sigint_to_the_launcher_is_forwarded_to_every_task)
   BOOST_TEST(each_printed({"ps:0", "worker:0", "worker:1"}, "got signal " + std::to_string(SIGINT))(l.output()));
 }
 
-BOOST_AUTO_TEST_CASE(killing_the_launcher_with_sigkill_takes_its_tasks_down)
-{
+BOOST_AUTO_TEST_CASE(killing_the_launcher_with_sigkill_takes_its_tasks_down) {
   launcher_process l({"--ps", "1", "--workers", "2"}, {"*=say:ready,hang"});
   BOOST_REQUIRE_MESSAGE(l.read_until(each_printed({"ps:0", "worker:0", "worker:1"}, "ready"), 30), l.output());
   const auto pids = pids_of(started_tasks(l.output()));
@@ -638,8 +631,7 @@ BOOST_AUTO_TEST_CASE(killing_the_launcher_with_sigkill_takes_its_tasks_down)
   BOOST_TEST(survivors(pids, 10).empty(), "tasks orphaned by a killed launcher:\n" << l.output());
 }
 
-BOOST_AUTO_TEST_CASE(the_timeout_stops_the_cluster_with_status_124)
-{
+BOOST_AUTO_TEST_CASE(the_timeout_stops_the_cluster_with_status_124) {
   launcher_process l({"--ps", "1", "--workers", "1", "--timeout", "1"}, {"*=hang"});
   const int status = l.wait();
   BOOST_TEST_INFO("output:\n" << l.output());
@@ -650,8 +642,7 @@ BOOST_AUTO_TEST_CASE(the_timeout_stops_the_cluster_with_status_124)
   BOOST_TEST(survivors(pids_of(started_tasks(l.output())), 5).empty());
 }
 
-BOOST_AUTO_TEST_CASE(token_env_gives_every_task_one_random_token_unless_one_is_set)
-{
+BOOST_AUTO_TEST_CASE(token_env_gives_every_task_one_random_token_unless_one_is_set) {
   const auto tokens = [](const std::string& output) {
     std::set<std::string> out;
     for (const std::string task : {"ps:0", "worker:0", "worker:1"}) {
@@ -676,8 +667,7 @@ BOOST_AUTO_TEST_CASE(token_env_gives_every_task_one_random_token_unless_one_is_s
   BOOST_TEST(tokens(without.output()) == (std::set<std::string>{"(unset)"}));
 }
 
-BOOST_AUTO_TEST_CASE(bad_options_give_a_usage_error_naming_the_option)
-{
+BOOST_AUTO_TEST_CASE(bad_options_give_a_usage_error_naming_the_option) {
   struct bad_case {
     std::vector<std::string> options;
     bool with_program;
@@ -718,8 +708,7 @@ BOOST_AUTO_TEST_CASE(bad_options_give_a_usage_error_naming_the_option)
   }
 }
 
-BOOST_AUTO_TEST_CASE(a_program_that_cannot_run_is_reported_and_stops_the_cluster)
-{
+BOOST_AUTO_TEST_CASE(a_program_that_cannot_run_is_reported_and_stops_the_cluster) {
   const std::string missing = "./no-such-program-for-dsgd-launch";
   std::vector<std::string> args{"--ps", "1", "--workers", "1", "--", missing};
   launcher_process l(args, {}, {}, false);

@@ -90,8 +90,8 @@ BOOST_AUTO_TEST_CASE(gemm_matches_a_naive_product_for_every_transposition) {
           for (int p = 0; p < k; ++p) s += at(i, p) * bt(p, j);
           expected[i * n + j] = 2.f * s + 0.5f * c[i * n + j];
         }
-      dsgd::model::blas<cpu>::gemm(cpu{}, ta, tb, m, n, k, 2.f, a.data(), ta ? m : k, b.data(),
-                                   tb ? k : n, 0.5f, c.data(), n);
+      dsgd::model::blas<cpu>::gemm(cpu{}, ta, tb, m, n, k, 2.f, a.data(), ta ? m : k, b.data(), tb ? k : n, 0.5f,
+                                   c.data(), n);
       BOOST_TEST(c == expected, boost::test_tools::tolerance(1e-5f) << boost::test_tools::per_element());
     }
   }
@@ -111,8 +111,8 @@ BOOST_AUTO_TEST_SUITE(model_feed_forward)
 BOOST_AUTO_TEST_CASE(parameters_are_named_shaped_and_initialised_in_creation_order) {
   dsgd::model::mlp<cpu> net({}, {.seed = 3});
   BOOST_TEST(net.widths() == (std::vector<std::size_t>{784, 256, 128, 10}), boost::test_tools::per_element());
-  BOOST_TEST(net.names() == (std::vector<std::string>{"dense0/kernel", "dense0/bias", "dense1/kernel",
-                                                      "dense1/bias", "dense2/kernel", "dense2/bias"}),
+  BOOST_TEST(net.names() == (std::vector<std::string>{"dense0/kernel", "dense0/bias", "dense1/kernel", "dense1/bias",
+                                                      "dense2/kernel", "dense2/bias"}),
              boost::test_tools::per_element());
   BOOST_REQUIRE(net.parameters().size() == 6u);
   BOOST_TEST((net.parameters()[0].shape() == dsgd::shape{784, 256}));
@@ -130,7 +130,8 @@ BOOST_AUTO_TEST_CASE(parameters_are_named_shaped_and_initialised_in_creation_ord
   BOOST_TEST(net.parameters()[2].to_host()[0] != net.parameters()[0].to_host()[0]);
 
   dsgd::model::softmax_regression<cpu> lr({}, {.seed = 3});
-  BOOST_TEST(lr.names() == (std::vector<std::string>{"dense0/kernel", "dense0/bias"}), boost::test_tools::per_element());
+  BOOST_TEST(lr.names() == (std::vector<std::string>{"dense0/kernel", "dense0/bias"}),
+             boost::test_tools::per_element());
   BOOST_TEST((lr.parameters()[0].shape() == dsgd::shape{784, 10}));
 }
 
@@ -164,8 +165,7 @@ BOOST_AUTO_TEST_CASE(gradients_match_central_finite_differences) {
         const double numeric = (up - down) / (2 * eps);
         const double error = std::abs(numeric - grad[i]) / (std::abs(numeric) + std::abs(grad[i]) + 1e-2);
         worst = std::max(worst, error);
-        BOOST_TEST(error < 1e-2, model.names()[t] << "[" << i << "]: numeric " << numeric
-                                                 << ", backprop " << grad[i]);
+        BOOST_TEST(error < 1e-2, model.names()[t] << "[" << i << "]: numeric " << numeric << ", backprop " << grad[i]);
       }
     }
     BOOST_TEST_MESSAGE("worst relative gradient error " << worst);
@@ -193,10 +193,10 @@ BOOST_AUTO_TEST_CASE(step_hooks_hear_of_each_layer_in_the_order_of_the_passes) {
   recorder r{&hooked, {}, {}};
   const float loss = hooked.forward_backward(x.data(), y.data(), batch, r);
   BOOST_TEST(loss == plain.forward_backward(x.data(), y.data(), batch));
-  const std::vector<std::string> expected{
-      "need dense0/kernel",  "need dense0/bias",  "need dense1/kernel",  "need dense1/bias",
-      "need dense2/kernel",  "need dense2/bias",  "ready dense2/kernel", "ready dense2/bias",
-      "ready dense1/kernel", "ready dense1/bias", "ready dense0/kernel", "ready dense0/bias"};
+  const std::vector<std::string> expected{"need dense0/kernel",  "need dense0/bias",    "need dense1/kernel",
+                                          "need dense1/bias",    "need dense2/kernel",  "need dense2/bias",
+                                          "ready dense2/kernel", "ready dense2/bias",   "ready dense1/kernel",
+                                          "ready dense1/bias",   "ready dense0/kernel", "ready dense0/bias"};
   BOOST_TEST(r.events == expected, boost::test_tools::per_element());
   // Announced gradients are final: the backward pass does not write them again.
   const std::vector<std::size_t> order{4, 5, 2, 3, 0, 1};
@@ -219,8 +219,7 @@ BOOST_AUTO_TEST_CASE(sgd_on_separable_clusters_drives_the_loss_down) {
     batches.run_epoch([&](const dsgd::model::batch_view& b) {
       float l = net.forward_backward(b.images, b.labels, b.size);
       for (std::size_t i = 0; i < states.size(); ++i)
-        opt.apply(cpu{}, states[i], net.parameters()[i].data(), net.gradients()[i].data(),
-                  net.parameters()[i].size());
+        opt.apply(cpu{}, states[i], net.parameters()[i].data(), net.gradients()[i].data(), net.parameters()[i].size());
       return l;
     });
   }
@@ -284,8 +283,8 @@ BOOST_AUTO_TEST_CASE(replicas_on_separate_threads_compute_what_one_thread_comput
   for (auto& t : threads) t.join();
   for (std::size_t r = 0; r < replicas; ++r) {
     BOOST_TEST(loss[r] == expected_loss[r], boost::test_tools::tolerance(1e-5f));
-    BOOST_TEST(nets[r].gradients()[0].to_host() == expected_grad[r],
-               boost::test_tools::tolerance(1e-4f) << boost::test_tools::per_element());
+    BOOST_TEST(nets[r].gradients()[0].to_host() == expected_grad[r], boost::test_tools::tolerance(1e-4f)
+                                                                         << boost::test_tools::per_element());
   }
 }
 

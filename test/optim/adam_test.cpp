@@ -5,24 +5,22 @@
 #include <dsgd/device/cpu.hpp>
 #include <dsgd/optim/adam.hpp>
 
+#include <support/host_steps.hpp>
+
 #include <boost/test/unit_test.hpp>
 
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <iterator>
+#include <vector>
 
 BOOST_AUTO_TEST_SUITE(optim_adam_test)
 
-namespace {
-
+using dsgd::optim::adam;
 namespace tt = boost::test_tools;
-using cpu = dsgd::device::cpu;
-using cpu_vector = cpu::vector<float>;
 
-}  // namespace
-
-static_assert(dsgd::Optimizer<dsgd::optim::adam, dsgd::device::cpu>);
+static_assert(dsgd::Optimizer<adam, dsgd::device::cpu>);
 
 BOOST_AUTO_TEST_SUITE(optimizers_on_cpu)
 
@@ -32,17 +30,15 @@ BOOST_AUTO_TEST_CASE(adam_bias_correction_makes_early_steps_the_full_learning_ra
   // be lr * (1 - beta1) / sqrt(1 - beta2) = 3.16 lr.
   constexpr float lr = 0.01f;
   const float grads[] = {3.f, -0.5f, 1e-3f};
-  cpu_vector w(3, 0.f);
-  const cpu_vector g(std::begin(grads), std::end(grads));
-  const dsgd::optim::adam opt{lr, 0.9f, 0.999f, 1e-8f};
-  dsgd::optim::adam::state<cpu> s(cpu{}, 3);
+  dsgd::test::host_steps run(adam{lr, 0.9f, 0.999f, 1e-8f}, std::vector<float>(3, 0.f),
+                             {std::begin(grads), std::end(grads)});
   for (int t = 1; t <= 5; ++t) {
-    opt.apply(cpu{}, s, w.data(), g.data(), 3);
-    BOOST_TEST(s.t == std::uint64_t(t));
+    run.step();
+    BOOST_TEST(run.s.t == std::uint64_t(t));
     for (std::size_t i = 0; i < 3; ++i) {
       BOOST_TEST_CONTEXT("t " << t << ", element " << i) {
         const double step = double{lr} * grads[i] / (std::abs(grads[i]) + 1e-8);
-        BOOST_TEST(double{w[i]} == -t * step, tt::tolerance(1e-4));
+        BOOST_TEST(double{run.w[i]} == -t * step, tt::tolerance(1e-4));
       }
     }
   }
@@ -52,12 +48,9 @@ BOOST_AUTO_TEST_CASE(adam_adds_epsilon_to_the_corrected_root) {
   // One step with g = 1e-4 and eps = 1e-4: m_hat = 1e-4 and v_hat = 1e-8, so the step is
   // lr * 1e-4 / (1e-4 + 1e-4) = lr / 2. TensorFlow 1.x's form, eps added to the uncorrected
   // sqrt(v) = sqrt(1e-11), would step lr * sqrt(1e-3) / 0.1 * 1e-5 / (3.2e-6 + 1e-4) = 0.03 lr.
-  cpu_vector w(1, 0.f);
-  const cpu_vector g(1, 1e-4f);
-  const dsgd::optim::adam opt{0.1f, 0.9f, 0.999f, 1e-4f};
-  dsgd::optim::adam::state<cpu> s(cpu{}, 1);
-  opt.apply(cpu{}, s, w.data(), g.data(), 1);
-  BOOST_TEST(w[0] == -0.05f, tt::tolerance(1e-4f));
+  dsgd::test::host_steps run(adam{0.1f, 0.9f, 0.999f, 1e-4f}, {0.f}, {1e-4f});
+  run.step();
+  BOOST_TEST(run.w[0] == -0.05f, tt::tolerance(1e-4f));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -84,8 +84,8 @@ BOOST_AUTO_TEST_CASE(a_clip_norm_that_is_not_a_positive_number_is_named) {
   std::vector<float> a{1.f};
   std::vector<std::span<float>> all{a};
   for (float bad : {0.f, -1.f, std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()}) {
-    const auto msg = dsgd::test::error_of([&] { dsgd::optim::clip_by_global_norm(cpu{}, all, bad); },
-                                          dsgd::errc::invalid_argument);
+    const auto msg =
+        dsgd::test::error_of([&] { dsgd::optim::clip_by_global_norm(cpu{}, all, bad); }, dsgd::errc::invalid_argument);
     BOOST_TEST(dsgd::test::contains(msg, "clip_by_global_norm: clip_norm is"), msg);
   }
   BOOST_TEST(a[0] == 1.f);

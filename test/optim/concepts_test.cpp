@@ -19,14 +19,14 @@
 #include <boost/test/unit_test.hpp>
 
 #include <cmath>
-#include <cstring>
-#include <type_traits>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <random>
 #include <span>
 #include <string>
 #include <tuple>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -55,9 +55,7 @@ struct configurations;
 
 template <>
 struct configurations<dsgd::optim::sgd> {
-  static auto get() {
-    return std::vector{std::pair{dsgd::optim::sgd{0.05f}, dsgd::test::reference_sgd{0.05f}}};
-  }
+  static auto get() { return std::vector{std::pair{dsgd::optim::sgd{0.05f}, dsgd::test::reference_sgd{0.05f}}}; }
 };
 
 template <>
@@ -65,9 +63,8 @@ struct configurations<dsgd::optim::momentum> {
   static auto get() {
     using dsgd::optim::momentum;
     using dsgd::test::reference_momentum;
-    return std::vector{
-        std::pair{momentum{0.03f, 0.8f, false}, reference_momentum{0.03f, 0.8f, false, {}}},
-        std::pair{momentum{0.03f, 0.8f, true}, reference_momentum{0.03f, 0.8f, true, {}}}};
+    return std::vector{std::pair{momentum{0.03f, 0.8f, false}, reference_momentum{0.03f, 0.8f, false, {}}},
+                       std::pair{momentum{0.03f, 0.8f, true}, reference_momentum{0.03f, 0.8f, true, {}}}};
   }
 };
 
@@ -76,9 +73,8 @@ struct configurations<dsgd::optim::adagrad> {
   static auto get() {
     using dsgd::optim::adagrad;
     using dsgd::test::reference_adagrad;
-    return std::vector{
-        std::pair{adagrad{0.1f, 0.25f, 1e-6f}, reference_adagrad{0.1f, 0.25f, 1e-6f, {}}},
-        std::pair{adagrad{}, reference_adagrad{0.01f, 0.1f, 1e-7f, {}}}};
+    return std::vector{std::pair{adagrad{0.1f, 0.25f, 1e-6f}, reference_adagrad{0.1f, 0.25f, 1e-6f, {}}},
+                       std::pair{adagrad{}, reference_adagrad{0.01f, 0.1f, 1e-7f, {}}}};
   }
 };
 
@@ -87,15 +83,12 @@ struct configurations<dsgd::optim::adam> {
   static auto get() {
     using dsgd::optim::adam;
     using dsgd::test::reference_adam;
-    return std::vector{
-        std::pair{adam{2e-3f, 0.8f, 0.99f, 1e-6f},
-                  reference_adam{2e-3f, 0.8f, 0.99f, 1e-6f, {}, {}, 0}},
-        std::pair{adam{}, reference_adam{1e-3f, 0.9f, 0.999f, 1e-8f, {}, {}, 0}}};
+    return std::vector{std::pair{adam{2e-3f, 0.8f, 0.99f, 1e-6f}, reference_adam{2e-3f, 0.8f, 0.99f, 1e-6f, {}, {}, 0}},
+                       std::pair{adam{}, reference_adam{1e-3f, 0.9f, 0.999f, 1e-8f, {}, {}, 0}}};
   }
 };
 
-using optimizers = std::tuple<dsgd::optim::sgd, dsgd::optim::momentum, dsgd::optim::adagrad,
-                              dsgd::optim::adam>;
+using optimizers = std::tuple<dsgd::optim::sgd, dsgd::optim::momentum, dsgd::optim::adagrad, dsgd::optim::adam>;
 
 }  // namespace
 
@@ -116,8 +109,8 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(every_step_matches_the_scalar_reference, O, optimi
           BOOST_TEST_CONTEXT("step " << step) {
             std::vector<float> grad = random_values(n, seed++, -2.f, 2.f);
             cpu_vector g(grad.begin(), grad.end());
-            optimizer.apply(cpu{}, state, thrust::raw_pointer_cast(w.data()),
-                            thrust::raw_pointer_cast(g.data()), n, grad_scale);
+            optimizer.apply(cpu{}, state, thrust::raw_pointer_cast(w.data()), thrust::raw_pointer_cast(g.data()), n,
+                            grad_scale);
             ref.step(expected, grad, grad_scale);
             BOOST_TEST(to_std(w) == expected, tt::tolerance(1e-6f) << tt::per_element());
             BOOST_TEST(to_std(g) == grad, tt::per_element());  // the gradient is read-only
@@ -178,7 +171,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(an_empty_variable_is_a_no_op, O, optimizers) {
 BOOST_AUTO_TEST_CASE_TEMPLATE(the_in_place_out_of_place_and_row_maps_agree_bit_for_bit, O, optimizers) {
   constexpr std::size_t dim = 4, rows = 7, n = rows * dim;
   const std::vector<std::uint64_t> order = {3, 0, 6, 1, 5, 2, 4};  // every row once, shuffled
-  const std::size_t cuts[] = {0, 5, 17, n};                         // three uneven chunks
+  const std::size_t cuts[] = {0, 5, 17, n};                        // three uneven chunks
   std::uint32_t seed = 101;
   for (auto [optimizer, reference] : configurations<O>::get()) {
     const auto w0 = random_values(n, seed++, -1.f, 1.f);
@@ -200,8 +193,8 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(the_in_place_out_of_place_and_row_maps_agree_bit_f
 
       std::vector<float> packed;
       for (auto r : order) packed.insert(packed.end(), grad.begin() + r * dim, grad.begin() + (r + 1) * dim);
-      dsgd::optim::detail::map_rows(optimizer, cpu{}, s_rows, w_rows.data(), order.data(), rows, dim,
-                                    packed.data(), scale);
+      dsgd::optim::detail::map_rows(optimizer, cpu{}, s_rows, w_rows.data(), order.data(), rows, dim, packed.data(),
+                                    scale);
 
       BOOST_TEST_CONTEXT("step " << step) {
         BOOST_TEST(std::memcmp(w_whole.data(), w_chunks.data(), n * sizeof(float)) == 0);
@@ -229,24 +222,22 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(the_in_place_out_of_place_and_row_maps_agree_bit_f
 }
 
 static_assert(dsgd::optim::elementwise<dsgd::optim::sgd> && dsgd::optim::elementwise<dsgd::optim::adam>);
-static_assert(!dsgd::optim::counts_updates_v<dsgd::optim::momentum> && dsgd::optim::counts_updates_v<dsgd::optim::adam>);
+static_assert(!dsgd::optim::counts_updates_v<dsgd::optim::momentum> &&
+              dsgd::optim::counts_updates_v<dsgd::optim::adam>);
 static_assert(!dsgd::optim::elementwise<dsgd::optim::exponential_decay<dsgd::optim::sgd>>);
 
 BOOST_AUTO_TEST_CASE(a_state_of_the_wrong_size_is_rejected) {
   cpu_vector w(8, 0.f), g(8, 1.f);
   auto is_shape_mismatch = [](const dsgd::error& e) {
-    return e.code() == dsgd::errc::shape_mismatch &&
-           std::string(e.what()).find("n = 8") != std::string::npos;
+    return e.code() == dsgd::errc::shape_mismatch && std::string(e.what()).find("n = 8") != std::string::npos;
   };
   dsgd::optim::momentum::state<cpu> ms(cpu{}, 7);
-  BOOST_CHECK_EXCEPTION(dsgd::optim::momentum{}.apply(cpu{}, ms, w.data(), g.data(), 8),
-                        dsgd::error, is_shape_mismatch);
+  BOOST_CHECK_EXCEPTION(dsgd::optim::momentum{}.apply(cpu{}, ms, w.data(), g.data(), 8), dsgd::error,
+                        is_shape_mismatch);
   dsgd::optim::adagrad::state<cpu> as(cpu{}, 9);
-  BOOST_CHECK_EXCEPTION(dsgd::optim::adagrad{}.apply(cpu{}, as, w.data(), g.data(), 8),
-                        dsgd::error, is_shape_mismatch);
+  BOOST_CHECK_EXCEPTION(dsgd::optim::adagrad{}.apply(cpu{}, as, w.data(), g.data(), 8), dsgd::error, is_shape_mismatch);
   dsgd::optim::adam::state<cpu> ads(cpu{}, 1);
-  BOOST_CHECK_EXCEPTION(dsgd::optim::adam{}.apply(cpu{}, ads, w.data(), g.data(), 8),
-                        dsgd::error, is_shape_mismatch);
+  BOOST_CHECK_EXCEPTION(dsgd::optim::adam{}.apply(cpu{}, ads, w.data(), g.data(), 8), dsgd::error, is_shape_mismatch);
   BOOST_TEST(ads.t == 0u);
   BOOST_TEST(to_std(w) == std::vector<float>(8, 0.f), tt::per_element());
 }

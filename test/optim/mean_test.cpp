@@ -46,8 +46,7 @@ BOOST_AUTO_TEST_CASE(mean_of_k_arrays_matches_the_scalar_reference) {
       for (const auto& in : inputs) pointers.push_back(in.data());
       std::vector<float> out(n, 12345.f);  // garbage the first pass must overwrite
       dsgd::optim::mean_of(cpu{}, out.data(), std::span<const float* const>(pointers), n);
-      BOOST_TEST(out == dsgd::test::reference_mean(inputs),
-                 tt::tolerance(1e-6f) << tt::per_element());
+      BOOST_TEST(out == dsgd::test::reference_mean(inputs), tt::tolerance(1e-6f) << tt::per_element());
       if (k == 1) BOOST_TEST(out == inputs[0], tt::per_element());
     }
   }
@@ -63,12 +62,11 @@ BOOST_AUTO_TEST_CASE(mean_of_three_known_arrays) {
 
 BOOST_AUTO_TEST_CASE(the_mean_of_no_arrays_is_an_error) {
   std::vector<float> out(4, 7.f);
-  BOOST_CHECK_EXCEPTION(
-      dsgd::optim::mean_of(cpu{}, out.data(), std::span<const float* const>{}, out.size()),
-      dsgd::error, [](const dsgd::error& e) {
-        return e.code() == dsgd::errc::invalid_argument &&
-               std::string(e.what()).find("k = 0") != std::string::npos;
-      });
+  BOOST_CHECK_EXCEPTION(dsgd::optim::mean_of(cpu{}, out.data(), std::span<const float* const>{}, out.size()),
+                        dsgd::error, [](const dsgd::error& e) {
+                          return e.code() == dsgd::errc::invalid_argument &&
+                                 std::string(e.what()).find("k = 0") != std::string::npos;
+                        });
   BOOST_TEST(out == std::vector<float>(4, 7.f), tt::per_element());
 }
 

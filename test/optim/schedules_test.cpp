@@ -16,6 +16,7 @@
 #include <dsgd/update/async.hpp>
 #include <dsgd/update/sync_average.hpp>
 
+#include <support/deadline.hpp>
 #include <support/error_checks.hpp>
 
 #include <boost/test/unit_test.hpp>
@@ -32,12 +33,8 @@ namespace {
 
 namespace tt = boost::test_tools;
 using cpu = dsgd::device::cpu;
-using dsgd::optim::adam;
-using dsgd::optim::cosine_decay;
-using dsgd::optim::exponential_decay;
-using dsgd::optim::momentum;
-using dsgd::optim::piecewise_constant;
-using dsgd::optim::sgd;
+using namespace dsgd::optim;
+using dsgd::test::soon;
 
 static_assert(dsgd::Optimizer<piecewise_constant<sgd>, cpu>);
 static_assert(dsgd::Optimizer<cosine_decay<adam>, cpu>);
@@ -68,8 +65,6 @@ std::vector<float> sgd_walk(const O& opt, int steps) {
   return out;
 }
 
-auto soon() { return dsgd::update::clock_type::now() + std::chrono::seconds(10); }
-
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(piecewise_constant_takes_values_0_up_to_and_at_the_first_boundary_as_tensorflow) {
@@ -83,11 +78,17 @@ BOOST_AUTO_TEST_CASE(piecewise_constant_takes_values_0_up_to_and_at_the_first_bo
 BOOST_AUTO_TEST_CASE(piecewise_constant_names_values_and_boundaries_that_do_not_fit) {
   using dsgd::test::contains;
   using dsgd::test::error_of;
-  auto msg = error_of([] { (void)piecewise_constant<sgd>{{}, {3, 6}, {1.f, 0.5f}}.learning_rate_at(0); },
-                      dsgd::errc::invalid_argument);
+  auto msg = error_of(
+      [] {
+        (void)piecewise_constant<sgd>{{}, {3, 6}, {1.f, 0.5f}}.learning_rate_at(0);
+      },
+      dsgd::errc::invalid_argument);
   BOOST_TEST(contains(msg, "values holds 2 rates for 2 boundaries"), msg);
-  msg = error_of([] { (void)piecewise_constant<sgd>{{}, {6, 6}, {1.f, 0.5f, 0.25f}}.learning_rate_at(0); },
-                 dsgd::errc::invalid_argument);
+  msg = error_of(
+      [] {
+        (void)piecewise_constant<sgd>{{}, {6, 6}, {1.f, 0.5f, 0.25f}}.learning_rate_at(0);
+      },
+      dsgd::errc::invalid_argument);
   BOOST_TEST(contains(msg, "boundaries[1] = 6 does not exceed boundaries[0] = 6"), msg);
   // apply() refuses too, before anything changes.
   piecewise_constant<sgd> bad{{}, {}, {}};
@@ -102,14 +103,18 @@ BOOST_AUTO_TEST_CASE(cosine_decay_warms_up_linearly_then_follows_half_a_cosine_t
   // Peak 1, warmup from 0.2 over 4 steps, then 6 steps of cosine down to alpha = 0.1:
   // at d steps into the cosine, 0.9 * (1 + cos(pi d / 6)) / 2 + 0.1.
   const cosine_decay<sgd> opt{{1.f}, 6, 0.1f, 4, 0.2f};
-  const std::vector<float> rates{0.2f, 0.4f, 0.6f, 0.8f,  // warmup
-                                 1.f,                     // d = 0
+  const std::vector<float> rates{0.2f,
+                                 0.4f,
+                                 0.6f,
+                                 0.8f,                                    // warmup
+                                 1.f,                                     // d = 0
                                  0.1f + 0.9f * (1.f + 0.8660254f) / 2.f,  // d = 1, cos(pi/6)
-                                 0.775f,                  // d = 2, cos(pi/3) = 1/2
-                                 0.55f,                   // d = 3
-                                 0.325f,                  // d = 4
+                                 0.775f,                                  // d = 2, cos(pi/3) = 1/2
+                                 0.55f,                                   // d = 3
+                                 0.325f,                                  // d = 4
                                  0.1f + 0.9f * (1.f - 0.8660254f) / 2.f,
-                                 0.1f, 0.1f};             // d = 6 and past the end
+                                 0.1f,
+                                 0.1f};  // d = 6 and past the end
   for (std::uint64_t t = 0; t < rates.size(); ++t) {
     BOOST_TEST_INFO("t = " << t);
     BOOST_TEST(opt.learning_rate_at(t) == rates[t], tt::tolerance(1e-6f));
@@ -125,8 +130,11 @@ BOOST_AUTO_TEST_CASE(cosine_decay_warms_up_linearly_then_follows_half_a_cosine_t
   BOOST_TEST(walk[0] == 0.2f, tt::tolerance(1e-6f));
   BOOST_TEST(walk[1] == 0.6f, tt::tolerance(1e-6f));
   BOOST_TEST(walk[2] == 1.2f, tt::tolerance(1e-6f));
-  auto msg = dsgd::test::error_of([] { (void)cosine_decay<sgd>{{1.f}, 0}.learning_rate_at(3); },
-                                  dsgd::errc::invalid_argument);
+  auto msg = dsgd::test::error_of(
+      [] {
+        (void)cosine_decay<sgd>{{1.f}, 0}.learning_rate_at(3);
+      },
+      dsgd::errc::invalid_argument);
   BOOST_TEST(dsgd::test::contains(msg, "decay_steps is 0"), msg);
 }
 

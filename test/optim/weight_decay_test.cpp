@@ -29,10 +29,7 @@ namespace {
 
 namespace tt = boost::test_tools;
 using cpu = dsgd::device::cpu;
-using dsgd::optim::adagrad;
-using dsgd::optim::adam;
-using dsgd::optim::momentum;
-using dsgd::optim::sgd;
+using namespace dsgd::optim;
 
 using dsgd::test::random_values;
 

@@ -17,9 +17,15 @@ namespace pl = dsgd::placement;
 
 /// The MLP's variables in creation order.
 inline std::vector<pl::variable_info> mlp_variables() {
-  return {{"dense0/kernel", {784, 256}}, {"dense0/bias", {256}},
-          {"dense1/kernel", {256, 128}}, {"dense1/bias", {128}},
-          {"dense2/kernel", {128, 10}},  {"dense2/bias", {10}}};
+  return {{"dense0/kernel", {784, 256}}, {"dense0/bias", {256}},       {"dense1/kernel", {256, 128}},
+          {"dense1/bias", {128}},        {"dense2/kernel", {128, 10}}, {"dense2/bias", {10}}};
+}
+
+/// The ps task of each shard of @p p, in order.
+inline std::vector<std::size_t> owners(const pl::plan& p) {
+  std::vector<std::size_t> out;
+  for (const auto& s : p.shards()) out.push_back(s.ps_task);
+  return out;
 }
 
 /// Checks that every element of every variable is covered by exactly one shard, in order.

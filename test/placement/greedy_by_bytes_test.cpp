@@ -12,9 +12,7 @@ BOOST_AUTO_TEST_SUITE(placement_greedy_by_bytes_test)
 
 static_assert(dsgd::Placement<dsgd::placement::greedy_by_bytes>);
 
-namespace pl = dsgd::placement;
-using placement_fixtures::check_covers_every_element;
-using placement_fixtures::mlp_variables;
+using namespace placement_fixtures;
 
 BOOST_AUTO_TEST_SUITE(placement)
 
@@ -22,9 +20,7 @@ BOOST_AUTO_TEST_CASE(greedy_by_bytes_gives_each_variable_to_the_least_loaded_tas
   // 784x256 floats go to ps:0; everything after is smaller than it, so it all goes to ps:1
   // until ps:1 passes ps:0, which never happens here.
   auto p = pl::greedy_by_bytes{}.place(mlp_variables(), 2);
-  std::vector<std::size_t> owners;
-  for (const auto& s : p.shards()) owners.push_back(s.ps_task);
-  BOOST_TEST(owners == (std::vector<std::size_t>{0, 1, 1, 1, 1, 1}), boost::test_tools::per_element());
+  BOOST_TEST(owners(p) == (std::vector<std::size_t>{0, 1, 1, 1, 1, 1}), boost::test_tools::per_element());
   auto load = p.load();
   BOOST_TEST(load[0].bytes == 784u * 256 * 4);
   BOOST_TEST(load[1].variables == 5u);

@@ -12,9 +12,7 @@ BOOST_AUTO_TEST_SUITE(placement_partitioned_test)
 
 static_assert(dsgd::Placement<dsgd::placement::partitioned>);
 
-namespace pl = dsgd::placement;
-using placement_fixtures::check_covers_every_element;
-using placement_fixtures::mlp_variables;
+using namespace placement_fixtures;
 
 BOOST_AUTO_TEST_SUITE(placement)
 

@@ -48,8 +48,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(placement_is_deterministic_and_order_sensitive, P,
 
 BOOST_AUTO_TEST_CASE_TEMPLATE(no_ps_task_is_a_clear_error, P, policies) {
   BOOST_CHECK_EXCEPTION(P{}.place(mlp_variables(), 0), dsgd::error, [](const dsgd::error& e) {
-    return e.code() == dsgd::errc::invalid_argument &&
-           std::string(e.what()).find("no ps task") != std::string::npos;
+    return e.code() == dsgd::errc::invalid_argument && std::string(e.what()).find("no ps task") != std::string::npos;
   });
 }
 
@@ -57,14 +56,14 @@ BOOST_AUTO_TEST_CASE(a_placement_mismatch_names_both_placements) {
   auto mine = pl::round_robin{}.place(mlp_variables(), 2);
   auto theirs = pl::greedy_by_bytes{}.place(mlp_variables(), 2);
   BOOST_CHECK_NO_THROW(pl::verify_same_placement(mine, mine.fingerprint(), mine.describe(), "worker:1"));
-  BOOST_CHECK_EXCEPTION(
-      pl::verify_same_placement(mine, theirs.fingerprint(), theirs.describe(), "worker:1"),
-      dsgd::error, [&](const dsgd::error& e) {
-        std::string w = e.what();
-        return e.code() == dsgd::errc::placement_mismatch &&
-               w.find(mine.describe()) != std::string::npos &&
-               w.find(theirs.describe()) != std::string::npos && w.find("worker:1") != std::string::npos;
-      });
+  BOOST_CHECK_EXCEPTION(pl::verify_same_placement(mine, theirs.fingerprint(), theirs.describe(), "worker:1"),
+                        dsgd::error, [&](const dsgd::error& e) {
+                          std::string w = e.what();
+                          return e.code() == dsgd::errc::placement_mismatch &&
+                                 w.find(mine.describe()) != std::string::npos &&
+                                 w.find(theirs.describe()) != std::string::npos &&
+                                 w.find("worker:1") != std::string::npos;
+                        });
 }
 
 BOOST_AUTO_TEST_CASE(the_load_report_lists_every_ps_task) {

@@ -12,17 +12,13 @@ BOOST_AUTO_TEST_SUITE(placement_round_robin_test)
 
 static_assert(dsgd::Placement<dsgd::placement::round_robin>);
 
-namespace pl = dsgd::placement;
-using placement_fixtures::check_covers_every_element;
-using placement_fixtures::mlp_variables;
+using namespace placement_fixtures;
 
 BOOST_AUTO_TEST_SUITE(placement)
 
 BOOST_AUTO_TEST_CASE(round_robin_deals_variables_in_creation_order) {
-  auto p = pl::round_robin{}.place(mlp_variables(), 2);
-  std::vector<std::size_t> owners;
-  for (const auto& s : p.shards()) owners.push_back(s.ps_task);
-  BOOST_TEST(owners == (std::vector<std::size_t>{0, 1, 0, 1, 0, 1}), boost::test_tools::per_element());
+  BOOST_TEST(owners(pl::round_robin{}.place(mlp_variables(), 2)) == (std::vector<std::size_t>{0, 1, 0, 1, 0, 1}),
+             boost::test_tools::per_element());
   BOOST_TEST(pl::round_robin::owner(4, 3) == 1u);
 }
 

@@ -10,6 +10,8 @@
 #include <dsgd/update/bounded_staleness.hpp>
 #include <dsgd/update/sync_average.hpp>
 
+#include <support/shard_table_driver.hpp>
+
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>
@@ -33,82 +35,27 @@ namespace ds = dsgd::server;
 using ds::message;
 using table = ds::shard_table<dsgd::update::sync_average, dsgd::optim::sgd>;
 
-struct reply {
-  ds::peer_id to = 0;
-  dsgd::transport::frame_header header;
-  std::vector<std::byte> payload;
-  message type() const { return static_cast<message>(header.type); }
-  std::vector<float> floats() const {
-    std::vector<float> v(payload.size() / sizeof(float));
-    std::memcpy(v.data(), payload.data(), v.size() * sizeof(float));
-    return v;
-  }
-  std::string error() const {
-    return ds::decode_control<ds::error_reply>(
-               std::string_view(reinterpret_cast<const char*>(payload.data()), payload.size()), "reply_error")
-        .message;
-  }
-};
-
-struct sink {
-  std::vector<reply> replies;
-  std::optional<reply> shutdown;
-  std::set<ds::peer_id> closed;
-  void send(ds::peer_id p, ds::outgoing_reply r) { replies.push_back({p, r.header, {r.payload.begin(), r.payload.end()}}); }
-  bool is_open(ds::peer_id p) const { return !closed.contains(p); }
-  void supersede(ds::peer_id p) { closed.insert(p); }
-  void shut_down(ds::peer_id p, ds::outgoing_reply r) { shutdown = reply{p, r.header, {}}; }
-  std::vector<reply> take() { return std::exchange(replies, {}); }
-};
-static_assert(ds::reply_sink<sink>);
-
-std::uint64_t next_id = 1;
+using dsgd::test::control_of;
+using dsgd::test::recording_sink;
+using dsgd::test::replica_task;
 
 // Sends @p payload as message @p type from @p p in chunks of @p chunk bytes; with @p chunks_sent,
-// only that many chunks (a push cut off by a lost connection).
-void deliver(table& t, sink& out, ds::peer_id p, message type, std::uint64_t step, std::vector<std::byte> payload = {},
-             std::size_t chunk = std::numeric_limits<std::size_t>::max(),
+// only that many chunks (a push cut off by a lost connection). The table must take its frames.
+template <class Table>
+void deliver(Table& t, recording_sink& out, ds::peer_id p, message type, std::uint64_t step,
+             std::vector<std::byte> payload = {}, std::size_t chunk = std::numeric_limits<std::size_t>::max(),
              std::size_t chunks_sent = std::numeric_limits<std::size_t>::max()) {
-  const auto* info = ds::find_message(static_cast<std::uint16_t>(type));
-  const std::uint64_t id = next_id++;
-  std::size_t at = 0, sent = 0;
-  do {
-    dsgd::transport::frame_header h;
-    h.type = static_cast<std::uint16_t>(type);
-    h.flags = info && info->payload == ds::payload_kind::control ? dsgd::transport::frame_flags::control : 0;
-    h.request_id = id;
-    h.step = step;
-    h.chunk_offset = at;
-    h.payload_length = std::min(chunk, payload.size() - at);
-    h.total_length = payload.size();
-    dsgd::error_code ec;
-    auto dst = t.destination(p, h, ec);
-    BOOST_REQUIRE(!ec);
-    if (!dst.empty()) std::memcpy(dst.data(), payload.data() + at, dst.size());
-    t.received(p, h, out);
-    at += h.payload_length;
-  } while (at < payload.size() && ++sent < chunks_sent);
+  dsgd::test::deliver_accepted(t, out, p, {type, 0, 0, step, std::move(payload), chunk, chunks_sent});
 }
 
-std::vector<std::byte> floats(std::size_t n, float v) {
-  std::vector<float> f(n, v);
-  auto b = std::as_bytes(std::span(f));
-  return {b.begin(), b.end()};
-}
+std::vector<std::byte> floats(std::size_t n, float v) { return dsgd::test::bytes_of(std::vector<float>(n, v)); }
 
 // One variable "w" of 4 floats on one ps task.
 const std::vector<dsgd::placement::variable_info> model{{"w", {4}}};
 
 std::vector<std::byte> registration(const std::string& task, std::uint32_t replica) {
-  auto plan = dsgd::placement::round_robin{}.place(model, 1);
-  ds::register_request r{task, replica, replica == 0, plan.fingerprint(), plan.describe(), 1, {}};
-  r.layouts.push_back({0, 0, "w", {4}, 0, 4});
-  auto s = ds::encode_control(r);
-  auto b = std::as_bytes(std::span(s.data(), s.size()));
-  return {b.begin(), b.end()};
+  return control_of(dsgd::test::registration_of(task, replica, replica == 0, model, {{0, 0, "w", {4}, 0, 4}}));
 }
-
-std::string task_of(std::uint32_t replica) { return replica == 0 ? "chief:0" : "worker:" + std::to_string(replica - 1); }
 
 // A ps of @p slots replica slots needing @p min_replicas members; its log lines in *log.
 struct job {
@@ -116,7 +63,7 @@ struct job {
   // serving_options::on_membership's calls: (members, step).
   std::shared_ptr<std::vector<std::pair<std::size_t, std::uint64_t>>> counts =
       std::make_shared<std::vector<std::pair<std::size_t, std::uint64_t>>>();
-  sink out;
+  recording_sink out = {.supersede_closes = true};
   std::unique_ptr<table> t;
 
   job(std::size_t slots, std::size_t min_replicas) {
@@ -130,12 +77,14 @@ struct job {
   }
   // Replica @p r joins on connection r + 1 (connection 1, the chief, creates w = 0 at first).
   void join(std::uint32_t r) {
-    t->connect(r + 1, task_of(r));
-    deliver(*t, out, r + 1, message::register_worker, 0, registration(task_of(r), r));
+    t->connect(r + 1, replica_task(r));
+    deliver(*t, out, r + 1, message::register_worker, 0, registration(replica_task(r), r));
     if (!t->find(0, 0)) deliver(*t, out, r + 1, message::init_shard, 0, floats(4, 0.f));
     for (const auto& x : out.take()) BOOST_REQUIRE(x.type() == message::reply_ok);
   }
-  void push(std::uint32_t r, std::uint64_t step, float g) { deliver(*t, out, r + 1, message::push, step, floats(4, g)); }
+  void push(std::uint32_t r, std::uint64_t step, float g) {
+    deliver(*t, out, r + 1, message::push, step, floats(4, g));
+  }
   bool logged(const std::string& part) const {
     return std::any_of(log->begin(), log->end(), [&](const auto& l) { return l.find(part) != std::string::npos; });
   }
@@ -220,7 +169,7 @@ BOOST_AUTO_TEST_CASE(below_min_a_step_waits_until_its_deadline_naming_who_is_mis
   BOOST_TEST(!j.t->sweep(dsgd::update::clock_type::now() + 2s, j.out));
   auto r = j.out.take();
   BOOST_REQUIRE_EQUAL(r.size(), 1u);
-  const auto e = r[0].error();
+  const auto e = r[0].error().message;
   BOOST_TEST(contains(e, "1 of at least 2 members present (the job's worker range MIN)"), e);
   BOOST_TEST(contains(e, "worker:0 (replica 1) departed"), e);
 
@@ -246,7 +195,7 @@ BOOST_AUTO_TEST_CASE(a_departed_worker_of_a_fixed_job_is_logged_at_once_and_name
   BOOST_TEST(!j.t->sweep(dsgd::update::clock_type::now() + 2s, j.out));
   auto r = j.out.take();
   BOOST_REQUIRE_EQUAL(r.size(), 1u);
-  BOOST_TEST(contains(r[0].error(), "worker:0 (replica 1) departed"), r[0].error());
+  BOOST_TEST(contains(r[0].error().message, "worker:0 (replica 1) departed"), r[0].error().message);
 }
 
 BOOST_AUTO_TEST_CASE(a_joiner_beyond_max_is_refused_by_name) {
@@ -256,9 +205,10 @@ BOOST_AUTO_TEST_CASE(a_joiner_beyond_max_is_refused_by_name) {
   deliver(*j.t, j.out, 9, message::register_worker, 0, registration("worker:2", 2));
   auto r = j.out.take();
   BOOST_REQUIRE_EQUAL(r.size(), 1u);
-  BOOST_TEST(contains(r[0].error(), "worker:2 claims replica 2 of 2: the job's worker range allows at most 2 replicas"),
-             r[0].error());
-  BOOST_TEST(contains(r[0].error(), "a joiner beyond MAX is refused"), r[0].error());
+  BOOST_TEST(contains(r[0].error().message,
+                      "worker:2 claims replica 2 of 2: the job's worker range allows at most 2 replicas"),
+             r[0].error().message);
+  BOOST_TEST(contains(r[0].error().message, "a joiner beyond MAX is refused"), r[0].error().message);
   // And a minimum above the slots is refused when the ps starts.
   BOOST_CHECK_EXCEPTION(job(2, 3), dsgd::error, [](const dsgd::error& e) {
     return contains(e.what(), "serving_options.min_replicas: 3 is more than the 2 worker slots");
@@ -284,7 +234,7 @@ BOOST_AUTO_TEST_CASE(without_a_minimum_every_slot_is_waited_for_as_before) {
   j.push(0, 0, 1.f);
   j.push(1, 0, 3.f);
   for (const auto& r : j.out.take()) BOOST_TEST((r.type() == message::push_accumulated));  // slot 2 is waited for
-  BOOST_TEST(!j.logged("joined"));  // nor are members logged
+  BOOST_TEST(!j.logged("joined"));                                                         // nor are members logged
 }
 
 BOOST_AUTO_TEST_CASE(a_sync_shard_refuses_a_minimum_it_cannot_meet) {
@@ -333,29 +283,15 @@ BOOST_AUTO_TEST_CASE(an_elastic_ssp_table_holds_back_only_for_members) {
   o.optimizer = {1.f};
   o.serving.min_replicas = 1;
   ssp_table t({"ps", 0}, 1, 3, o);
-  sink out;
-  auto send = [&](ds::peer_id p, message m, std::uint64_t step, std::vector<std::byte> payload = {}) {
-    const auto* info = ds::find_message(static_cast<std::uint16_t>(m));
-    dsgd::transport::frame_header h;
-    h.type = static_cast<std::uint16_t>(m);
-    h.flags = info && info->payload == ds::payload_kind::control ? dsgd::transport::frame_flags::control : 0;
-    h.request_id = next_id++;
-    h.step = step;
-    h.payload_length = h.total_length = payload.size();
-    dsgd::error_code ec;
-    auto dst = t.destination(p, h, ec);
-    BOOST_REQUIRE(!ec);
-    if (!dst.empty()) std::memcpy(dst.data(), payload.data(), dst.size());
-    t.received(p, h, out);
-  };
+  recording_sink out = {.supersede_closes = true};
   t.connect(1, "chief:0");
-  send(1, message::register_worker, 0, registration("chief:0", 0));
-  send(1, message::init_shard, 0, floats(4, 0.f));
-  send(1, message::push, 0, floats(4, 1.f));
+  deliver(t, out, 1, message::register_worker, 0, registration("chief:0", 0));
+  deliver(t, out, 1, message::init_shard, 0, floats(4, 0.f));
+  deliver(t, out, 1, message::push, 0, floats(4, 1.f));
   out.take();
   // Lockstep (S = 0) with one member: its pull at clock 1 is answered; slots 1 and 2, never
   // held, hold nothing back.
-  send(1, message::pull, 1);
+  deliver(t, out, 1, message::pull, 1);
   auto r = out.take();
   BOOST_REQUIRE_EQUAL(r.size(), 1u);
   BOOST_TEST((r[0].type() == message::pull_reply));

@@ -138,7 +138,8 @@ std::vector<outcome> train(exchange how, std::size_t steps) {
         const auto limit = std::chrono::steady_clock::now() + 60s;
         while (pushed < 2) {
           if (std::chrono::steady_clock::now() > limit)
-            throw std::runtime_error("worker:" + std::to_string(k) + ": the other worker's pushes not answered in 60 s");
+            throw std::runtime_error("worker:" + std::to_string(k) +
+                                     ": the other worker's pushes not answered in 60 s");
           std::this_thread::sleep_for(1ms);
         }
         out[k].settled = t.pull(net.parameters());

@@ -36,6 +36,7 @@
 #include <atomic>
 #include <exception>
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <random>
 #include <stdexcept>
@@ -60,7 +61,9 @@ using net = dsgd::test::test_net<T>;
 // ps_client is the TCP client; local_endpoint() is TCP's only, local_address() every transport's.
 static_assert(std::is_same_v<ds::ps_client, ds::basic_ps_client<tcp>>);
 template <class Ps>
-concept has_local_endpoint = requires(const Ps& ps) { ps.local_endpoint(); };
+concept has_local_endpoint = requires(const Ps& ps) {
+  ps.local_endpoint();
+};
 static_assert(has_local_endpoint<sync_ps> && !has_local_endpoint<sync_ps_over<inproc>>);
 static_assert(requires(const sync_ps_over<inproc>& ps) {
   { ps.local_address() } -> std::same_as<dsgd::cluster::task_address>;
@@ -75,6 +78,18 @@ ds::client_options client(std::string token = "secret") {
   o.requests.request_timeout = 30s;
   o.requests.initial_backoff = 5ms;  // retries (a ps not up yet, a rejected token) come quickly
   return o;
+}
+
+// Connects each of @p clients, then registers the k-th as replica k of @p plan (replica 0, the
+// chief, creates the variables).
+void connect_and_register(const dsgd::placement::plan& plan,
+                          std::initializer_list<ds::basic_ps_client<inproc>*> clients) {
+  for (auto* c : clients) c->connect();
+  std::uint32_t replica = 0;
+  for (auto* c : clients) {
+    c->register_worker(plan, replica, replica == 0);
+    ++replica;
+  }
 }
 
 // The options every ps of these tests starts from: the test's token, no log lines.
@@ -160,16 +175,15 @@ class scripted_ps {
             reply.step = stamps_[std::min(answered_.load(), stamps_.size() - 1)];
             ++answered_;
           }
-          const auto counts = kind == ds::message::register_worker ? boost::asio::buffer(counts_)
-                                                                   : boost::asio::const_buffer{};
+          const auto counts =
+              kind == ds::message::register_worker ? boost::asio::buffer(counts_) : boost::asio::const_buffer{};
           c->async_send(reply, counts, [](dsgd::error_code) {});
           serve(c, payload);
         });
   }
 
   boost::asio::io_context ioc_;
-  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_ =
-      boost::asio::make_work_guard(ioc_);
+  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_ = boost::asio::make_work_guard(ioc_);
   std::shared_ptr<dsgd::transport::inproc_listener> listener_;
   std::vector<std::shared_ptr<dsgd::transport::inproc_connection>> connections_;
   const std::vector<std::byte> counts_;
@@ -188,7 +202,8 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(sync_workers_equal_single_process_sgd, T, dsgd::te
   auto spec = n.spec(2, 3);
   running_ps<T> ps0(spec, 0, n.transport()), ps1(spec, 1, n.transport());
   auto plan = dsgd::placement::round_robin{}.place(variables(), 2);
-  std::vector<std::vector<float>> init{std::vector<float>(12, 1.f), std::vector<float>(3, 2.f), std::vector<float>(5, 3.f)};
+  std::vector<std::vector<float>> init{std::vector<float>(12, 1.f), std::vector<float>(3, 2.f),
+                                       std::vector<float>(5, 3.f)};
   constexpr std::uint64_t steps = 10;
   // Worker k's gradient at step s is a fixed function of (k, s) and the pulled values.
   auto grad = [](std::size_t k, std::uint64_t s, float w) { return 0.5f * w + float(k) - float(s) * 0.1f; };
@@ -196,7 +211,8 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(sync_workers_equal_single_process_sgd, T, dsgd::te
   // Reference: SGD with the mean of the three workers' gradients.
   auto expected = dsgd::test::mean_gradient_sgd(init, 3, steps, 0.1f, grad);
   auto run = dsgd::test::run_sync_steps(3, plan, init, steps, grad, [&](std::size_t k) {
-    return std::make_unique<ds::basic_ps_client<T>>(spec, dsgd::cluster::task_id{"worker", int(k)}, client(), n.transport());
+    return std::make_unique<ds::basic_ps_client<T>>(spec, dsgd::cluster::task_id{"worker", int(k)}, client(),
+                                                    n.transport());
   });
   for (std::size_t k = 0; k < 3; ++k) BOOST_TEST(run.failures[k].empty(), "worker " << k << ": " << run.failures[k]);
   for (const auto& f : run.finals)
@@ -204,8 +220,8 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(sync_workers_equal_single_process_sgd, T, dsgd::te
       BOOST_TEST(f[v] == expected[v], boost::test_tools::tolerance(1e-5f) << boost::test_tools::per_element());
 }
 
-// TCP: a real port, held by a stand-in acceptor. Until the ps is up, its address belongs to a stand-in that cuts every connection at once (as
-// a ps that is still starting, or restarting, does): connect() must retry. The stand-in gives
+// TCP: a real port, held by a stand-in acceptor. Until the ps is up, its address belongs to a stand-in that cuts every
+// connection at once (as a ps that is still starting, or restarting, does): connect() must retry. The stand-in gives
 // way to the real ps only after it has cut two attempts, so connect() can succeed only through
 // its retries, and the test waits on those attempts, not on a sleep.
 BOOST_AUTO_TEST_CASE(a_worker_started_before_its_ps_waits_for_it) {
@@ -251,7 +267,8 @@ BOOST_AUTO_TEST_CASE(the_startup_deadline_names_every_missing_ps) {
   auto start = std::chrono::steady_clock::now();
   BOOST_CHECK_EXCEPTION(c.connect(), dsgd::error, [&](const dsgd::error& e) {
     std::string w = e.what();
-    return e.code() == dsgd::errc::peer_unreachable && w.find("ps:0 (" + spec.address("ps", 0).to_string()) != std::string::npos &&
+    return e.code() == dsgd::errc::peer_unreachable &&
+           w.find("ps:0 (" + spec.address("ps", 0).to_string()) != std::string::npos &&
            w.find("ps:1 (") != std::string::npos;
   });
   BOOST_TEST((std::chrono::steady_clock::now() - start < 10s));
@@ -296,10 +313,7 @@ BOOST_AUTO_TEST_CASE(a_dead_worker_in_sync_is_a_named_error_within_the_step_dead
   auto plan = dsgd::placement::round_robin{}.place({{"w", {2}}}, 1);
   ds::basic_ps_client<inproc> a(spec, {"worker", 0}, client(), n.transport()),
       b(spec, {"worker", 1}, client(), n.transport());
-  a.connect();
-  b.connect();
-  a.register_worker(plan, 0, true);
-  b.register_worker(plan, 1, false);
+  connect_and_register(plan, {&a, &b});
   std::vector<float> w{1.f, 1.f};
   std::vector<std::span<const float>> init{w};
   a.initialize(plan, init);
@@ -326,15 +340,13 @@ namespace {
 void a_ps_lost_while_its_step_is_held(int dies, bool held_too) {
   net<inproc> n;
   auto spec = n.spec(2, 2);
-  std::array<std::unique_ptr<running_ps<inproc>>, 2> ps{std::make_unique<running_ps<inproc>>(spec, 0, n.transport(), 20s),
-                                                        std::make_unique<running_ps<inproc>>(spec, 1, n.transport(), 20s)};
+  std::array<std::unique_ptr<running_ps<inproc>>, 2> ps{
+      std::make_unique<running_ps<inproc>>(spec, 0, n.transport(), 20s),
+      std::make_unique<running_ps<inproc>>(spec, 1, n.transport(), 20s)};
   auto plan = dsgd::placement::round_robin{}.place({{"a", {2}}, {"b", {2}}}, 2);  // a on ps:0, b on ps:1
   ds::basic_ps_client<inproc> w0(spec, {"worker", 0}, client(), n.transport()),
       w1(spec, {"worker", 1}, client(), n.transport());
-  w0.connect();
-  w1.connect();
-  w0.register_worker(plan, 0, true);
-  w1.register_worker(plan, 1, false);
+  connect_and_register(plan, {&w0, &w1});
   std::vector<float> va(2, 1.f), vb(2, 1.f);
   std::vector<std::span<const float>> both{va, vb}, only_a{va, {}};
   w0.initialize(plan, both);
@@ -400,10 +412,8 @@ void async_pushes_in_many_chunks(bool through_shared_memory) {
   const auto* shard = ps.find(0, 0);
   BOOST_REQUIRE(shard != nullptr);
   BOOST_TEST(shard->step() == 2u * pushes);
-  if (through_shared_memory)
-    BOOST_TEST(shard->streamed() == 0u);
-  else
-    BOOST_TEST(shard->streamed() > 0u);  // two workers contend, so not every push streams
+  if (through_shared_memory) BOOST_TEST(shard->streamed() == 0u);
+  else BOOST_TEST(shard->streamed() > 0u);  // two workers contend, so not every push streams
   const float expected = 1.f - 2.f * pushes / 1024.f;
   BOOST_TEST(std::count(run.final_values.begin(), run.final_values.end(), expected) == std::ptrdiff_t(elements));
 }
@@ -413,10 +423,8 @@ void async_pushes_in_many_chunks(bool through_shared_memory) {
 // 0: inproc; 1: TCP over the socket; 2: TCP through shared memory.
 BOOST_DATA_TEST_CASE(async_pushes_in_many_chunks_are_applied_as_they_arrive_and_never_read_half_applied,
                      boost::unit_test::data::make({0, 1, 2}), how) {
-  if (how == 0)
-    async_pushes_in_many_chunks<inproc>(false);
-  else
-    async_pushes_in_many_chunks<tcp>(how == 2);
+  if (how == 0) async_pushes_in_many_chunks<inproc>(false);
+  else async_pushes_in_many_chunks<tcp>(how == 2);
 }
 
 BOOST_AUTO_TEST_CASE(a_worker_registering_again_learns_which_pushes_arrived_and_completes_a_partial_one) {
@@ -478,8 +486,9 @@ BOOST_AUTO_TEST_CASE(a_chief_that_never_initialises_is_a_named_error_at_the_read
     const auto start = std::chrono::steady_clock::now();
     BOOST_CHECK_EXCEPTION(c.wait_ready(), dsgd::error, [](const dsgd::error& e) {
       return e.code() == dsgd::errc::timed_out &&
-             std::string(e.what()).find("variables not initialised before the deadline (0 of 1 shards created; is "
-                                        "the chief running?)") != std::string::npos;
+             std::string(e.what()).find(
+                 "variables not initialised before the deadline (0 of 1 shards created; is "
+                 "the chief running?)") != std::string::npos;
     });
     BOOST_TEST((std::chrono::steady_clock::now() - start < 10s));
   }

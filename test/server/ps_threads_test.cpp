@@ -154,7 +154,8 @@ BOOST_DATA_TEST_CASE(sync_steps_across_threaded_ps_tasks_equal_single_process_sg
   for (std::size_t k = 1; k < workers; ++k)
     BOOST_TEST((run.finals[k] == run.finals[0]), "worker " << k << " ends elsewhere");
   for (std::size_t v = 0; v < run.finals[0].size(); ++v)
-    BOOST_TEST(run.finals[0][v] == expected[v], boost::test_tools::tolerance(1e-4f) << boost::test_tools::per_element());
+    BOOST_TEST(run.finals[0][v] == expected[v], boost::test_tools::tolerance(1e-4f)
+                                                    << boost::test_tools::per_element());
 }
 
 // Workers that vanish without finish() (their connections close while the others' pushes are
@@ -215,7 +216,8 @@ BOOST_AUTO_TEST_CASE(a_bad_thread_count_or_a_transport_served_by_one_thread_is_a
     BOOST_TEST(contains(msg, "is " + std::to_string(threads) + "; expected 1 to 1024"), msg);
   }
   dsgd::test::test_net<dsgd::transport::inproc> n;
-  using inproc_ps = ds::parameter_server<dsgd::update::async, dsgd::optim::sgd, dsgd::device::cpu, dsgd::transport::inproc>;
+  using inproc_ps =
+      ds::parameter_server<dsgd::update::async, dsgd::optim::sgd, dsgd::device::cpu, dsgd::transport::inproc>;
   auto msg = dsgd::test::error_of(
       [&] { inproc_ps(n.spec(1, 1), 0, ps_options<inproc_ps>(2, link::socket), {}, n.transport()); },
       dsgd::errc::invalid_argument);

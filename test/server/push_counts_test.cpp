@@ -12,6 +12,7 @@
 #include <dsgd/server/shard_table.hpp>
 #include <dsgd/update/async.hpp>
 
+#include <support/shard_table_driver.hpp>
 #include <support/temp_dir.hpp>
 
 #include <boost/test/unit_test.hpp>
@@ -32,36 +33,15 @@ namespace {
 
 using counting_table = ds::shard_table<dsgd::update::async, dsgd::optim::sgd>;
 
-// Keeps the last reply of each kind; every peer stays open.
-struct last_reply_sink {
-  dsgd::transport::frame_header header;
-  std::vector<std::byte> payload;
-  void send(ds::peer_id, ds::outgoing_reply r) {
-    header = r.header;
-    payload.assign(r.payload.begin(), r.payload.end());
-  }
-  bool is_open(ds::peer_id) const { return true; }
-  void supersede(ds::peer_id) {}
-  void shut_down(ds::peer_id, ds::outgoing_reply) {}
-};
+using dsgd::test::recording_sink;
 
-// Sends @p payload as one frame of @p type from peer @p p; @returns the reply's type.
-message send_frame(counting_table& t, last_reply_sink& out, ds::peer_id p, message type, std::uint64_t step,
+// Sends @p payload as one frame of @p type from peer @p p, which the table must take; @returns
+// the type of its last reply.
+message send_frame(counting_table& t, recording_sink& out, ds::peer_id p, message type, std::uint64_t step,
                    std::string_view payload) {
-  dsgd::transport::frame_header h;
-  h.type = static_cast<std::uint16_t>(type);
-  h.flags = type == message::register_worker || type == message::save || type == message::restore
-                ? dsgd::transport::frame_flags::control
-                : 0;
-  h.step = step;
-  h.payload_length = h.total_length = payload.size();
-  dsgd::error_code ec;
-  auto dst = t.destination(p, h, ec);
-  BOOST_REQUIRE(!ec);
-  BOOST_REQUIRE_EQUAL(dst.size(), payload.size());
-  if (!payload.empty()) std::memcpy(dst.data(), payload.data(), payload.size());
-  t.received(p, h, out);
-  return static_cast<message>(out.header.type);
+  dsgd::test::deliver_accepted(t, out, p, {type, 0, 0, step, dsgd::test::bytes_of(payload)});
+  BOOST_REQUIRE(!out.replies.empty());
+  return out.replies.back().type();
 }
 
 const std::vector<float> counter_zero{0.f};
@@ -72,14 +52,14 @@ std::string_view bytes(const std::vector<float>& v) {
 const auto counter_plan = dsgd::placement::round_robin{}.place({{"c", {1}}}, 1);
 
 // Registers peer @p p as replica @p replica. @returns the counts the ps answered.
-std::uint64_t register_replica(counting_table& t, last_reply_sink& out, ds::peer_id p, std::uint32_t replica) {
-  const std::string task = replica == 0 ? "chief:0" : "worker:" + std::to_string(replica - 1);
+std::uint64_t register_replica(counting_table& t, recording_sink& out, ds::peer_id p, std::uint32_t replica) {
+  const auto task = dsgd::test::replica_task(replica);
   t.connect(p, task);
   ds::register_request r{task, replica, replica == 0, counter_plan.fingerprint(), counter_plan.describe(), 1, {}};
   r.layouts.push_back({0, 0, "c", {1}, 0, 1});
   BOOST_REQUIRE(send_frame(t, out, p, message::register_worker, 0, ds::encode_control(r)) == message::reply_ok);
-  BOOST_REQUIRE_EQUAL(out.payload.size(), 8u);
-  return dsgd::transport::detail::load_le<std::uint64_t>(out.payload.data());
+  BOOST_REQUIRE_EQUAL(out.replies.back().payload.size(), 8u);
+  return dsgd::transport::detail::load_le<std::uint64_t>(out.replies.back().payload.data());
 }
 
 ds::shard_layout rows(std::uint64_t first, std::uint64_t n) { return {0, 0, "e", {6, 2}, first, n}; }
@@ -88,7 +68,7 @@ ds::shard_layout rows(std::uint64_t first, std::uint64_t n) { return {0, 0, "e",
 
 BOOST_AUTO_TEST_CASE(a_restore_sets_the_push_counts_to_those_the_checkpoint_holds) {
   dsgd::test::temp_dir dir("dsgd_push_counts_");
-  last_reply_sink out;
+  recording_sink out;
   counting_table::options o;
   o.connection.log = [](std::string_view) {};
   o.optimizer = dsgd::optim::sgd{1.f};

@@ -10,6 +10,8 @@
 #include <dsgd/update/async.hpp>
 #include <dsgd/update/sync_average.hpp>
 
+#include <support/shard_table_driver.hpp>
+
 #include <boost/test/unit_test.hpp>
 
 #include <unistd.h>
@@ -31,98 +33,12 @@ BOOST_AUTO_TEST_SUITE(shard_table_test)
 using namespace std::chrono_literals;
 namespace ds = dsgd::server;
 using ds::message;
-using sync_table = ds::shard_table<dsgd::update::sync_average, dsgd::optim::sgd>;
-using async_table = ds::shard_table<dsgd::update::async, dsgd::optim::sgd>;
+using namespace dsgd::test;
 
 namespace {
 
-struct sent {
-  ds::peer_id to = 0;
-  dsgd::transport::frame_header header;
-  std::vector<std::byte> payload;
+const auto& model = w_and_b;
 
-  message type() const { return static_cast<message>(header.type); }
-  std::vector<float> floats() const {
-    std::vector<float> v(payload.size() / sizeof(float));
-    std::memcpy(v.data(), payload.data(), v.size() * sizeof(float));
-    return v;
-  }
-  ds::error_reply error() const {
-    return ds::decode_control<ds::error_reply>(
-        std::string_view(reinterpret_cast<const char*>(payload.data()), payload.size()), "reply_error");
-  }
-};
-
-// Records every reply; a peer is open until the test closes it.
-struct recording_sink {
-  std::vector<sent> replies;
-  std::vector<ds::peer_id> superseded;
-  std::optional<sent> shutdown;
-  std::set<ds::peer_id> closed;
-
-  void send(ds::peer_id p, ds::outgoing_reply r) {
-    replies.push_back({p, r.header, {r.payload.begin(), r.payload.end()}});
-  }
-  bool is_open(ds::peer_id p) const { return !closed.contains(p); }
-  void supersede(ds::peer_id p) { superseded.push_back(p); }
-  void shut_down(ds::peer_id p, ds::outgoing_reply r) { shutdown = sent{p, r.header, {}}; }
-  // The replies since the last take().
-  std::vector<sent> take() { return std::exchange(replies, {}); }
-};
-static_assert(ds::reply_sink<recording_sink>);
-
-// One request as a worker sends it; chunk: the most payload bytes per frame.
-struct frame {
-  message type;
-  std::uint32_t variable = 0;
-  std::uint32_t shard = 0;
-  std::uint64_t step = 0;
-  std::vector<std::byte> payload = {};
-  std::size_t chunk = std::numeric_limits<std::size_t>::max();
-};
-
-std::uint64_t next_request = 1;
-
-// Delivers @p f from peer @p p as the transport would: header, payload into destination(),
-// received(). @returns the error destination() set (the connection would close).
-template <class Table>
-dsgd::error_code deliver(Table& t, recording_sink& out, ds::peer_id p, const frame& f) {
-  const auto* info = ds::find_message(static_cast<std::uint16_t>(f.type));
-  const bool control = info && info->payload == ds::payload_kind::control;
-  const std::uint64_t id = next_request++;
-  std::size_t at = 0;
-  do {
-    dsgd::transport::frame_header h;
-    h.type = static_cast<std::uint16_t>(f.type);
-    h.flags = control ? dsgd::transport::frame_flags::control : 0;
-    h.request_id = id;
-    h.variable = f.variable;
-    h.shard = f.shard;
-    h.step = f.step;
-    h.chunk_offset = at;
-    h.payload_length = std::min(f.chunk, f.payload.size() - at);
-    h.total_length = f.payload.size();
-    dsgd::error_code ec;
-    auto dst = t.destination(p, h, ec);
-    if (ec) return ec;
-    BOOST_REQUIRE_EQUAL(dst.size(), h.payload_length);
-    if (!dst.empty()) std::memcpy(dst.data(), f.payload.data() + at, dst.size());
-    t.received(p, h, out);
-    at += h.payload_length;
-  } while (at < f.payload.size());
-  return {};
-}
-
-std::vector<std::byte> bytes_of(std::span<const float> v) {
-  auto b = std::as_bytes(v);
-  return {b.begin(), b.end()};
-}
-template <class M>
-std::vector<std::byte> control_of(const M& m) {
-  auto s = ds::encode_control(m);
-  auto b = std::as_bytes(std::span(s.data(), s.size()));
-  return {b.begin(), b.end()};
-}
 // Little-endian keys, then (sparse_push) the rows.
 std::vector<std::byte> keys_of(const std::vector<std::uint64_t>& keys, std::span<const float> rows = {}) {
   std::vector<std::byte> out(keys.size() * 8);
@@ -132,50 +48,23 @@ std::vector<std::byte> keys_of(const std::vector<std::uint64_t>& keys, std::span
   return out;
 }
 
-// w [4, 3] and b [3] on one ps task: two shards, w as 4 rows of 3.
-const std::vector<dsgd::placement::variable_info> model{{"w", {4, 3}}, {"b", {3}}};
 const std::vector<float> w0{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
 const std::vector<float> b0{1, 1, 1};
-
-ds::register_request registration(const std::string& task, std::uint32_t replica, bool chief,
-                                  const std::vector<dsgd::placement::variable_info>& vars = model) {
-  auto plan = dsgd::placement::round_robin{}.place(vars, 1);
-  ds::register_request r{task, replica, chief, plan.fingerprint(), plan.describe(), 2, {}};
-  r.layouts.push_back({0, 0, vars[0].name, {4, 3}, 0, 4});
-  r.layouts.push_back({1, 0, vars[1].name, {vars[1].shape.extents()[0]}, 0, vars[1].shape.extents()[0]});
-  return r;
-}
-
-template <class Table>
-typename Table::options quiet() {
-  typename Table::options o;
-  o.connection.log = [](std::string_view) {};
-  o.optimizer = {0.5f};
-  o.serving.step_timeout = 1s;
-  o.serving.ready_timeout = 1s;
-  return o;
-}
 
 // A table for @p replicas replicas with peers 1 ("chief:0", replica 0), 2 ("worker:0",
 // replica 1), ... registered and (with @p init) both shards created in session 1.
 template <class Table>
 Table registered(recording_sink& out, std::uint32_t replicas, bool init = true) {
-  Table t({"ps", 0}, 1, replicas, quiet<Table>());
-  for (std::uint32_t r = 0; r < replicas; ++r) {
-    const auto task = r == 0 ? std::string("chief:0") : "worker:" + std::to_string(r - 1);
-    t.connect(r + 1, task);
-    deliver(t, out, r + 1, {message::register_worker, 0, 0, 0, control_of(registration(task, r, r == 0))});
-  }
+  auto t = registered_table<Table>(out, replicas, quiet_options<Table>(), [](const std::string& task, std::uint32_t r) {
+    return w_and_b_registration(task, r, r == 0);
+  });
   if (init) {
-    deliver(t, out, 1, {message::init_shard, 0, 0, 0, bytes_of(w0)});
-    deliver(t, out, 1, {message::init_shard, 1, 0, 0, bytes_of(b0)});
+    init_shards(t, out, {w0, b0});
     deliver(t, out, 1, {message::open_session, 0, 0, 1});
   }
   for (const auto& s : out.take()) BOOST_REQUIRE(s.type() == message::reply_ok);
   return t;
 }
-
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
 }  // namespace
 
@@ -183,10 +72,11 @@ BOOST_AUTO_TEST_SUITE(shard_table_without_a_socket)
 
 BOOST_AUTO_TEST_CASE(register_answers_the_push_counts_and_names_a_placement_mismatch) {
   recording_sink out;
-  sync_table t({"ps", 0}, 1, 2, quiet<sync_table>());
+  sync_table t({"ps", 0}, 1, 2, quiet_options<sync_table>());
   t.connect(1, "chief:0");
   t.connect(2, "worker:0");
-  BOOST_TEST(!deliver(t, out, 1, {message::register_worker, 0, 0, 0, control_of(registration("chief:0", 0, true))}));
+  BOOST_TEST(
+      !deliver(t, out, 1, {message::register_worker, 0, 0, 0, control_of(w_and_b_registration("chief:0", 0, true))}));
   auto r = out.take();
   BOOST_REQUIRE_EQUAL(r.size(), 1u);
   BOOST_TEST((r[0].type() == message::reply_ok));
@@ -195,13 +85,14 @@ BOOST_AUTO_TEST_CASE(register_answers_the_push_counts_and_names_a_placement_mism
   BOOST_TEST(t.chief_connected());
 
   // A peer claiming another task than its handshake proved.
-  deliver(t, out, 2, {message::register_worker, 0, 0, 0, control_of(registration("worker:3", 1, false))});
+  deliver(t, out, 2, {message::register_worker, 0, 0, 0, control_of(w_and_b_registration("worker:3", 1, false))});
   r = out.take();
   BOOST_REQUIRE_EQUAL(r.size(), 1u);
   BOOST_TEST(r[0].error().code == int(dsgd::errc::handshake_failed));
 
   std::vector<dsgd::placement::variable_info> other{{"w", {4, 3}}, {"b", {5}}};
-  deliver(t, out, 2, {message::register_worker, 0, 0, 0, control_of(registration("worker:0", 1, false, other))});
+  deliver(t, out, 2,
+          {message::register_worker, 0, 0, 0, control_of(w_and_b_registration("worker:0", 1, false, other))});
   r = out.take();
   BOOST_REQUIRE_EQUAL(r.size(), 1u);
   BOOST_TEST((r[0].type() == message::reply_error));
@@ -269,7 +160,7 @@ BOOST_AUTO_TEST_CASE(a_sync_pull_is_parked_until_the_step_completes) {
 
   // A restarted worker learns which of its pushes arrived.
   t.connect(3, "worker:0");
-  deliver(t, out, 3, {message::register_worker, 0, 0, 0, control_of(registration("worker:0", 1, false))});
+  deliver(t, out, 3, {message::register_worker, 0, 0, 0, control_of(w_and_b_registration("worker:0", 1, false))});
   BOOST_TEST(out.superseded == std::vector<ds::peer_id>{2});
   r = out.take();
   BOOST_REQUIRE_EQUAL(r.size(), 1u);
@@ -317,9 +208,9 @@ BOOST_AUTO_TEST_CASE(the_sweep_answers_an_expired_request_naming_what_it_waits_f
   BOOST_TEST(contains(r[0].error().message, "ps:0: sync_average: worker 0 waited past its deadline for step 1"),
              r[0].error().message);
   BOOST_TEST(contains(r[0].error().message, "no gradient yet from"), r[0].error().message);
-  BOOST_TEST(contains(r[1].error().message,
-                      "ps:0: variables not initialised before the deadline (0 of 2 shards created"),
-             r[1].error().message);
+  BOOST_TEST(
+      contains(r[1].error().message, "ps:0: variables not initialised before the deadline (0 of 2 shards created"),
+      r[1].error().message);
   BOOST_TEST(t.parked() == 0u);
 }
 
@@ -383,7 +274,7 @@ BOOST_AUTO_TEST_CASE(a_restore_starts_a_generation_and_aborts_older_peers) {
   BOOST_TEST(r[0].header.step == 5u);
   BOOST_TEST(r[0].floats() == w0, boost::test_tools::per_element());
   t.connect(3, "worker:0");  // registered again, it reads again
-  deliver(t, out, 3, {message::register_worker, 0, 0, 0, control_of(registration("worker:0", 1, false))});
+  deliver(t, out, 3, {message::register_worker, 0, 0, 0, control_of(w_and_b_registration("worker:0", 1, false))});
   deliver(t, out, 3, {message::pull});
   r = out.take();
   BOOST_REQUIRE_EQUAL(r.size(), 2u);
@@ -419,7 +310,8 @@ BOOST_AUTO_TEST_CASE(sparse_requests_name_a_bad_row_and_serve_good_ones) {
   BOOST_TEST(r[0].error().message ==
              "sparse_pull: row 9 (key 1 of 2) out of range for w [4, 3] on ps:0 (holds rows 0-3)");
   deliver(t, out, 1, {message::sparse_pull, 1, 0, 0, keys_of({0})});
-  BOOST_TEST(contains(out.take().at(0).error().message, "sparse_pull of b [3] on ps:0: sparse rows need a variable of rank 2"));
+  BOOST_TEST(contains(out.take().at(0).error().message,
+                      "sparse_pull of b [3] on ps:0: sparse rows need a variable of rank 2"));
   std::vector<float> half_row{1.f, 2.f};
   deliver(t, out, 1, {message::sparse_push, 0, 0, 0, keys_of({1}, half_row)});
   r = out.take();

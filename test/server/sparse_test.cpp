@@ -12,9 +12,9 @@
 #include <dsgd/placement/round_robin.hpp>
 #include <dsgd/server/parameter_server.hpp>
 #include <dsgd/server/ps_client.hpp>
+#include <dsgd/trainer.hpp>
 #include <dsgd/update/async.hpp>
 #include <dsgd/update/bounded_staleness.hpp>
-#include <dsgd/trainer.hpp>
 #include <dsgd/update/sync_average.hpp>
 
 #include <support/inproc_cluster.hpp>
@@ -43,7 +43,6 @@ static_assert(dsgd::update::sparse_apply<dsgd::optim::momentum>::available);
 static_assert(!dsgd::update::sparse_apply<dsgd::optim::adagrad>::available);
 
 namespace {
-
 
 ds::client_options client() {
   ds::client_options o;
@@ -82,8 +81,8 @@ struct running_ps {
 };
 
 // A worker connected, registered and (as chief) having initialised the variables.
-std::unique_ptr<client_type> join_cluster(const dsgd::test::test_net<inproc>& net, const dsgd::cluster::cluster_spec& spec,
-                                          const dp::plan& plan, std::size_t k,
+std::unique_ptr<client_type> join_cluster(const dsgd::test::test_net<inproc>& net,
+                                          const dsgd::cluster::cluster_spec& spec, const dp::plan& plan, std::size_t k,
                                           const std::vector<std::vector<float>>& init) {
   auto c = std::make_unique<client_type>(spec, dsgd::cluster::task_id{"worker", int(k)}, client(), net.transport());
   dsgd::test::join_cluster(*c, plan, k, init);
@@ -199,8 +198,8 @@ BOOST_AUTO_TEST_CASE(a_partitioned_embedding_serves_keys_spanning_both_shards_wi
   auto c = join_cluster(net, spec, plan, 0, {init});
 
   // Interleaved shards (staged and scattered) and one run per shard (straight into out).
-  for (std::vector<std::uint64_t> keys : {std::vector<std::uint64_t>{999, 0, 500, 499, 0, 750},
-                                          std::vector<std::uint64_t>{1, 2, 3, 600, 601}}) {
+  for (std::vector<std::uint64_t> keys :
+       {std::vector<std::uint64_t>{999, 0, 500, 499, 0, 750}, std::vector<std::uint64_t>{1, 2, 3, 600, 601}}) {
     std::vector<float> out(keys.size() * dim, -1.f);
     c->pull_rows(plan, 0, keys, out, 0);
     for (std::size_t i = 0; i < keys.size(); ++i)
@@ -256,26 +255,30 @@ BOOST_AUTO_TEST_CASE(sync_sparse_pushes_of_two_workers_are_averaged_and_applied_
   std::vector<std::exception_ptr> failed(2);
   std::vector<std::thread> workers;
   for (std::size_t k = 0; k < 2; ++k)
-    workers.emplace_back([&, k] { try {
-      auto c = join_cluster(net, spec, plan, k, {init});
-      for (std::uint64_t s = 0; s < 3; ++s) {
-        const auto& keys = k == 0 ? keys0[s] : keys1[s];
-        std::vector<float> rows_out(keys.size() * dim);
-        // Also with no keys: every shard answers once step s exists.
-        expect(c->pull_rows(plan, 0, keys, rows_out, s) == s, "c->pull_rows(plan, 0, keys, rows_out, s) == s");
-        if (k == 1 && s == 1) {
-          std::vector<std::span<const float>> g{dense1};
-          expect(c->push(plan, s, g) == 0u, "c->push(plan, s, g) == 0u");
-        } else {
-          expect(c->push_rows(plan, 0, keys, grad(k, s, keys.size()), s) == 0u, "push_rows dropped nothing");
+    workers.emplace_back([&, k] {
+      try {
+        auto c = join_cluster(net, spec, plan, k, {init});
+        for (std::uint64_t s = 0; s < 3; ++s) {
+          const auto& keys = k == 0 ? keys0[s] : keys1[s];
+          std::vector<float> rows_out(keys.size() * dim);
+          // Also with no keys: every shard answers once step s exists.
+          expect(c->pull_rows(plan, 0, keys, rows_out, s) == s, "c->pull_rows(plan, 0, keys, rows_out, s) == s");
+          if (k == 1 && s == 1) {
+            std::vector<std::span<const float>> g{dense1};
+            expect(c->push(plan, s, g) == 0u, "c->push(plan, s, g) == 0u");
+          } else {
+            expect(c->push_rows(plan, 0, keys, grad(k, s, keys.size()), s) == 0u, "push_rows dropped nothing");
+          }
         }
+        std::vector<float> all(rows * dim);
+        std::vector<std::span<float>> dst{all};
+        expect(c->pull(plan, 3, dst) == 3u, "c->pull(plan, 3, dst) == 3u");
+        finals[k] = all;
+        c->finish();
+      } catch (...) {
+        failed[k] = std::current_exception();
       }
-      std::vector<float> all(rows * dim);
-      std::vector<std::span<float>> dst{all};
-      expect(c->pull(plan, 3, dst) == 3u, "c->pull(plan, 3, dst) == 3u");
-      finals[k] = all;
-      c->finish();
-    } catch (...) { failed[k] = std::current_exception(); } });
+    });
   for (auto& t : workers) t.join();
   for (auto& f : failed)
     if (f) std::rethrow_exception(f);
@@ -350,7 +353,7 @@ BOOST_AUTO_TEST_CASE(an_optimizer_without_a_sparse_apply_is_refused_under_async_
     auto c = join_cluster(net, spec, plan, 0, {init});
     BOOST_TEST(c->push_rows(plan, 0, keys, g, 0) == 0u);
     auto w = pull_all(*c, plan, 0, 1);
-    BOOST_TEST(w[4] < 1.f);  // row 2 moved down the gradient
+    BOOST_TEST(w[4] < 1.f);   // row 2 moved down the gradient
     BOOST_TEST(w[0] == 1.f);  // a zero gradient leaves adagrad's other rows alone
   }
 }
@@ -435,8 +438,8 @@ BOOST_AUTO_TEST_CASE(a_trainer_reads_and_updates_an_embedding_by_rows_next_to_de
   }
   for (int k = 0; k < 2; ++k) {
     BOOST_TEST(emb_final[k] == emb, boost::test_tools::tolerance(1e-6f) << boost::test_tools::per_element());
-    BOOST_TEST(b_final[k] == std::vector<float>(2, -3 * 0.5f * 1.5f),
-               boost::test_tools::tolerance(1e-6f) << boost::test_tools::per_element());
+    BOOST_TEST(b_final[k] == std::vector<float>(2, -3 * 0.5f * 1.5f), boost::test_tools::tolerance(1e-6f)
+                                                                          << boost::test_tools::per_element());
     BOOST_TEST(emb_local[k] == std::vector<float>(20, 1.f), boost::test_tools::per_element());  // pull() skipped it
   }
 }
@@ -527,7 +530,8 @@ BOOST_AUTO_TEST_CASE(the_ps_checks_every_sparse_request_itself_and_answers_with_
   std::vector<char> ragged(30, 0);
   auto e = error_of(peer.call(request(ds::message::sparse_push), {boost::asio::buffer(ragged)}));
   BOOST_TEST(e.find("30 payload bytes are not a whole number of keys with their rows (8 + 4 x 4 bytes each)") !=
-             std::string::npos, e);
+                 std::string::npos,
+             e);
   std::vector<std::uint64_t> key{3};
   e = error_of(peer.call(request(ds::message::sparse_pull, 5), {boost::asio::buffer(key)}));
   BOOST_TEST(e.find("sparse_pull of variable 5 shard 0, which ps:0 does not hold") != std::string::npos, e);

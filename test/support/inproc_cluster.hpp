@@ -60,13 +60,14 @@ using both_transports = boost::mpl::list<transport::inproc, transport::asio_tcp>
 template <class Ps>
 class serving {
  public:
-  explicit serving(Ps& ps) : ps_(&ps), thread_([this] {
-    try {
-      ps_->join();
-    } catch (...) {
-      failure_ = std::current_exception();
-    }
-  }) {}
+  explicit serving(Ps& ps)
+      : ps_(&ps), thread_([this] {
+          try {
+            ps_->join();
+          } catch (...) {
+            failure_ = std::current_exception();
+          }
+        }) {}
   serving(const serving&) = delete;
   serving& operator=(const serving&) = delete;
   ~serving() { stop_and_join(); }

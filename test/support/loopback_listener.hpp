@@ -30,8 +30,8 @@ struct loopback_listener {
   /// Listens with @p o (replacing any listener before), collecting authenticated connections.
   void listen(transport::tcp_options o) {
     if (listener) listener->close();
-    listener = transport::tcp_listener::create(ioc.get_executor(),
-                                               {boost::asio::ip::make_address("127.0.0.1"), 0}, std::move(o));
+    listener = transport::tcp_listener::create(ioc.get_executor(), {boost::asio::ip::make_address("127.0.0.1"), 0},
+                                               std::move(o));
     listener->start([this](std::shared_ptr<transport::tcp_connection> c) { accepted.push_back(std::move(c)); });
   }
 

@@ -2,8 +2,8 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // Test support: a cluster of train::ps_task and train::worker threads over transport::inproc
-// (no sockets) that trains two small variables for a few steps, each step exchanging the way a
-// test asks.
+// (no sockets): run_with_ps() runs a test's workers beside ps:0, and train_roles() trains two
+// small variables for a few steps on it, each step exchanging the way a test asks.
 #pragma once
 
 #include <dsgd/optim/sgd.hpp>
@@ -23,6 +23,20 @@
 #include <vector>
 
 namespace dsgd::test {
+
+// Runs ps:0 of @p spec on @p net (a train::ps_task of Rule and Optimizer with options @p o) and
+// worker(k) for each k < @p workers, every one on a thread of its own, until the chief has shut
+// the ps down and every worker returned; rethrows what one of them threw.
+template <class Rule = update::sync_average, class Optimizer = optim::sgd, class Options, class Worker>
+void run_with_ps(const test_net<transport::inproc>& net, const cluster::cluster_spec& spec, const Options& o,
+                 std::size_t workers, Worker worker) {
+  std::vector<std::function<void()>> tasks;
+  tasks.push_back([&] {
+    train::ps_task<Rule, Optimizer, transport::inproc>(spec, {"ps", 0}, o, net.transport()).join();
+  });
+  for (std::size_t k = 0; k < workers; ++k) tasks.push_back([&, k] { worker(k); });
+  run_tasks(tasks);
+}
 
 // How a step exchanges gradients and values.
 enum class exchange { push_then_pull, push_pull, overlapped, mixed };
@@ -71,49 +85,45 @@ std::vector<worker_outcome> train_roles(exchange how, std::size_t steps) {
   const auto spec = net.spec(1, 2);
   const auto o = quiet_options<Rule>();
   std::vector<worker_outcome> out(2);
-  std::vector<std::function<void()>> tasks;
-  tasks.push_back([&] { train::ps_task<Rule, optim::sgd, transport::inproc>(spec, {"ps", 0}, o, net.transport()).join(); });
-  for (std::size_t k = 0; k < 2; ++k)
-    tasks.push_back([&, k] {
-      worker w(spec, {"worker", int(k)}, o, D{}, net.transport());
-      std::vector<tensor<D>> vars, grads;
-      for (auto s : {shape{3, 4}, shape{5}}) {
-        vars.emplace_back(D{}, s, [](std::span<float> x) {
-          for (std::size_t i = 0; i < x.size(); ++i) x[i] = 0.1f * float(i);
-        });
-        grads.emplace_back(D{}, s);
-      }
-      w.create_variables(vars, {"w", "b"});
-      const float* buffer = w.staged().data();
-      auto& r = out[k];
-      auto step_with = [&](exchange e) {
-        if (e == exchange::overlapped) {
-          auto ex = w.overlapped(vars, grads);
-          for (std::size_t v = 0; v < vars.size(); ++v) ex.parameters_needed(v);
-          gradients_of(vars, grads, k);
-          for (std::size_t v = vars.size(); v-- > 0;) ex.gradient_ready(v);  // the last layer's first
-          r.dropped += ex.end_step();
-          ex.step();
-          return;
-        }
+  run_with_ps<Rule>(net, spec, o, 2, [&](std::size_t k) {
+    worker w(spec, {"worker", int(k)}, o, D{}, net.transport());
+    std::vector<tensor<D>> vars, grads;
+    for (auto s : {shape{3, 4}, shape{5}}) {
+      vars.emplace_back(D{}, s, [](std::span<float> x) {
+        for (std::size_t i = 0; i < x.size(); ++i) x[i] = 0.1f * float(i);
+      });
+      grads.emplace_back(D{}, s);
+    }
+    w.create_variables(vars, {"w", "b"});
+    const float* buffer = w.staged().data();
+    auto& r = out[k];
+    auto step_with = [&](exchange e) {
+      if (e == exchange::overlapped) {
+        auto ex = w.overlapped(vars, grads);
+        for (std::size_t v = 0; v < vars.size(); ++v) ex.parameters_needed(v);
         gradients_of(vars, grads, k);
-        if (e == exchange::push_pull) {
-          r.dropped += w.push_pull(grads, vars);
-        } else {
-          r.dropped += w.push(grads);
-          w.pull(vars);
-        }
-      };
-      for (std::size_t s = 0; s < steps; ++s) {
-        step_with(how == exchange::mixed ? exchange(s % 3) : how);
-        r.buffer_stable = r.buffer_stable && w.staged().data() == buffer;
+        for (std::size_t v = vars.size(); v-- > 0;) ex.gradient_ready(v);  // the last layer's first
+        r.dropped += ex.end_step();
+        ex.step();
+        return;
       }
-      for (const auto& v : vars) r.values.push_back(v.to_host());
-      r.step = w.step();
-      r.allocations = w.staged().allocations();
-      w.finish();
-    });
-  run_tasks(tasks);
+      gradients_of(vars, grads, k);
+      if (e == exchange::push_pull) {
+        r.dropped += w.push_pull(grads, vars);
+      } else {
+        r.dropped += w.push(grads);
+        w.pull(vars);
+      }
+    };
+    for (std::size_t s = 0; s < steps; ++s) {
+      step_with(how == exchange::mixed ? exchange(s % 3) : how);
+      r.buffer_stable = r.buffer_stable && w.staged().data() == buffer;
+    }
+    for (const auto& v : vars) r.values.push_back(v.to_host());
+    r.step = w.step();
+    r.allocations = w.staged().allocations();
+    w.finish();
+  });
   return out;
 }
 

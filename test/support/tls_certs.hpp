@@ -60,8 +60,8 @@ class cert_dir {
                 const std::string& alt_names = "", bool expired = false) {
     const auto& issuer = cas_.at(ca);
     auto k = new_key();
-    auto x = make_cert(common_name, k.get(), issuer.cert.get(), issuer.key.get(), false,
-                       expired ? -2L * 86400 : -3600, expired ? -86400 : 30L * 86400, alt_names);
+    auto x = make_cert(common_name, k.get(), issuer.cert.get(), issuer.key.get(), false, expired ? -2L * 86400 : -3600,
+                       expired ? -86400 : 30L * 86400, alt_names);
     write(name, x.get(), k.get());
   }
 
@@ -106,10 +106,8 @@ class cert_dir {
     X509_gmtime_adj(X509_getm_notAfter(x.get()), not_after_s);
     check(X509_set_pubkey(x.get(), key) == 1, "X509_set_pubkey");
     X509_NAME* name = X509_get_subject_name(x.get());
-    X509_NAME_add_entry_by_txt(name, "O", MBSTRING_ASC, reinterpret_cast<const unsigned char*>("dsgd test"), -1,
-                               -1, 0);
-    X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, reinterpret_cast<const unsigned char*>(cn.c_str()), -1,
-                               -1, 0);
+    X509_NAME_add_entry_by_txt(name, "O", MBSTRING_ASC, reinterpret_cast<const unsigned char*>("dsgd test"), -1, -1, 0);
+    X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, reinterpret_cast<const unsigned char*>(cn.c_str()), -1, -1, 0);
     X509_set_issuer_name(x.get(), issuer != nullptr ? X509_get_subject_name(issuer) : name);
     X509V3_CTX ctx;
     X509V3_set_ctx_nodb(&ctx);

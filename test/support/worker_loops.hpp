@@ -117,7 +117,7 @@ std::vector<std::vector<float>> mean_gradient_sgd(std::vector<std::vector<float>
 }
 
 struct sync_steps_result {
-  std::vector<std::string> failures;             // per worker: what it threw ("": nothing)
+  std::vector<std::string> failures;                    // per worker: what it threw ("": nothing)
   std::vector<std::vector<std::vector<float>>> finals;  // per worker: its pull after the last step
 };
 

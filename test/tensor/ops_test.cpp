@@ -31,8 +31,7 @@ BOOST_AUTO_TEST_CASE(elementwise_ops_reject_mismatched_shapes) {
   cpu_tensor a({}, {2, 2});
   cpu_tensor b({}, {4});
   BOOST_CHECK_EXCEPTION(a + b, dsgd::error, [](const dsgd::error& e) {
-    return e.code() == dsgd::errc::shape_mismatch &&
-           std::string(e.what()).find("[2, 2] and [4]") != std::string::npos;
+    return e.code() == dsgd::errc::shape_mismatch && std::string(e.what()).find("[2, 2] and [4]") != std::string::npos;
   });
 }
 

@@ -38,9 +38,7 @@ BOOST_AUTO_TEST_CASE(a_scalar_has_no_extents_and_one_element) {
   BOOST_TEST(s.to_string() == "[]");
 }
 
-BOOST_AUTO_TEST_CASE(a_zero_extent_means_no_elements) {
-  BOOST_TEST(dsgd::shape({4, 0, 2}).elements() == 0u);
-}
+BOOST_AUTO_TEST_CASE(a_zero_extent_means_no_elements) { BOOST_TEST(dsgd::shape({4, 0, 2}).elements() == 0u); }
 
 BOOST_AUTO_TEST_CASE(shapes_from_a_list_and_from_a_vector_compare_equal) {
   BOOST_TEST((dsgd::shape{784, 256} == dsgd::shape(std::vector<std::size_t>{784, 256})));

@@ -37,8 +37,7 @@ BOOST_AUTO_TEST_CASE(assign_rejects_a_wrong_number_of_values) {
   cpu_tensor t({}, {2, 2});
   std::vector<float> three{1, 2, 3};
   BOOST_CHECK_EXCEPTION(t.assign(three), dsgd::error, [](const dsgd::error& e) {
-    return e.code() == dsgd::errc::shape_mismatch &&
-           std::string(e.what()).find("[2, 2]") != std::string::npos;
+    return e.code() == dsgd::errc::shape_mismatch && std::string(e.what()).find("[2, 2]") != std::string::npos;
   });
 }
 

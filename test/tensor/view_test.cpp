@@ -78,11 +78,15 @@ BOOST_AUTO_TEST_CASE(views_of_a_models_buffers_keep_their_order_names_and_memory
 
 BOOST_AUTO_TEST_CASE(a_null_or_empty_buffer_is_a_named_error) {
   auto msg = error_of([] { dsgd::view("w", {3, 4}, std::span<float>()); }, dsgd::errc::invalid_argument);
-  BOOST_TEST(contains(msg, "variable 'w' (0) has no values buffer (null or empty); expected 12 floats for shape [3, 4]"));
+  BOOST_TEST(
+      contains(msg, "variable 'w' (0) has no values buffer (null or empty); expected 12 floats for shape [3, 4]"));
 
   std::vector<float> w(12);
-  msg = error_of([&] { dsgd::check_view(dsgd::variable_view{"w", {3, 4}, w, {}}, 2, "push", true); },
-                 dsgd::errc::invalid_argument);
+  msg = error_of(
+      [&] {
+        dsgd::check_view(dsgd::variable_view{"w", {3, 4}, w, {}}, 2, "push", true);
+      },
+      dsgd::errc::invalid_argument);
   BOOST_TEST(contains(msg, "push: variable 'w' (2) has no gradients buffer (null or empty); expected 12 floats"));
 }
 

@@ -50,8 +50,8 @@ void gradient_of(std::size_t k, const std::vector<dsgd::tensor<cpu>>& values, st
 }
 
 struct outcome {
-  std::vector<std::vector<float>> values;  // worker 0's after the last step
-  std::uint64_t global_step = 0;           // its trainer's step: the averages made
+  std::vector<std::vector<float>> values;                            // worker 0's after the last step
+  std::uint64_t global_step = 0;                                     // its trainer's step: the averages made
   std::vector<std::vector<std::vector<float>>> before_last_average;  // each worker's local model then
 };
 
@@ -158,7 +158,8 @@ BOOST_AUTO_TEST_CASE(zero_local_steps_and_other_variables_are_named) {
   auto fewer = start_values();
   fewer.pop_back();
   BOOST_CHECK_EXCEPTION(local.step(fewer, values), dsgd::error, [](const dsgd::error& e) {
-    return e.code() == dsgd::errc::shape_mismatch && std::string(e.what()).find("1 gradients, expected 2") != std::string::npos;
+    return e.code() == dsgd::errc::shape_mismatch &&
+           std::string(e.what()).find("1 gradients, expected 2") != std::string::npos;
   });
 }
 

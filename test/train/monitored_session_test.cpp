@@ -32,7 +32,6 @@ using hooks = std::vector<std::unique_ptr<dsgd::train::session_hook<cpu>>>;
 
 namespace {
 
-
 template <class O>
 using trainer_of = dsgd::trainer<cpu, dsgd::placement::partitioned, dsgd::update::sync_average, O>;
 
@@ -111,12 +110,12 @@ struct run_settings {
   // When the chief first reaches this step, ps task 0 is stopped, and started again 300 ms later
   // with nothing in memory.
   std::optional<std::uint64_t> restart_ps_at;
-  bool views = false;        // the workers' variables are their own buffers, as views
+  bool views = false;  // the workers' variables are their own buffers, as views
   // With views: each step's gradients are in buffers made anew for it (as libtorch's
   // zero_grad() and backward() may make them), handed to the session by run(loss, views).
   bool moving_gradients = false;
-  float clip_norm = 0;       // session_options::clip_norm
-  float clip_by_hand = 0;    // > 0: each worker clips its gradients itself before run()
+  float clip_norm = 0;     // session_options::clip_norm
+  float clip_by_hand = 0;  // > 0: each worker clips its gradients itself before run()
   // The ps tasks start this long after the workers, who give up connecting after
   // startup_timeout (and then recover within the session's recovery deadline).
   std::chrono::milliseconds ps_delay{0};
@@ -178,11 +177,12 @@ result run_cluster(const run_settings& r, const std::filesystem::path& dir, O op
         hooks h;
         h.push_back(std::make_unique<dsgd::train::stop_at_step_hook<cpu>>(r.last));
         h.push_back(std::make_unique<dsgd::train::nan_guard_hook<cpu>>());
-        if (k == 0 && r.restart_ps_at) h.push_back(std::make_unique<at_step_hook>(*r.restart_ps_at, [&] {
-          tell(true);
-        }));
-        const dsgd::train::session_options so{
-            .checkpoint_dir = dir, .save_checkpoint_steps = 5, .clip_norm = r.clip_norm, .log = said.sink(who + " session")};
+        if (k == 0 && r.restart_ps_at)
+          h.push_back(std::make_unique<at_step_hook>(*r.restart_ps_at, [&] { tell(true); }));
+        const dsgd::train::session_options so{.checkpoint_dir = dir,
+                                              .save_checkpoint_steps = 5,
+                                              .clip_norm = r.clip_norm,
+                                              .log = said.sink(who + " session")};
         using session_type = dsgd::train::monitored_session<trainer_of<O>>;
         auto s = r.views ? std::make_unique<session_type>(t, own, std::move(h), so)
                          : std::make_unique<session_type>(t, vars, names, std::move(h), so);
@@ -190,16 +190,12 @@ result run_cluster(const run_settings& r, const std::filesystem::path& dir, O op
           for (std::size_t v = 0; v < vars.size(); ++v) {
             auto w = r.views ? own_values[v] : vars[v].to_host();
             for (auto& x : w) x = x - float(k + 1) + (k == 1 ? r.poison : 0.f);
-            if (r.views)
-              own_gradients[v] = w;
-            else
-              grads[v].assign(w);
+            if (r.views) own_gradients[v] = w;
+            else grads[v].assign(w);
           }
           if (r.clip_by_hand > 0) {
-            if (r.views)
-              dsgd::optim::clip_by_global_norm(cpu{}, own_gradients, r.clip_by_hand);
-            else
-              dsgd::optim::clip_by_global_norm(cpu{}, grads, r.clip_by_hand);
+            if (r.views) dsgd::optim::clip_by_global_norm(cpu{}, own_gradients, r.clip_by_hand);
+            else dsgd::optim::clip_by_global_norm(cpu{}, grads, r.clip_by_hand);
           }
           if (r.views && r.moving_gradients) {
             auto moved = own_gradients;  // new storage, the old freed once this step is done
@@ -262,8 +258,8 @@ result run_cluster(const run_settings& r, const std::filesystem::path& dir, O op
 }
 
 struct temp_dir {
-  std::filesystem::path path = std::filesystem::temp_directory_path() /
-                               ("dsgd_session_" + std::to_string(::getpid()) + "_" + std::to_string(dsgd::test::free_port()));
+  std::filesystem::path path = std::filesystem::temp_directory_path() / ("dsgd_session_" + std::to_string(::getpid()) +
+                                                                         "_" + std::to_string(dsgd::test::free_port()));
   ~temp_dir() { std::filesystem::remove_all(path); }
 };
 
@@ -297,8 +293,8 @@ BOOST_AUTO_TEST_CASE(train_checkpoint_then_restore_into_another_number_of_ps_tas
 
 BOOST_AUTO_TEST_CASE(the_nan_guard_names_the_variable) {
   temp_dir dir;
-  BOOST_CHECK_EXCEPTION(run_cluster({.last = 10, .poison = std::numeric_limits<float>::quiet_NaN()}, dir.path), dsgd::error,
-                        [](const dsgd::error& e) {
+  BOOST_CHECK_EXCEPTION(run_cluster({.last = 10, .poison = std::numeric_limits<float>::quiet_NaN()}, dir.path),
+                        dsgd::error, [](const dsgd::error& e) {
                           std::string w = e.what();
                           // Worker 1 sees its NaN gradient of w, worker 0 the NaN values of w that
                           // the mean produced: whichever fails first, the message names w.

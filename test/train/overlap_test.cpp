@@ -48,7 +48,8 @@ BOOST_AUTO_TEST_CASE(gradients_that_do_not_match_the_variables_are_refused) {
   std::vector<dsgd::tensor<off_host>> vars(3), grads(2);
   const auto msg = dsgd::test::error_of([&] { w.overlapped(vars, grads); }, dsgd::errc::shape_mismatch);
   BOOST_TEST(dsgd::test::contains(msg, "2 gradients for 3 variables"));
-  static_assert(std::is_same_v<dsgd::train::worker<off_host>::overlap_type, dsgd::train::overlap<dsgd::train::worker<off_host>>>);
+  static_assert(
+      std::is_same_v<dsgd::train::worker<off_host>::overlap_type, dsgd::train::overlap<dsgd::train::worker<off_host>>>);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

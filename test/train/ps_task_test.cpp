@@ -32,6 +32,26 @@ using inproc = dsgd::transport::inproc;
 using inproc_ps_task = dsgd::train::ps_task<dsgd::update::sync_average, dsgd::optim::sgd, inproc>;
 using trainer = dsgd::trainer<cpu, dsgd::placement::round_robin, dsgd::update::sync_average, dsgd::optim::sgd>;
 
+namespace {
+
+// What worker @p k of two does on @p t (a trainer, or a train::worker): creates w [2, 2] and
+// b [3] at 1, takes 3 sync steps, each pushing gradients of k + 1 and pulling, and @returns b.
+template <class Worker>
+std::vector<float> three_steps(Worker& t, int k) {
+  std::vector<dsgd::tensor<cpu>> vars{dsgd::tensor<cpu>(cpu{}, {2, 2}), dsgd::tensor<cpu>(cpu{}, {3})};
+  for (auto& v : vars) std::fill_n(v.data(), v.size(), 1.f);
+  t.create_variables(vars, {"w", "b"});
+  for (int s = 0; s < 3; ++s) {
+    std::vector<dsgd::tensor<cpu>> grads{dsgd::tensor<cpu>(cpu{}, {2, 2}), dsgd::tensor<cpu>(cpu{}, {3})};
+    for (auto& g : grads) std::fill_n(g.data(), g.size(), float(k + 1));
+    t.push(grads);
+    t.pull(vars);
+  }
+  return vars[1].to_host();
+}
+
+}  // namespace
+
 BOOST_AUTO_TEST_SUITE(train_ps_task)
 
 // TCP: through dsgd::trainer (TCP only) and the TCP-only local_endpoint().
@@ -50,17 +70,8 @@ BOOST_AUTO_TEST_CASE(a_ps_task_serves_two_workers_until_the_chief_shuts_the_clus
     tasks.push_back([&, k] {
       trainer t(spec, {"worker", k}, o);  // the trainer holds a worker
       is_ps[k] = t.is_ps();
-      std::vector<dsgd::tensor<cpu>> vars{dsgd::tensor<cpu>(cpu{}, {2, 2}), dsgd::tensor<cpu>(cpu{}, {3})};
-      for (auto& v : vars) std::fill_n(v.data(), v.size(), 1.f);
-      t.create_variables(vars, {"w", "b"});
-      for (int s = 0; s < 3; ++s) {
-        std::vector<dsgd::tensor<cpu>> grads{dsgd::tensor<cpu>(cpu{}, {2, 2}), dsgd::tensor<cpu>(cpu{}, {3})};
-        for (auto& g : grads) std::fill_n(g.data(), g.size(), float(k + 1));
-        t.push(grads);
-        t.pull(vars);
-      }
+      final[k] = three_steps(t, k);
       steps[k] = t.step();
-      final[k] = vars[1].to_host();
       t.finish();
     });
   dsgd::test::run_tasks(tasks);
@@ -69,7 +80,8 @@ BOOST_AUTO_TEST_CASE(a_ps_task_serves_two_workers_until_the_chief_shuts_the_clus
     BOOST_TEST(steps[k] == 3u);
   }
   // Each step the mean gradient is 1.5 and the learning rate 0.25.
-  for (const auto& f : final) BOOST_TEST(f == std::vector<float>(3, 1.f - 3 * 0.25f * 1.5f), boost::test_tools::per_element());
+  for (const auto& f : final)
+    BOOST_TEST(f == std::vector<float>(3, 1.f - 3 * 0.25f * 1.5f), boost::test_tools::per_element());
   BOOST_TEST_REQUIRE(ps.server() != nullptr);
   BOOST_TEST(ps.server()->find(0, 0) != nullptr);  // its shards stay readable after join()
 }
@@ -89,20 +101,12 @@ BOOST_AUTO_TEST_CASE(a_ps_task_over_inproc_serves_two_workers_until_the_chief_sh
     tasks.push_back([&, k] {
       dsgd::train::worker<cpu, dsgd::placement::round_robin, dsgd::update::sync_average, inproc> t(
           spec, {"worker", k}, o, cpu{}, net.transport());
-      std::vector<dsgd::tensor<cpu>> vars{dsgd::tensor<cpu>(cpu{}, {2, 2}), dsgd::tensor<cpu>(cpu{}, {3})};
-      for (auto& v : vars) std::fill_n(v.data(), v.size(), 1.f);
-      t.create_variables(vars, {"w", "b"});
-      for (int s = 0; s < 3; ++s) {
-        std::vector<dsgd::tensor<cpu>> grads{dsgd::tensor<cpu>(cpu{}, {2, 2}), dsgd::tensor<cpu>(cpu{}, {3})};
-        for (auto& g : grads) std::fill_n(g.data(), g.size(), float(k + 1));
-        t.push(grads);
-        t.pull(vars);
-      }
-      final[k] = vars[1].to_host();
+      final[k] = three_steps(t, k);
       t.finish();
     });
   dsgd::test::run_tasks(tasks);
-  for (const auto& f : final) BOOST_TEST(f == std::vector<float>(3, 1.f - 3 * 0.25f * 1.5f), boost::test_tools::per_element());
+  for (const auto& f : final)
+    BOOST_TEST(f == std::vector<float>(3, 1.f - 3 * 0.25f * 1.5f), boost::test_tools::per_element());
   BOOST_TEST_REQUIRE(ps.server() != nullptr);
   BOOST_TEST(ps.server()->find(0, 0) != nullptr);
 }

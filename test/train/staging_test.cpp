@@ -33,16 +33,23 @@ std::vector<dsgd::tensor<D>> tensors(float first) {
 const auto none = [](std::size_t) { return false; };
 const auto second = [](std::size_t v) { return v == 1; };
 
+// A staging buffer of device D reserved for tensors() (values from 0, gradients from 100) with
+// variable 1 read by rows.
+template <class D>
+struct reserved_staging {
+  using dev = D;
+  dsgd::train::staging<D> s;
+  std::vector<dsgd::tensor<D>> vars = tensors<D>(0.f);
+  std::vector<dsgd::tensor<D>> grads = tensors<D>(100.f);
+  reserved_staging() { s.reserve(vars, second); }
+};
+
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(staging)
 
-BOOST_AUTO_TEST_CASE(on_the_host_the_spans_are_the_tensors_own_memory_and_nothing_is_allocated) {
-  using cpu = dsgd::device::cpu;
-  dsgd::train::staging<cpu> s;
-  auto vars = tensors<cpu>(0.f);
-  auto grads = tensors<cpu>(100.f);
-  s.reserve(vars, second);
+BOOST_FIXTURE_TEST_CASE(on_the_host_the_spans_are_the_tensors_own_memory_and_nothing_is_allocated,
+                        reserved_staging<dsgd::device::cpu>) {
   const auto values = s.values(vars, second);
   BOOST_TEST_REQUIRE(values.size() == 3u);
   BOOST_TEST(values[0].data() == vars[0].data());
@@ -58,12 +65,8 @@ BOOST_AUTO_TEST_CASE(on_the_host_the_spans_are_the_tensors_own_memory_and_nothin
   BOOST_TEST(s.allocations() == 0u);
 }
 
-BOOST_AUTO_TEST_CASE(off_the_host_one_buffer_allocated_once_holds_values_and_gradients_apart) {
-  using dev = dsgd::test::off_host;
-  dsgd::train::staging<dev> s;
-  auto vars = tensors<dev>(0.f);
-  auto grads = tensors<dev>(100.f);
-  s.reserve(vars, second);
+BOOST_FIXTURE_TEST_CASE(off_the_host_one_buffer_allocated_once_holds_values_and_gradients_apart,
+                        reserved_staging<dsgd::test::off_host>) {
   BOOST_TEST(s.allocations() == 1u);
   const float* buffer = s.data();
   BOOST_TEST_REQUIRE(buffer != nullptr);

@@ -137,14 +137,29 @@ histo parse_histo(const std::string& data) {
   while (!r.done()) {
     auto key = r.varint();
     switch (key) {
-      case (1 << 3) | 1: h.min = r.float64(); break;
-      case (2 << 3) | 1: h.max = r.float64(); break;
-      case (3 << 3) | 1: h.num = r.float64(); break;
-      case (4 << 3) | 1: h.sum = r.float64(); break;
-      case (5 << 3) | 1: h.sum_squares = r.float64(); break;
-      case (6 << 3) | 2: h.bucket_limit = r.packed_doubles(); break;
-      case (7 << 3) | 2: h.bucket = r.packed_doubles(); break;
-      default: BOOST_FAIL("unexpected HistogramProto field key " << key);
+      case (1 << 3) | 1:
+        h.min = r.float64();
+        break;
+      case (2 << 3) | 1:
+        h.max = r.float64();
+        break;
+      case (3 << 3) | 1:
+        h.num = r.float64();
+        break;
+      case (4 << 3) | 1:
+        h.sum = r.float64();
+        break;
+      case (5 << 3) | 1:
+        h.sum_squares = r.float64();
+        break;
+      case (6 << 3) | 2:
+        h.bucket_limit = r.packed_doubles();
+        break;
+      case (7 << 3) | 2:
+        h.bucket = r.packed_doubles();
+        break;
+      default:
+        BOOST_FAIL("unexpected HistogramProto field key " << key);
     }
   }
   return h;
@@ -156,9 +171,15 @@ event parse_event(const std::string& data) {
   while (!r.done()) {
     auto key = r.varint();
     switch (key) {
-      case (1 << 3) | 1: e.wall_time = std::bit_cast<double>(r.fixed<std::uint64_t>()); break;
-      case (2 << 3) | 0: e.step = static_cast<std::int64_t>(r.varint()); break;
-      case (3 << 3) | 2: e.file_version = r.bytes(); break;
+      case (1 << 3) | 1:
+        e.wall_time = std::bit_cast<double>(r.fixed<std::uint64_t>());
+        break;
+      case (2 << 3) | 0:
+        e.step = static_cast<std::int64_t>(r.varint());
+        break;
+      case (3 << 3) | 2:
+        e.file_version = r.bytes();
+        break;
       case (5 << 3) | 2: {
         proto_reader summary{r.bytes()};
         while (!summary.done()) {
@@ -176,7 +197,8 @@ event parse_event(const std::string& data) {
         }
         break;
       }
-      default: BOOST_FAIL("unexpected Event field key " << key);
+      default:
+        BOOST_FAIL("unexpected Event field key " << key);
     }
   }
   return e;
@@ -288,7 +310,8 @@ BOOST_AUTO_TEST_CASE(a_histogram_of_a_nan_names_the_tag_and_the_element) {
   const std::vector<float> values{1.f, 2.f, std::numeric_limits<float>::quiet_NaN()};
   BOOST_CHECK_EXCEPTION(w.histogram("dense/b", values, 3), dsgd::error, [](const dsgd::error& e) {
     const std::string what = e.what();
-    return e.code() == dsgd::errc::invalid_argument && what.find("histogram dense/b: element 2 is nan") != std::string::npos;
+    return e.code() == dsgd::errc::invalid_argument &&
+           what.find("histogram dense/b: element 2 is nan") != std::string::npos;
   });
   BOOST_CHECK_THROW(w.histogram("dense/b", std::span<const float>(values.data(), 2), 3, 0), dsgd::error);
   w.flush();

@@ -4,8 +4,8 @@
 // Tests for <dsgd/train/trainer_options.hpp>: validate() names a bad field by its path, and
 // every role refuses a bad trainer_options the same way before any I/O; the parts each role
 // takes from the options.
-#include <dsgd/trainer.hpp>
 #include <dsgd/train/trainer_options.hpp>
+#include <dsgd/trainer.hpp>
 
 #include <support/error_checks.hpp>
 #include <support/loopback_cluster.hpp>

@@ -45,60 +45,52 @@ struct views_outcome {
 // shapes, names, initial values and gradients (gradients_of()'s arithmetic on the same floats).
 template <class D>
 std::vector<views_outcome> train_views(exchange how, std::size_t steps) {
-  using worker = dsgd::train::worker<D, dsgd::placement::round_robin, dsgd::update::sync_average,
-                                     dsgd::transport::inproc>;
+  using worker =
+      dsgd::train::worker<D, dsgd::placement::round_robin, dsgd::update::sync_average, dsgd::transport::inproc>;
   const dsgd::test::test_net<dsgd::transport::inproc> net;
   const auto spec = net.spec(1, 2);
   const auto o = dsgd::test::quiet_options();
   std::vector<views_outcome> out(2);
-  std::vector<std::function<void()>> tasks;
-  tasks.push_back([&] {
-    dsgd::train::ps_task<dsgd::update::sync_average, dsgd::optim::sgd, dsgd::transport::inproc>(spec, {"ps", 0}, o,
-                                                                                              net.transport())
-        .join();
-  });
-  for (std::size_t k = 0; k < 2; ++k)
-    tasks.push_back([&, k] {
-      worker w(spec, {"worker", int(k)}, o, D{}, net.transport());
-      std::vector<std::vector<float>> values{std::vector<float>(12), std::vector<float>(5)};
-      std::vector<std::vector<float>> grads{std::vector<float>(12), std::vector<float>(5)};
-      for (auto& x : values)
-        for (std::size_t i = 0; i < x.size(); ++i) x[i] = 0.1f * float(i);
-      const auto vars = dsgd::views(values, grads, {"w", "b"}, {{3, 4}, {5}});
-      w.create_variables(vars);
-      auto gradients = [&] {
-        for (std::size_t v = 0; v < values.size(); ++v)
-          for (std::size_t i = 0; i < values[v].size(); ++i)
-            grads[v][i] = 0.5f * values[v][i] + float(k + 1) + 0.125f * float(v);
-      };
-      auto& r = out[k].outcome;
-      auto step_with = [&](exchange e) {
-        if (e == exchange::overlapped) {
-          auto ex = w.overlapped(vars);
-          for (std::size_t v = 0; v < vars.size(); ++v) ex.parameters_needed(v);
-          gradients();
-          for (std::size_t v = vars.size(); v-- > 0;) ex.gradient_ready(v);  // the last layer's first
-          r.dropped += ex.end_step();
-          ex.step();
-          return;
-        }
+  dsgd::test::run_with_ps(net, spec, o, 2, [&](std::size_t k) {
+    worker w(spec, {"worker", int(k)}, o, D{}, net.transport());
+    std::vector<std::vector<float>> values{std::vector<float>(12), std::vector<float>(5)};
+    std::vector<std::vector<float>> grads{std::vector<float>(12), std::vector<float>(5)};
+    for (auto& x : values)
+      for (std::size_t i = 0; i < x.size(); ++i) x[i] = 0.1f * float(i);
+    const auto vars = dsgd::views(values, grads, {"w", "b"}, {{3, 4}, {5}});
+    w.create_variables(vars);
+    auto gradients = [&] {
+      for (std::size_t v = 0; v < values.size(); ++v)
+        for (std::size_t i = 0; i < values[v].size(); ++i)
+          grads[v][i] = 0.5f * values[v][i] + float(k + 1) + 0.125f * float(v);
+    };
+    auto& r = out[k].outcome;
+    auto step_with = [&](exchange e) {
+      if (e == exchange::overlapped) {
+        auto ex = w.overlapped(vars);
+        for (std::size_t v = 0; v < vars.size(); ++v) ex.parameters_needed(v);
         gradients();
-        if (e == exchange::push_pull) {
-          r.dropped += w.push_pull(vars);
-        } else {
-          r.dropped += w.push(vars);
-          w.pull(vars);
-        }
-      };
-      for (std::size_t s = 0; s < steps; ++s) step_with(how == exchange::mixed ? exchange(s % 3) : how);
-      r.values = values;
-      r.step = w.step();
-      r.allocations = w.staged().allocations();
-      for (std::size_t v = 0; v < vars.size(); ++v)
-        out[k].in_place = out[k].in_place && vars[v].values.data() == values[v].data();
-      w.finish();
-    });
-  dsgd::test::run_tasks(tasks);
+        for (std::size_t v = vars.size(); v-- > 0;) ex.gradient_ready(v);  // the last layer's first
+        r.dropped += ex.end_step();
+        ex.step();
+        return;
+      }
+      gradients();
+      if (e == exchange::push_pull) {
+        r.dropped += w.push_pull(vars);
+      } else {
+        r.dropped += w.push(vars);
+        w.pull(vars);
+      }
+    };
+    for (std::size_t s = 0; s < steps; ++s) step_with(how == exchange::mixed ? exchange(s % 3) : how);
+    r.values = values;
+    r.step = w.step();
+    r.allocations = w.staged().allocations();
+    for (std::size_t v = 0; v < vars.size(); ++v)
+      out[k].in_place = out[k].in_place && vars[v].values.data() == values[v].data();
+    w.finish();
+  });
   return out;
 }
 
@@ -131,8 +123,8 @@ BOOST_AUTO_TEST_CASE(vector_buffers_train_to_the_bits_of_the_tensor_path_in_thei
 // A worker whose create_variables() saw {w [3, 4], b [5]}; @p check gets it and the views.
 template <class Check>
 void with_placed_worker(Check check) {
-  using worker = dsgd::train::worker<cpu, dsgd::placement::round_robin, dsgd::update::sync_average,
-                                     dsgd::transport::inproc>;
+  using worker =
+      dsgd::train::worker<cpu, dsgd::placement::round_robin, dsgd::update::sync_average, dsgd::transport::inproc>;
   const dsgd::test::test_net<dsgd::transport::inproc> net;
   const auto spec = net.spec(1, 1);
   const auto o = dsgd::test::quiet_options();
@@ -162,7 +154,8 @@ BOOST_AUTO_TEST_CASE(a_view_set_that_changed_since_create_variables_is_a_named_e
     auto resized = vars;
     resized[1] = dsgd::view("b", bigger, bigger_grads);
     msg = error_of([&] { w.push_pull(resized); }, dsgd::errc::shape_mismatch);
-    BOOST_TEST(contains(msg, "train::worker::push_pull: variable 'b' (1) has 6 values; it was placed with shape [5] (5 elements)"));
+    BOOST_TEST(contains(
+        msg, "train::worker::push_pull: variable 'b' (1) has 6 values; it was placed with shape [5] (5 elements)"));
 
     auto swapped = std::vector<dsgd::variable_view>{vars[1], vars[0]};
     msg = error_of([&] { w.push(swapped); }, dsgd::errc::shape_mismatch);
@@ -175,7 +168,8 @@ BOOST_AUTO_TEST_CASE(a_missing_buffer_is_a_named_error) {
     auto no_grads = vars;
     no_grads[0].gradients = {};
     auto msg = error_of([&] { w.push(no_grads); }, dsgd::errc::invalid_argument);
-    BOOST_TEST(contains(msg, "train::worker::push: variable 'w' (0) has no gradients buffer (null or empty); expected 12 floats"));
+    BOOST_TEST(contains(
+        msg, "train::worker::push: variable 'w' (0) has no gradients buffer (null or empty); expected 12 floats"));
     msg = error_of([&] { w.overlapped(no_grads); }, dsgd::errc::invalid_argument);
     BOOST_TEST(contains(msg, "train::worker::overlapped: variable 'w' (0) has no gradients buffer"));
     w.pull(no_grads);  // a pull needs no gradients
@@ -188,15 +182,16 @@ BOOST_AUTO_TEST_CASE(a_missing_buffer_is_a_named_error) {
     auto no_values = vars;
     no_values[1].values = {};
     msg = error_of([&] { w.pull(no_values); }, dsgd::errc::invalid_argument);
-    BOOST_TEST(contains(msg, "train::worker::pull: variable 'b' (1) has no values buffer (null or empty); expected 5 floats"));
+    BOOST_TEST(
+        contains(msg, "train::worker::pull: variable 'b' (1) has no values buffer (null or empty); expected 5 floats"));
   });
 }
 
 // A checkpoint of views is restored into other views, and recover() re-initialises the ps from
 // them: the values are the checkpoint's, in the new buffers, and training goes on.
 BOOST_AUTO_TEST_CASE(views_restore_a_checkpoint_and_recover_in_place) {
-  using worker = dsgd::train::worker<cpu, dsgd::placement::round_robin, dsgd::update::sync_average,
-                                     dsgd::transport::inproc>;
+  using worker =
+      dsgd::train::worker<cpu, dsgd::placement::round_robin, dsgd::update::sync_average, dsgd::transport::inproc>;
   using ps_task = dsgd::train::ps_task<dsgd::update::sync_average, dsgd::optim::sgd, dsgd::transport::inproc>;
   const auto dir = std::filesystem::temp_directory_path() / ("dsgd_views_" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);

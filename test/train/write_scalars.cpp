@@ -24,8 +24,7 @@ int main(int argc, char** argv) {
     for (int step = 0; step < 100; ++step) {
       w.scalar("loss", 1.0f / (1.0f + static_cast<float>(step)), step);
       if (step % 10 == 0) {
-        dsgd::train::scalar_value values[] = {{"accuracy", static_cast<float>(step) / 100.0f},
-                                              {"lr", 0.125f}};
+        dsgd::train::scalar_value values[] = {{"accuracy", static_cast<float>(step) / 100.0f}, {"lr", 0.125f}};
         w.scalars(step, values);
       }
       if (step % 50 == 0) {

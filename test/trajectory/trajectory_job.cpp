@@ -141,12 +141,14 @@ int run(const settings& s) {
   for (std::size_t step = 0; step < s.steps; ++step) {
     const double mean = (double(losses[0][step]) + double(losses[1][step])) / 2;
     const double rel = std::abs(mean - double(losses_torch[step])) / std::abs(double(losses_torch[step]));
-    std::printf("step %2zu loss %.7f torch %.7f relative difference %.2e\n", step, mean, double(losses_torch[step]), rel);
+    std::printf("step %2zu loss %.7f torch %.7f relative difference %.2e\n", step, mean, double(losses_torch[step]),
+                rel);
     if (rel > worst_loss) worst_loss = rel, worst_step = step;
   }
-  std::printf("loss: step 0 %.6f (torch %.6f), step %zu %.6f (torch %.6f); worst relative difference %.2e at step %zu\n",
-              (losses[0][0] + losses[1][0]) / 2, losses_torch[0], s.steps - 1,
-              (losses[0][s.steps - 1] + losses[1][s.steps - 1]) / 2, losses_torch[s.steps - 1], worst_loss, worst_step);
+  std::printf(
+      "loss: step 0 %.6f (torch %.6f), step %zu %.6f (torch %.6f); worst relative difference %.2e at step %zu\n",
+      (losses[0][0] + losses[1][0]) / 2, losses_torch[0], s.steps - 1,
+      (losses[0][s.steps - 1] + losses[1][s.steps - 1]) / 2, losses_torch[s.steps - 1], worst_loss, worst_step);
   bool ok = worst_loss <= 1e-4;
   for (std::size_t v = 0; v < final_dsgd.size(); ++v) {
     double largest = 0, diff = 0, moved = 0;
@@ -193,7 +195,9 @@ int main(int argc, char** argv) {
     if (s.steps == 0 || s.batch < 2 || s.batch % 2 != 0)
       throw std::invalid_argument("--steps must be >= 1 and --batch even");
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "trajectory_job: %s\nusage: trajectory_job DIR [--steps N] [--hidden W,W] [--batch N] [--lr X] [--momentum X]\n",
+    std::fprintf(stderr,
+                 "trajectory_job: %s\nusage: trajectory_job DIR [--steps N] [--hidden W,W] [--batch N] [--lr X] "
+                 "[--momentum X]\n",
                  e.what());
     return 2;
   }

@@ -137,7 +137,9 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(a_header_over_the_receivers_caps_never_reaches_the
         sink_called = true;
         return asio::mutable_buffer{};
       },
-      [&](error_code e, t::frame_header h) { r = dsgd::test::received{e, h}; });
+      [&](error_code e, t::frame_header h) {
+        r = dsgd::test::received{e, h};
+      });
   BOOST_REQUIRE(dsgd::test::run_until(f.ioc, [&] { return r.has_value(); }));
   BOOST_TEST(r->ec == code(dsgd::errc::bad_frame));
   BOOST_TEST(!sink_called);
@@ -164,7 +166,9 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(a_sinks_error_closes_the_connection, T, models) {
         e = code(dsgd::errc::not_found);
         return asio::mutable_buffer{};
       },
-      [&](error_code e, t::frame_header h) { r = dsgd::test::received{e, h}; });
+      [&](error_code e, t::frame_header h) {
+        r = dsgd::test::received{e, h};
+      });
   BOOST_REQUIRE(dsgd::test::run_until(f.ioc, [&] { return r.has_value(); }));
   BOOST_TEST(r->ec == code(dsgd::errc::not_found));
   BOOST_TEST(r->h.variable == 1u);
@@ -180,9 +184,13 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(close_aborts_here_and_ends_the_peers_receive, T, m
   auto& server = *f.accepted.at(0);
   std::optional<dsgd::test::received> mine, theirs;
   conn->async_receive([](const t::frame_header&, error_code&) { return asio::mutable_buffer{}; },
-                      [&](error_code e, t::frame_header h) { mine = dsgd::test::received{e, h}; });
+                      [&](error_code e, t::frame_header h) {
+                        mine = dsgd::test::received{e, h};
+                      });
   server.async_receive([](const t::frame_header&, error_code&) { return asio::mutable_buffer{}; },
-                       [&](error_code e, t::frame_header h) { theirs = dsgd::test::received{e, h}; });
+                       [&](error_code e, t::frame_header h) {
+                         theirs = dsgd::test::received{e, h};
+                       });
   conn->close();
   BOOST_TEST(!conn->is_open());
   BOOST_REQUIRE(dsgd::test::run_until(f.ioc, [&] { return mine.has_value() && theirs.has_value(); }));

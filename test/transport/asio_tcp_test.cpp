@@ -18,13 +18,13 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <functional>
 #include <memory>
 #include <optional>
-#include <cstdio>
 #include <random>
 #include <string>
 #include <vector>
@@ -42,9 +42,7 @@ namespace t = dsgd::transport;
 using dsgd::error_code;
 using namespace std::chrono_literals;
 
-static_assert(t::ReceiveSink<decltype([](const t::frame_header&, error_code&) {
-  return asio::mutable_buffer{};
-})>);
+static_assert(t::ReceiveSink<decltype([](const t::frame_header&, error_code&) { return asio::mutable_buffer{}; })>);
 static_assert(!t::ReceiveSink<int>);
 
 namespace {
@@ -80,8 +78,7 @@ struct cluster_fixture : dsgd::test::loopback_listener {
     return o;
   }
 
-  static t::tcp_options client_options(std::string identity = "worker:0",
-                                       std::string tok = token) {
+  static t::tcp_options client_options(std::string identity = "worker:0", std::string tok = token) {
     t::tcp_options o;
     o.identity = std::move(identity);
     o.token = std::move(tok);
@@ -93,9 +90,8 @@ struct cluster_fixture : dsgd::test::loopback_listener {
   cluster_fixture() { listen(server_options()); }
 
   bool log_mentions(const std::string& what) const {
-    return std::any_of(server_log.begin(), server_log.end(), [&](const std::string& line) {
-      return line.find(what) != std::string::npos;
-    });
+    return std::any_of(server_log.begin(), server_log.end(),
+                       [&](const std::string& line) { return line.find(what) != std::string::npos; });
   }
 
   // A raw socket to the listener, for speaking malformed protocol by hand.
@@ -150,6 +146,27 @@ struct cluster_fixture : dsgd::test::loopback_listener {
     BOOST_REQUIRE(!accepted.back()->sends_through_shared_memory());
   }
 
+  // Completes a handshake by hand on a raw socket, then writes @p frame on it while the accepted
+  // connection receives: the receive must fail with bad_frame before it asks its sink for a
+  // buffer. @returns the socket.
+  asio::ip::tcp::socket expect_refused_frame(asio::const_buffer frame) {
+    auto s = raw_socket();
+    raw_handshake(s);
+    bool sink_called = false;
+    std::optional<error_code> result;
+    accepted[0]->async_receive(
+        [&](const t::frame_header&, error_code&) {
+          sink_called = true;
+          return asio::mutable_buffer{};
+        },
+        [&](error_code ec, t::frame_header) { result = ec; });
+    BOOST_TEST(!raw_write(s, frame));
+    BOOST_REQUIRE(run_until(ioc, [&] { return result.has_value(); }));
+    BOOST_TEST(*result == code(dsgd::errc::bad_frame));
+    BOOST_TEST(!sink_called);
+    return s;
+  }
+
   // Receives one message of any number of chunks into @p dest on @p conn.
   std::optional<error_code> receive_message(t::tcp_connection& conn, std::vector<std::byte>& dest,
                                             std::vector<t::frame_header>* headers = nullptr) {
@@ -174,7 +191,8 @@ struct cluster_fixture : dsgd::test::loopback_listener {
                                                 const std::vector<std::byte>& payload, std::uint64_t step = 0) {
     std::vector<std::byte> dest(payload.size());
     std::vector<t::frame_header> headers;
-    from.async_send(t::frame_header{.type = 1, .step = step}, asio::buffer(payload), [](error_code e) { BOOST_TEST(!e); });
+    from.async_send(t::frame_header{.type = 1, .step = step}, asio::buffer(payload),
+                    [](error_code e) { BOOST_TEST(!e); });
     const auto got = receive_message(to, dest, &headers);
     BOOST_REQUIRE(got.has_value());
     BOOST_TEST(!*got, got->message());
@@ -281,42 +299,16 @@ BOOST_AUTO_TEST_CASE(a_silent_peer_is_dropped_after_the_handshake_deadline) {
 }
 
 BOOST_AUTO_TEST_CASE(a_garbage_frame_after_the_handshake_never_reaches_the_sink) {
-  auto s = raw_socket();
-  raw_handshake(s);
-  bool sink_called = false;
-  std::optional<error_code> result;
-  accepted[0]->async_receive(
-      [&](const t::frame_header&, error_code&) {
-        sink_called = true;
-        return asio::mutable_buffer{};
-      },
-      [&](error_code ec, t::frame_header) { result = ec; });
   auto junk = random_bytes(t::frame_header_size, 2);
-  BOOST_TEST(!raw_write(s, asio::buffer(junk)));
-  BOOST_REQUIRE(run_until(ioc, [&] { return result.has_value(); }));
-  BOOST_TEST(*result == code(dsgd::errc::bad_frame));
-  BOOST_TEST(!sink_called);
+  auto s = expect_refused_frame(asio::buffer(junk));
   BOOST_TEST(log_mentions("malformed frame header: bad magic"));
   BOOST_TEST(!accepted[0]->is_open());
   expect_closed_by_server(s);
 }
 
 BOOST_AUTO_TEST_CASE(an_oversized_length_is_rejected_before_anything_is_allocated) {
-  auto s = raw_socket();
-  raw_handshake(s);
-  bool sink_called = false;
-  std::optional<error_code> result;
-  accepted[0]->async_receive(
-      [&](const t::frame_header&, error_code&) {
-        sink_called = true;
-        return asio::mutable_buffer{};
-      },
-      [&](error_code ec, t::frame_header) { result = ec; });
   auto header = t::encode({.payload_length = 1ull << 40, .total_length = 1ull << 40});
-  BOOST_TEST(!raw_write(s, asio::buffer(header)));
-  BOOST_REQUIRE(run_until(ioc, [&] { return result.has_value(); }));
-  BOOST_TEST(*result == code(dsgd::errc::bad_frame));
-  BOOST_TEST(!sink_called);
+  const auto s = expect_refused_frame(asio::buffer(header));  // open, as the peer keeps it, to the end
   BOOST_TEST(log_mentions("payload length 1099511627776 exceeds the cap"));
 }
 
@@ -326,9 +318,9 @@ BOOST_AUTO_TEST_CASE(payload_checksums_follow_the_policy_and_the_peer_address) {
     bool sent;
   };
   // The listener is on 127.0.0.1: `remote` leaves loopback frames without a payload CRC.
-  for (auto [policy, sent] : {expectation{t::payload_checksums::remote, false},
-                              expectation{t::payload_checksums::always, true},
-                              expectation{t::payload_checksums::never, false}}) {
+  for (auto [policy, sent] :
+       {expectation{t::payload_checksums::remote, false}, expectation{t::payload_checksums::always, true},
+        expectation{t::payload_checksums::never, false}}) {
     auto o = client_options();
     o.checksum_payloads = policy;
     const auto before = accepted.size();
@@ -357,14 +349,12 @@ BOOST_AUTO_TEST_CASE(a_corrupted_payload_fails_its_checksum) {
   auto s = raw_socket();
   raw_handshake(s);
   std::vector<std::byte> payload = random_bytes(1000, 3), dest(1000);
-  t::frame_header h{.flags = t::frame_flags::payload_crc, .payload_length = 1000,
-                    .total_length = 1000};
+  t::frame_header h{.flags = t::frame_flags::payload_crc, .payload_length = 1000, .total_length = 1000};
   h.payload_crc = t::crc32c(payload) ^ 1u;
   auto header = t::encode(h);
   std::optional<error_code> result;
-  accepted[0]->async_receive(
-      [&](const t::frame_header&, error_code&) { return asio::buffer(dest); },
-      [&](error_code ec, t::frame_header) { result = ec; });
+  accepted[0]->async_receive([&](const t::frame_header&, error_code&) { return asio::buffer(dest); },
+                             [&](error_code ec, t::frame_header) { result = ec; });
   BOOST_TEST(!raw_write(s, asio::buffer(header)));
   BOOST_TEST(!raw_write(s, asio::buffer(payload)));
   BOOST_REQUIRE(run_until(ioc, [&] { return result.has_value(); }));
@@ -402,18 +392,16 @@ BOOST_AUTO_TEST_CASE(a_100_mb_payload_lands_in_the_supplied_buffer_and_echoes_ba
   server->async_receive(sink_into(at_server), [&](error_code e, t::frame_header h) {
     received = e;
     got = h;
-    server->async_send(t::frame_header{.type = 9}, asio::buffer(at_server),
-                       [&](error_code e2) { echoed = e2; });
+    server->async_send(t::frame_header{.type = 9}, asio::buffer(at_server), [&](error_code e2) { echoed = e2; });
   });
-  client->async_receive(sink_into(back_at_client),
-                        [&](error_code e, t::frame_header) { returned = e; });
+  client->async_receive(sink_into(back_at_client), [&](error_code e, t::frame_header) { returned = e; });
   client->async_send(t::frame_header{.type = 2, .variable = 5, .step = 11}, asio::buffer(src),
                      [&](error_code e) { sent = e; });
-  BOOST_REQUIRE(run_until(ioc, [&] { return returned.has_value(); }, 60s));
+  BOOST_REQUIRE(run_until(
+      ioc, [&] { return returned.has_value(); }, 60s));
   const std::chrono::duration<double> seconds = std::chrono::steady_clock::now() - start;
-  BOOST_TEST_MESSAGE("100 MB round trip on loopback: " << seconds.count() << " s, "
-                                                        << 2 * size / 1e6 / seconds.count()
-                                                        << " MB/s");
+  BOOST_TEST_MESSAGE("100 MB round trip on loopback: " << seconds.count() << " s, " << 2 * size / 1e6 / seconds.count()
+                                                       << " MB/s");
   BOOST_TEST(!*sent);
   BOOST_TEST(!*received);
   BOOST_TEST(!*returned);
@@ -445,9 +433,7 @@ BOOST_AUTO_TEST_CASE(a_chunked_message_from_several_buffers_is_reassembled_in_or
   bool complete = false;
   std::function<void()> receive_next = [&] {
     server->async_receive(
-        [&](const t::frame_header& h, error_code& e) {
-          return t::chunk_destination(asio::buffer(dest), h, e);
-        },
+        [&](const t::frame_header& h, error_code& e) { return t::chunk_destination(asio::buffer(dest), h, e); },
         [&](error_code e, t::frame_header h) {
           if (e) return void(failed = e);
           offsets.push_back(h.chunk_offset);
@@ -485,10 +471,11 @@ BOOST_AUTO_TEST_CASE(a_full_send_queue_refuses_more_instead_of_growing) {
   const auto payload = random_bytes(1u << 20, 7);
   std::vector<error_code> results;
   for (int i = 0; i < 8; ++i)
-    client->async_send(t::frame_header{.type = 1}, asio::buffer(payload),
-                       [&](error_code e) { results.push_back(e); });
+    client->async_send(t::frame_header{.type = 1}, asio::buffer(payload), [&](error_code e) { results.push_back(e); });
   BOOST_TEST(client->queued_sends() == 4u);  // four taken, four refused at once
-  const auto refused = [&] { return std::count(results.begin(), results.end(), error_code(asio::error::no_buffer_space)); };
+  const auto refused = [&] {
+    return std::count(results.begin(), results.end(), error_code(asio::error::no_buffer_space));
+  };
   BOOST_REQUIRE(run_until(ioc, [&] { return refused() == 4; }));
   BOOST_TEST(results.size() <= 8u);
   BOOST_TEST(client->is_open());
@@ -504,8 +491,7 @@ BOOST_AUTO_TEST_CASE(a_peer_that_stops_reading_is_dropped_after_the_write_deadli
   // The server never receives, so the kernel buffers fill and the writer stalls.
   const auto payload = random_bytes(64u << 20, 8);
   std::optional<error_code> result;
-  client->async_send(t::frame_header{.type = 1}, asio::buffer(payload),
-                     [&](error_code e) { result = e; });
+  client->async_send(t::frame_header{.type = 1}, asio::buffer(payload), [&](error_code e) { result = e; });
   BOOST_REQUIRE(run_until(ioc, [&] { return result.has_value(); }));
   BOOST_TEST(*result == code(dsgd::errc::timed_out));
   BOOST_TEST(!client->is_open());

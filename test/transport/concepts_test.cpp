@@ -52,8 +52,7 @@ struct deaf_transport {
                                    t::tcp_options) const;
   static dsgd::cluster::task_address local_address(const listener&);
   template <class Token>
-  void async_connect(boost::asio::any_io_executor, const dsgd::cluster::task_address&, t::tcp_options,
-                     Token&&) const;
+  void async_connect(boost::asio::any_io_executor, const dsgd::cluster::task_address&, t::tcp_options, Token&&) const;
 };
 
 // The same, with a whole connection: satisfies Transport (the archetype of a user model).
@@ -67,8 +66,7 @@ struct mute_transport {
   using listener_type = listener;
   using options_type = t::tcp_options;
   template <class Token>
-  void async_connect(boost::asio::any_io_executor, const dsgd::cluster::task_address&, t::tcp_options,
-                     Token&&) const;
+  void async_connect(boost::asio::any_io_executor, const dsgd::cluster::task_address&, t::tcp_options, Token&&) const;
 };
 
 // Options without the connection knobs.

@@ -120,8 +120,7 @@ BOOST_AUTO_TEST_CASE(lengths_over_the_caps_are_rejected_before_any_allocation) {
   BOOST_TEST(reject_reason(t::encode(h)).find("payload length 1099511627776") != std::string::npos);
 
   t::limits small{.max_payload_bytes = 1024};
-  BOOST_TEST(reject_reason(t::encode(sample()), small).find("exceeds the cap of 1024") !=
-             std::string::npos);
+  BOOST_TEST(reject_reason(t::encode(sample()), small).find("exceeds the cap of 1024") != std::string::npos);
 
   h = sample();
   h.total_length = 1ull << 40;
@@ -146,8 +145,7 @@ BOOST_AUTO_TEST_CASE(a_chunk_must_lie_inside_its_message_without_overflow) {
 }
 
 BOOST_AUTO_TEST_CASE(control_payloads_have_their_own_cap_and_are_never_chunked) {
-  t::frame_header h{.flags = t::frame_flags::control, .payload_length = 2u << 20,
-                    .total_length = 2u << 20};
+  t::frame_header h{.flags = t::frame_flags::control, .payload_length = 2u << 20, .total_length = 2u << 20};
   BOOST_TEST(reject_reason(t::encode(h)).find("control payload") != std::string::npos);
   h.payload_length = 100;
   h.total_length = 200;
@@ -161,8 +159,7 @@ BOOST_AUTO_TEST_CASE(the_throwing_decode_reports_bad_frame_with_the_reason) {
   auto b = t::encode(sample());
   b[1] = std::byte{0};
   BOOST_CHECK_EXCEPTION(t::decode(b), dsgd::error, [](const dsgd::error& e) {
-    return e.code() == dsgd::errc::bad_frame &&
-           std::string(e.what()).find("magic") != std::string::npos;
+    return e.code() == dsgd::errc::bad_frame && std::string(e.what()).find("magic") != std::string::npos;
   });
 }
 

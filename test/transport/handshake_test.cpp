@@ -113,7 +113,8 @@ BOOST_AUTO_TEST_CASE(garbage_wrong_roles_and_bad_identities_are_rejected) {
   BOOST_TEST(b.receive_hello(overlong, reason) == dsgd::make_error_code(dsgd::errc::handshake_failed));
   BOOST_TEST(reason.find("length 200") != std::string::npos);
 
-  BOOST_TEST(b.verify_proof(t::handshake::proof_bytes{}, reason) == dsgd::make_error_code(dsgd::errc::handshake_failed));
+  BOOST_TEST(b.verify_proof(t::handshake::proof_bytes{}, reason) ==
+             dsgd::make_error_code(dsgd::errc::handshake_failed));
 }
 
 BOOST_AUTO_TEST_CASE(bad_local_settings_throw_invalid_argument) {

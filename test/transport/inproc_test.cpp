@@ -42,8 +42,9 @@ std::vector<std::byte> pattern(std::size_t n, unsigned seed) {
   return v;
 }
 
-std::optional<std::pair<error_code, std::shared_ptr<t::inproc_connection>>> connect_now(
-    fixture& f, const std::string& to, t::tcp_options o) {
+std::optional<std::pair<error_code, std::shared_ptr<t::inproc_connection>>> connect_now(fixture& f,
+                                                                                        const std::string& to,
+                                                                                        t::tcp_options o) {
   std::optional<std::pair<error_code, std::shared_ptr<t::inproc_connection>>> r;
   f.net.async_connect(f.ioc.get_executor(), to, std::move(o),
                       [&](error_code ec, std::shared_ptr<t::inproc_connection> c) { r.emplace(ec, std::move(c)); });
@@ -51,13 +52,29 @@ std::optional<std::pair<error_code, std::shared_ptr<t::inproc_connection>>> conn
   return r;
 }
 
+// Receives messages on @p conn one after another, each whole into @p incoming (sized by its first
+// chunk): after each message's last chunk calls on_message(header), which says whether to
+// receive the next; on the first error calls on_end(error).
+template <class OnMessage, class OnEnd>
+void receive_messages(t::inproc_connection& conn, std::vector<std::byte>& incoming, OnMessage on_message,
+                      OnEnd on_end) {
+  conn.async_receive(
+      [&incoming](const t::frame_header& h, error_code& ec) {
+        if (h.chunk_offset == 0) incoming.assign(h.total_length, std::byte{0});
+        return t::chunk_destination(asio::buffer(incoming), h, ec);
+      },
+      [&conn, &incoming, on_message, on_end](error_code ec, t::frame_header h) {
+        if (ec) return on_end(ec);
+        if (h.last_chunk() && !on_message(h)) return;
+        receive_messages(conn, incoming, on_message, on_end);
+      });
+}
+
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(inproc)
 
-BOOST_AUTO_TEST_CASE(a_null_hub_is_refused) {
-  BOOST_CHECK_THROW(t::inproc{nullptr}, dsgd::error);
-}
+BOOST_AUTO_TEST_CASE(a_null_hub_is_refused) { BOOST_CHECK_THROW(t::inproc{nullptr}, dsgd::error); }
 
 BOOST_AUTO_TEST_CASE(listeners_bind_addresses_on_their_hub) {
   fixture f;
@@ -151,11 +168,9 @@ BOOST_AUTO_TEST_CASE(the_handshake_checks_token_identities_and_both_sides_accept
 
 BOOST_AUTO_TEST_CASE(a_send_completes_once_its_last_chunk_is_received) {
   fixture f;
-  f.listen();
   auto o = f.options("worker:0");
   o.chunk_bytes = 100;
-  auto [ec, conn] = f.connect(o);
-  BOOST_REQUIRE(!ec);
+  auto conn = f.connected(o);
   const auto bytes = pattern(250, 1);
   auto sent = f.send(*conn, t::frame_header{.type = 3}, asio::buffer(bytes));
   std::vector<std::byte> into(bytes.size());
@@ -178,9 +193,7 @@ BOOST_AUTO_TEST_CASE(a_send_completes_once_its_last_chunk_is_received) {
 
 BOOST_AUTO_TEST_CASE(a_sink_of_the_wrong_size_closes_the_connection) {
   fixture f;
-  f.listen();
-  auto [ec, conn] = f.connect();
-  BOOST_REQUIRE(!ec);
+  auto conn = f.connected();
   const auto bytes = pattern(8, 2);
   f.send(*conn, t::frame_header{.type = 3}, asio::buffer(bytes));
   std::array<std::byte, 4> small{};
@@ -195,9 +208,7 @@ BOOST_AUTO_TEST_CASE(a_sink_of_the_wrong_size_closes_the_connection) {
 
 BOOST_AUTO_TEST_CASE(one_receive_at_a_time) {
   fixture f;
-  f.listen();
-  auto [ec, conn] = f.connect();
-  BOOST_REQUIRE(!ec);
+  auto conn = f.connected();
   std::optional<error_code> first, second;
   auto sink = [](const t::frame_header&, error_code&) { return asio::mutable_buffer{}; };
   conn->async_receive(sink, [&](error_code e, t::frame_header) { first = e; });
@@ -212,11 +223,9 @@ BOOST_AUTO_TEST_CASE(one_receive_at_a_time) {
 
 BOOST_AUTO_TEST_CASE(a_full_send_queue_refuses_without_closing) {
   fixture f;
-  f.listen();
   auto o = f.options("worker:0");
   o.max_queued_sends = 2;
-  auto [ec, conn] = f.connect(o);
-  BOOST_REQUIRE(!ec);
+  auto conn = f.connected(o);
   const auto bytes = pattern(16, 3);
   auto a = f.send(*conn, t::frame_header{.type = 1}, asio::buffer(bytes));
   auto b = f.send(*conn, t::frame_header{.type = 2}, asio::buffer(bytes));
@@ -234,11 +243,9 @@ BOOST_AUTO_TEST_CASE(a_full_send_queue_refuses_without_closing) {
 
 BOOST_AUTO_TEST_CASE(a_send_over_the_senders_caps_is_refused_before_queueing) {
   fixture f;
-  f.listen();
   auto o = f.options("worker:0");
   o.caps.max_control_bytes = 8;
-  auto [ec, conn] = f.connect(o);
-  BOOST_REQUIRE(!ec);
+  auto conn = f.connected(o);
   const auto bytes = pattern(16, 4);
   auto s = f.send(*conn, t::frame_header{.type = 1, .flags = t::frame_flags::control}, asio::buffer(bytes));
   BOOST_REQUIRE(run_until(f.ioc, [&] { return s->has_value(); }));
@@ -248,9 +255,7 @@ BOOST_AUTO_TEST_CASE(a_send_over_the_senders_caps_is_refused_before_queueing) {
 
 BOOST_AUTO_TEST_CASE(close_fails_queued_sends_both_ways) {
   fixture f;
-  f.listen();
-  auto [ec, conn] = f.connect();
-  BOOST_REQUIRE(!ec);
+  auto conn = f.connected();
   const auto bytes = pattern(16, 5);
   auto mine = f.send(*conn, t::frame_header{.type = 1}, asio::buffer(bytes));
   auto theirs = f.send(*f.accepted.at(0), t::frame_header{.type = 2}, asio::buffer(bytes));
@@ -264,9 +269,7 @@ BOOST_AUTO_TEST_CASE(close_fails_queued_sends_both_ways) {
 
 BOOST_AUTO_TEST_CASE(destroying_the_last_handle_closes_the_connection) {
   fixture f;
-  f.listen();
-  auto [ec, conn] = f.connect();
-  BOOST_REQUIRE(!ec);
+  auto conn = f.connected();
   conn.reset();
   BOOST_TEST(!f.accepted.at(0)->is_open());
 }
@@ -276,9 +279,7 @@ BOOST_AUTO_TEST_CASE(a_destroyed_context_drops_pending_operations_without_callin
   bool called = false;
   {
     fixture f;
-    f.listen();
-    auto [ec, conn] = f.connect();
-    BOOST_REQUIRE(!ec);
+    auto conn = f.connected();
     client_end = conn;
     server_end = f.accepted.at(0);
     // Each pending handler holds its own connection: a cycle only the context's end breaks.
@@ -314,30 +315,21 @@ BOOST_AUTO_TEST_CASE(two_threads_each_with_its_own_context) {
   so.chunk_bytes = 300;
   s.listener = net.listen(server_ctx.get_executor(), dsgd::cluster::task_address{"ps.local", 0}, so);
   auto server_work = asio::make_work_guard(server_ctx);
-  std::function<void()> server_receive = [&] {
-    s.conn->async_receive(
-        [&](const t::frame_header& h, error_code& ec) {
-          if (h.chunk_offset == 0) s.incoming.assign(h.total_length, std::byte{0});
-          return t::chunk_destination(asio::buffer(s.incoming), h, ec);
-        },
-        [&](error_code ec, t::frame_header h) {
-          if (ec) {
-            s.ended = ec;
-            s.listener->close();
-            server_work.reset();
-            return;
-          }
-          if (h.last_chunk()) {
-            ++s.received;
-            s.echoes.push_back(std::move(s.incoming));
-            s.conn->async_send(h, asio::buffer(s.echoes.back()), [](error_code) {});
-          }
-          server_receive();
-        });
-  };
   s.listener->start([&](std::shared_ptr<t::inproc_connection> c) {
     s.conn = std::move(c);
-    server_receive();
+    receive_messages(
+        *s.conn, s.incoming,
+        [&](const t::frame_header& h) {
+          ++s.received;
+          s.echoes.push_back(std::move(s.incoming));
+          s.conn->async_send(h, asio::buffer(s.echoes.back()), [](error_code) {});
+          return true;
+        },
+        [&](error_code ec) {
+          s.ended = ec;
+          s.listener->close();
+          server_work.reset();
+        });
   });
 
   struct client_state {
@@ -348,23 +340,18 @@ BOOST_AUTO_TEST_CASE(two_threads_each_with_its_own_context) {
     error_code failure;
   } c;
   for (int i = 0; i < messages; ++i) c.sent.push_back(pattern(static_cast<std::size_t>(i) * 97, unsigned(i)));
-  std::function<void()> client_receive = [&] {
-    c.conn->async_receive(
-        [&](const t::frame_header& h, error_code& ec) {
-          if (h.chunk_offset == 0) c.incoming.assign(h.total_length, std::byte{0});
-          return t::chunk_destination(asio::buffer(c.incoming), h, ec);
+  auto client_receive = [&] {
+    receive_messages(
+        *c.conn, c.incoming,
+        [&](const t::frame_header& h) {
+          if (c.incoming != c.sent.at(h.request_id)) ++c.mismatches;
+          c.echoed.push_back(std::move(c.incoming));
+          if (c.echoed.size() < c.sent.size()) return true;
+          c.conn->close();
+          return false;
         },
-        [&](error_code ec, t::frame_header h) {
-          if (ec) {
-            if (ec != asio::error::operation_aborted) c.failure = ec;
-            return;
-          }
-          if (h.last_chunk()) {
-            if (c.incoming != c.sent.at(h.request_id)) ++c.mismatches;
-            c.echoed.push_back(std::move(c.incoming));
-            if (c.echoed.size() == c.sent.size()) return c.conn->close();
-          }
-          client_receive();
+        [&](error_code ec) {
+          if (ec != asio::error::operation_aborted) c.failure = ec;
         });
   };
   auto co = fixture::options("worker:0");

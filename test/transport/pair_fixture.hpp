@@ -88,6 +88,15 @@ struct pair_fixture {
     return {*result, conn};
   }
 
+  // Listens (the default options) and connects with @p o, which must succeed. @returns the
+  // client's end; the listener's is accepted.back().
+  std::shared_ptr<connection> connected(transport::tcp_options o = options("worker:0")) {
+    listen();
+    auto [ec, conn] = connect(std::move(o));
+    BOOST_REQUIRE(!ec);
+    return conn;
+  }
+
   // Starts one send; the result appears in the returned slot.
   template <class Buffers>
   std::shared_ptr<std::optional<error_code>> send(connection& c, transport::frame_header h, const Buffers& b) {
@@ -99,10 +108,11 @@ struct pair_fixture {
   // Receives one frame of a message into its place in @p whole.
   received receive_frame(connection& c, boost::asio::mutable_buffer whole) {
     std::optional<received> r;
-    c.async_receive([whole](const transport::frame_header& h, error_code& ec) {
-                      return transport::chunk_destination(whole, h, ec);
-                    },
-                    [&](error_code ec, transport::frame_header h) { r = received{ec, h}; });
+    c.async_receive([whole](const transport::frame_header& h,
+                            error_code& ec) { return transport::chunk_destination(whole, h, ec); },
+                    [&](error_code ec, transport::frame_header h) {
+                      r = received{ec, h};
+                    });
     BOOST_REQUIRE(run_until(ioc, [&] { return r.has_value(); }));
     return *r;
   }

@@ -29,9 +29,7 @@ std::string refusal(const t::tcp_options& o, std::string_view path = "tcp_option
   }
 }
 
-bool names(const std::string& message, const std::string& field) {
-  return message.find(field) != std::string::npos;
-}
+bool names(const std::string& message, const std::string& field) { return message.find(field) != std::string::npos; }
 
 }  // namespace
 

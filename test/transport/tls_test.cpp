@@ -120,8 +120,8 @@ struct tls_fixture : dsgd::test::loopback_listener {
 
   // Sends one message on @p from and receives it on @p to (chunk by chunk into one buffer).
   std::pair<std::vector<t::frame_header>, std::vector<std::byte>> round_trip(
-      t::tcp_connection& from, t::tcp_connection& to, t::frame_header h,
-      const std::vector<asio::const_buffer>& payload, std::size_t total) {
+      t::tcp_connection& from, t::tcp_connection& to, t::frame_header h, const std::vector<asio::const_buffer>& payload,
+      std::size_t total) {
     std::optional<error_code> sent;
     from.async_send(h, payload, [&](error_code ec) { sent = ec; });
     std::vector<std::byte> got(total);
@@ -130,9 +130,7 @@ struct tls_fixture : dsgd::test::loopback_listener {
     while (received < total || headers.empty()) {
       std::optional<error_code> r;
       to.async_receive(
-          [&](const t::frame_header& fh, error_code& ec) {
-            return t::chunk_destination(asio::buffer(got), fh, ec);
-          },
+          [&](const t::frame_header& fh, error_code& ec) { return t::chunk_destination(asio::buffer(got), fh, ec); },
           [&](error_code ec, t::frame_header fh) {
             r = ec;
             if (!ec) headers.push_back(fh);
@@ -172,8 +170,8 @@ BOOST_AUTO_TEST_CASE(mutually_verified_peers_exchange_chunked_and_control_messag
   // A payload of two buffers, 1 MiB + 123 bytes: 17 frames of at most 64 KiB.
   const auto a = pattern_bytes(std::size_t{1} << 20, 1), b = pattern_bytes(123, 2);
   std::vector<asio::const_buffer> payload{asio::buffer(a), asio::buffer(b)};
-  auto [headers, got] = round_trip(*conn, server, t::frame_header{.type = 3, .variable = 7, .step = 11},
-                                   payload, a.size() + b.size());
+  auto [headers, got] =
+      round_trip(*conn, server, t::frame_header{.type = 3, .variable = 7, .step = 11}, payload, a.size() + b.size());
   BOOST_TEST(headers.size() == 17u);
   BOOST_TEST(std::all_of(headers.begin(), headers.end(),
                          [](const t::frame_header& h) { return (h.flags & t::frame_flags::payload_crc) != 0; }));
@@ -183,9 +181,8 @@ BOOST_AUTO_TEST_CASE(mutually_verified_peers_exchange_chunked_and_control_messag
 
   // A control message back from the server, in one frame, without a payload CRC.
   const std::string body = "a control message over TLS";
-  auto [cheaders, cgot] =
-      round_trip(server, *conn, t::frame_header{.type = 9, .flags = t::frame_flags::control},
-                 {asio::buffer(body)}, body.size());
+  auto [cheaders, cgot] = round_trip(server, *conn, t::frame_header{.type = 9, .flags = t::frame_flags::control},
+                                     {asio::buffer(body)}, body.size());
   BOOST_TEST(cheaders.size() == 1u);
   BOOST_TEST((cheaders[0].flags & t::frame_flags::payload_crc) == 0u);
   BOOST_TEST(std::string(reinterpret_cast<const char*>(cgot.data()), cgot.size()) == body);
@@ -308,18 +305,23 @@ BOOST_AUTO_TEST_CASE(unloadable_certificates_and_keys_throw_naming_the_file) {
 
   o = tls_for("worker0");
   o.key_file = missing;
-  msg = error_of([&] { t::tcp_listener::create(ioc.get_executor(), {asio::ip::make_address("127.0.0.1"), 0},
-                                               server_options(o)); },
-                 dsgd::errc::not_found);
+  msg = error_of(
+      [&] {
+        t::tcp_listener::create(ioc.get_executor(), {asio::ip::make_address("127.0.0.1"), 0}, server_options(o));
+      },
+      dsgd::errc::not_found);
   BOOST_TEST(contains(msg, "tls_options.key_file '" + missing + "'"));
 
   const std::string garbage = (certs().path() / "garbage.pem").string();
   std::ofstream(garbage) << "not a certificate\n";
   o = tls_for("worker0");
   o.cert_file = garbage;
-  msg = error_of([&] { t::async_connect(ioc.get_executor(), listener->local_endpoint(),
-                                        client_options("worker:0", o), [](error_code, auto) {}); },
-                 dsgd::errc::invalid_argument);
+  msg = error_of(
+      [&] {
+        t::async_connect(ioc.get_executor(), listener->local_endpoint(), client_options("worker:0", o),
+                         [](error_code, auto) {});
+      },
+      dsgd::errc::invalid_argument);
   BOOST_TEST(contains(msg, "tls_options.cert_file '" + garbage + "': holds no PEM certificate"));
 
   o = tls_for("worker0");

@@ -19,16 +19,15 @@ static_assert(dsgd::UpdateRule<dsgd::update::sync_average>);
 
 BOOST_AUTO_TEST_SUITE(umbrella)
 
-BOOST_AUTO_TEST_CASE(one_include_is_enough_to_describe_and_place_a_cluster)
-{
+BOOST_AUTO_TEST_CASE(one_include_is_enough_to_describe_and_place_a_cluster) {
   auto spec = dsgd::cluster::cluster_spec::from_json_string(
       R"({"ps": ["localhost:2222", "localhost:2223"], "worker": ["localhost:2224"]})");
   BOOST_TEST(spec.num_tasks("ps") == 2u);
   BOOST_TEST(dsgd::cluster::replicas::count(spec) == 1u);
   dsgd::tensor<dsgd::device::cpu> w(dsgd::device::cpu{}, dsgd::shape{2, 2});
   BOOST_TEST(w.size() == 4u);
-  using trainer = dsgd::trainer<dsgd::device::cpu, dsgd::placement::round_robin, dsgd::update::sync_average,
-                                dsgd::optim::momentum>;
+  using trainer =
+      dsgd::trainer<dsgd::device::cpu, dsgd::placement::round_robin, dsgd::update::sync_average, dsgd::optim::momentum>;
   trainer::options o{.connection = {.token = "t"}};
   BOOST_CHECK_NO_THROW(dsgd::validate(o));
   o.serving.step_timeout = std::chrono::milliseconds{0};

@@ -6,6 +6,8 @@
 #include <dsgd/optim/sgd.hpp>
 #include <dsgd/update/async.hpp>
 
+#include <support/deadline.hpp>
+
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>
@@ -25,11 +27,7 @@ using dsgd::update::push_outcome;
 
 static_assert(dsgd::UpdateRule<dsgd::update::async>);
 
-namespace {
-
-auto soon() { return steady::now() + 10s; }
-
-}  // namespace
+using dsgd::test::soon;
 
 BOOST_AUTO_TEST_SUITE(async_rule)
 

@@ -6,6 +6,8 @@
 #include <dsgd/optim/sgd.hpp>
 #include <dsgd/update/bounded_staleness.hpp>
 
+#include <support/deadline.hpp>
+
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>
@@ -25,11 +27,7 @@ using dsgd::update::push_outcome;
 
 static_assert(dsgd::UpdateRule<dsgd::update::bounded_staleness<2>>);
 
-namespace {
-
-auto soon() { return steady::now() + 10s; }
-
-}  // namespace
+using dsgd::test::soon;
 
 BOOST_AUTO_TEST_SUITE(bounded_staleness_rule)
 
@@ -37,11 +35,9 @@ BOOST_AUTO_TEST_CASE(staleness_zero_is_lockstep) {
   std::vector<float> w0{0.f}, g{1.f}, w(1);
   dsgd::update::bounded_staleness<0>::shard<cpu, dsgd::optim::sgd> shard(cpu{}, w0, {1.f}, 2);
   shard.push(0, 0, g.data(), soon());
-  BOOST_CHECK_EXCEPTION(shard.pull(0, 1, w.data(), steady::now() + 100ms), dsgd::error,
-                        [](const dsgd::error& e) {
-                          return e.code() == dsgd::errc::timed_out &&
-                                 std::string(e.what()).find("worker:1 (clock 0)") != std::string::npos;
-                        });
+  BOOST_CHECK_EXCEPTION(shard.pull(0, 1, w.data(), steady::now() + 100ms), dsgd::error, [](const dsgd::error& e) {
+    return e.code() == dsgd::errc::timed_out && std::string(e.what()).find("worker:1 (clock 0)") != std::string::npos;
+  });
   shard.push(1, 0, g.data(), soon());
   BOOST_TEST(shard.pull(0, 1, w.data(), soon()) == 2u);
 }

@@ -12,6 +12,8 @@
 #include <dsgd/update/bounded_staleness.hpp>
 #include <dsgd/update/chunked_apply.hpp>
 
+#include <support/deadline.hpp>
+
 #include <boost/test/unit_test.hpp>
 
 #include <chrono>
@@ -27,9 +29,9 @@ static_assert(dsgd::update::chunked_apply<dsgd::optim::sgd>::available);
 static_assert(dsgd::update::chunked_apply<dsgd::optim::momentum>::available);
 static_assert(!dsgd::update::chunked_apply<dsgd::optim::adam>::available);
 
-namespace {
+using dsgd::test::soon;
 
-auto soon() { return dsgd::update::clock_type::now() + 10s; }
+namespace {
 
 std::vector<float> random_vector(std::size_t n, unsigned seed) {
   std::mt19937 rng(seed);
@@ -49,10 +51,8 @@ std::size_t push_in_chunks(Shard& shard, std::size_t worker, const std::vector<f
     streaming = streaming && shard.push_chunk(worker, first, chunk, g.data());
     accepted += streaming;
   }
-  if (streaming)
-    shard.push_streamed(worker, 0, g.data(), soon());
-  else
-    shard.push(worker, 0, g.data(), soon());
+  if (streaming) shard.push_streamed(worker, 0, g.data(), soon());
+  else shard.push(worker, 0, g.data(), soon());
   return accepted;
 }
 
@@ -125,9 +125,9 @@ BOOST_AUTO_TEST_CASE(a_push_landing_during_a_stream_ends_it_and_both_are_applied
   dsgd::update::async::shard<cpu, dsgd::optim::sgd> shard(cpu{}, w0, {1.f}, 2);
   BOOST_REQUIRE(shard.push_chunk(0, 0, 2, g1.data()));
   BOOST_TEST(!shard.push_chunk(1, 0, 2, g2.data()));  // one stream per shard: worker 1 goes whole
-  shard.push(1, 0, g2.data(), soon());                 // changes the values under the stream
-  BOOST_TEST(!shard.push_chunk(0, 2, 1, g1.data()));   // the stream read the old values: ended
-  shard.push_streamed(0, 0, g1.data(), soon());        // so worker 0's push is applied whole
+  shard.push(1, 0, g2.data(), soon());                // changes the values under the stream
+  BOOST_TEST(!shard.push_chunk(0, 2, 1, g1.data()));  // the stream read the old values: ended
+  shard.push_streamed(0, 0, g1.data(), soon());       // so worker 0's push is applied whole
   BOOST_TEST(shard.streamed() == 0u);
   BOOST_TEST(shard.step() == 2u);
   BOOST_TEST(values_of(shard) == (std::vector<float>{-11.f, -11.f, -11.f, -11.f}), boost::test_tools::per_element());
@@ -137,7 +137,7 @@ BOOST_AUTO_TEST_CASE(a_stream_left_behind_by_a_lost_connection_is_never_publishe
   std::vector<float> w0{0.f, 0.f, 0.f, 0.f}, lost{100.f, 100.f, 100.f, 100.f}, g{1.f, 1.f, 1.f, 1.f};
   dsgd::update::async::shard<cpu, dsgd::optim::sgd> shard(cpu{}, w0, {1.f}, 2);
   BOOST_REQUIRE(shard.push_chunk(0, 0, 2, lost.data()));  // ...and the connection goes
-  shard.push(0, 0, g.data(), soon());                    // the reconnected worker's next push
+  shard.push(0, 0, g.data(), soon());                     // the reconnected worker's next push
   BOOST_TEST(values_of(shard) == (std::vector<float>{-1.f, -1.f, -1.f, -1.f}), boost::test_tools::per_element());
   // A new stream by another worker is not blocked by the abandoned one once the values moved on.
   BOOST_REQUIRE(shard.push_chunk(0, 0, 2, lost.data()));

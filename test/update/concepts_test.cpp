@@ -50,12 +50,15 @@ struct user_rule {
     using saved_state = dsgd::update::shard_state;
 
     shard(D device, std::span<const float> initial, O optimizer, std::size_t)
-        : device_(std::move(device)), optimizer_(std::move(optimizer)), values_(initial.begin(), initial.end()),
+        : device_(std::move(device)),
+          optimizer_(std::move(optimizer)),
+          values_(initial.begin(), initial.end()),
           slots_(device_, initial.size()) {}
 
     std::size_t size() const { return values_.size(); }
 
-    dsgd::update::push_outcome push(std::size_t, std::uint64_t, const float* grad, dsgd::update::clock_type::time_point) {
+    dsgd::update::push_outcome push(std::size_t, std::uint64_t, const float* grad,
+                                    dsgd::update::clock_type::time_point) {
       std::lock_guard lock(mutex_);
       optimizer_.apply(device_, slots_, raw(), grad, values_.size(), 1.f);
       device_.synchronize();
@@ -177,7 +180,8 @@ static_assert(dsgd::UpdateRule<dsgd::update::async>);
 static_assert(dsgd::UpdateRule<dsgd::update::bounded_staleness<2>>);
 static_assert(dsgd::update::pins_values<dsgd::update::async::shard<dsgd::device::cpu, dsgd::optim::sgd>>);
 static_assert(dsgd::update::streams_pushes<dsgd::update::async::shard<dsgd::device::cpu, dsgd::optim::sgd>>);
-static_assert(dsgd::update::streams_pushes<dsgd::update::bounded_staleness<1>::shard<dsgd::device::cpu, dsgd::optim::sgd>>);
+static_assert(
+    dsgd::update::streams_pushes<dsgd::update::bounded_staleness<1>::shard<dsgd::device::cpu, dsgd::optim::sgd>>);
 static_assert(!dsgd::update::streams_pushes<dsgd::update::sync_average::shard<dsgd::device::cpu, dsgd::optim::sgd>>);
 static_assert(dsgd::update::tracks_departures<dsgd::update::sync_average::shard<dsgd::device::cpu, dsgd::optim::sgd>>);
 static_assert(!dsgd::update::tracks_departures<dsgd::update::async::shard<dsgd::device::cpu, dsgd::optim::sgd>>);
@@ -245,7 +249,7 @@ BOOST_AUTO_TEST_CASE(a_ps_runs_a_user_rule_while_two_workers_train_softmax_regre
   const std::size_t pushes = r.pushes[0] + r.pushes[1];
   BOOST_TEST(pushes == 2 * 469u);  // one epoch of 60,000 images in batches of 64, half each
   for (std::size_t v = 0; v < 2; ++v) {
-    BOOST_TEST(steps[v] == pushes);   // every push applied
+    BOOST_TEST(steps[v] == pushes);  // every push applied
     BOOST_TEST(pulls[v] >= pushes);  // and every push_pull's pull served by the user's shard
   }
   BOOST_TEST(r.dropped == 0u);

@@ -10,6 +10,8 @@
 #include <dsgd/update/bounded_staleness.hpp>
 #include <dsgd/update/sync_average.hpp>
 
+#include <support/deadline.hpp>
+
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>
@@ -32,13 +34,13 @@ static_assert(dsgd::UpdateRule<dsgd::update::async>);
 static_assert(dsgd::UpdateRule<dsgd::update::bounded_staleness<2>>);
 static_assert(!dsgd::UpdateRule<int>);
 
+using dsgd::test::soon;
+
 namespace {
 
-auto soon() { return steady::now() + 10s; }
-
 // Least squares y = X w: the gradient of (1/2b) |X_b w - y_b|^2 over rows [lo, hi).
-std::vector<float> gradient(const std::vector<float>& x, const std::vector<float>& y,
-                            const std::vector<float>& w, std::size_t lo, std::size_t hi) {
+std::vector<float> gradient(const std::vector<float>& x, const std::vector<float>& y, const std::vector<float>& w,
+                            std::size_t lo, std::size_t hi) {
   std::size_t d = w.size();
   std::vector<float> g(d, 0.f);
   for (std::size_t r = lo; r < hi; ++r) {
@@ -131,11 +133,10 @@ BOOST_AUTO_TEST_CASE(a_dead_worker_becomes_a_timeout_naming_it_not_a_hang) {
   shard.push(0, 0, g.data(), soon());
   shard.push(2, 0, g.data(), soon());
   auto start = steady::now();
-  BOOST_CHECK_EXCEPTION(shard.pull(0, 1, w.data(), steady::now() + 200ms), dsgd::error,
-                        [](const dsgd::error& e) {
-                          return e.code() == dsgd::errc::timed_out &&
-                                 std::string(e.what()).find("no gradient yet from worker:1") != std::string::npos;
-                        });
+  BOOST_CHECK_EXCEPTION(shard.pull(0, 1, w.data(), steady::now() + 200ms), dsgd::error, [](const dsgd::error& e) {
+    return e.code() == dsgd::errc::timed_out &&
+           std::string(e.what()).find("no gradient yet from worker:1") != std::string::npos;
+  });
   BOOST_TEST((steady::now() - start < 5s));
 }
 
@@ -158,9 +159,8 @@ BOOST_AUTO_TEST_CASE(bad_arguments_are_named) {
   BOOST_CHECK_EXCEPTION(shard.push(5, 0, g.data(), soon()), dsgd::error, [](const dsgd::error& e) {
     return std::string(e.what()).find("worker 5 is out of range") != std::string::npos;
   });
-  BOOST_CHECK_EXCEPTION(shard.push(0, 3, g.data(), soon()), dsgd::error, [](const dsgd::error& e) {
-    return std::string(e.what()).find("step 3") != std::string::npos;
-  });
+  BOOST_CHECK_EXCEPTION(shard.push(0, 3, g.data(), soon()), dsgd::error,
+                        [](const dsgd::error& e) { return std::string(e.what()).find("step 3") != std::string::npos; });
 }
 
 BOOST_AUTO_TEST_SUITE_END()

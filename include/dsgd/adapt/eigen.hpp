@@ -49,9 +49,8 @@ inline constexpr bool is_viewable_v = [] {
 /// Whether pulls can write into an Eigen object of type @p E: viewable and writable (not a
 /// Map of const data, not a const object).
 template <class E>
-inline constexpr bool is_writable_v =
-    is_viewable_v<E> && !std::is_const_v<std::remove_reference_t<E>> &&
-    (std::remove_cvref_t<E>::Flags & Eigen::LvalueBit) != 0;
+inline constexpr bool is_writable_v = is_viewable_v<E> && !std::is_const_v<std::remove_reference_t<E>> &&
+                                      (std::remove_cvref_t<E>::Flags & Eigen::LvalueBit) != 0;
 
 /// @returns the row-major shape of @p e's memory: {rows, cols} for row-major storage, {cols,
 /// rows} for column-major (Eigen's default: a column-major matrix is, element for element, its
@@ -116,8 +115,9 @@ template <class V, class G>
 variable_view view(std::string name, V&& values, G&& gradients) {
   detail::check_static<V>();
   detail::check_static<G>();
-  static_assert(is_writable_v<V>, "dsgd::adapt::eigen::view: pulls write the values: they must not be const "
-                                  "(a Map<const ...> or a const Matrix)");
+  static_assert(is_writable_v<V>,
+                "dsgd::adapt::eigen::view: pulls write the values: they must not be const "
+                "(a Map<const ...> or a const Matrix)");
   detail::check_contiguous(values, name, "values");
   detail::check_contiguous(gradients, name, "gradients");
   auto s = shape_of(values);
@@ -132,12 +132,13 @@ variable_view view(std::string name, V&& values, G&& gradients) {
 template <class V>
 variable_view view(std::string name, V&& values) {
   detail::check_static<V>();
-  static_assert(is_writable_v<V>, "dsgd::adapt::eigen::view: pulls write the values: they must not be const "
-                                  "(a Map<const ...> or a const Matrix)");
+  static_assert(is_writable_v<V>,
+                "dsgd::adapt::eigen::view: pulls write the values: they must not be const "
+                "(a Map<const ...> or a const Matrix)");
   detail::check_contiguous(values, name, "values");
   auto s = shape_of(values);
-  return variable_view{std::move(name), std::move(s),
-                       std::span<float>(values.data(), static_cast<std::size_t>(values.size())), {}};
+  return variable_view{
+      std::move(name), std::move(s), std::span<float>(values.data(), static_cast<std::size_t>(values.size())), {}};
 }
 
 }  // namespace dsgd::adapt::eigen

@@ -73,7 +73,8 @@ inline void check_tensor(const ::torch::Tensor& t, std::string_view name, std::s
   if (!t.device().is_cpu())
     fail(" is on " + t.device().str() + "; views are of CPU memory (docs/models.md, GPU tensors)");
   if (!t.is_contiguous())
-    fail(" (sizes " + sizes_of(t) + ") is not contiguous; expected a dense row-major tensor (.contiguous() "
+    fail(" (sizes " + sizes_of(t) +
+         ") is not contiguous; expected a dense row-major tensor (.contiguous() "
          "makes a copy: view the copy, and keep it)");
   if (t.numel() == 0) fail(" is empty (sizes " + sizes_of(t) + "); a variable needs elements");
 }
@@ -87,8 +88,10 @@ inline void check_tensor(const ::torch::Tensor& t, std::string_view name, std::s
 inline variable_view view(std::string name, const ::torch::Tensor& values, const ::torch::Tensor& gradients) {
   constexpr std::string_view where = "dsgd::adapt::libtorch::view";
   detail::check_tensor(values, name, "values", where);
-  variable_view v{std::move(name), shape_of(values),
-                  std::span<float>(values.data_ptr<float>(), static_cast<std::size_t>(values.numel())), {}};
+  variable_view v{std::move(name),
+                  shape_of(values),
+                  std::span<float>(values.data_ptr<float>(), static_cast<std::size_t>(values.numel())),
+                  {}};
   if (gradients.defined()) {
     detail::check_tensor(gradients, v.name, "gradient", where);
     if (!gradients.sizes().equals(values.sizes()))
@@ -119,8 +122,8 @@ class module_views {
       shapes_.push_back(shape_of(p.value()));
     }
     if (names_.empty())
-      throw error(errc::invalid_argument, "dsgd::adapt::libtorch::module_views: module '" + module.name() +
-                                              "' has no parameters");
+      throw error(errc::invalid_argument,
+                  "dsgd::adapt::libtorch::module_views: module '" + module.name() + "' has no parameters");
     views_.resize(names_.size());
     refresh(false, "dsgd::adapt::libtorch::module_views");
   }

@@ -13,12 +13,12 @@
 /// docs/checkpoints.md has the byte layout.
 #pragma once
 
-#include <dsgd/error.hpp>
-#include <dsgd/placement/plan.hpp>
-#include <dsgd/tensor/shape.hpp>
 #include <dsgd/checkpoint/detail/atomic_file.hpp>
 #include <dsgd/checkpoint/detail/format.hpp>
 #include <dsgd/detail/crc32c.hpp>
+#include <dsgd/error.hpp>
+#include <dsgd/placement/plan.hpp>
+#include <dsgd/tensor/shape.hpp>
 
 #include <algorithm>
 #include <charconv>
@@ -63,20 +63,18 @@ class checkpoint_reader {
       const auto& f = manifest_.files[i];
       std::error_code ec;
       auto size = std::filesystem::file_size(dir / f.name, ec);
-      if (ec)
-        throw error(errc::checkpoint_corrupt, f.name + ": missing (named by " + mname + ")");
+      if (ec) throw error(errc::checkpoint_corrupt, f.name + ": missing (named by " + mname + ")");
       if (size != f.bytes)
-        throw error(errc::checkpoint_corrupt,
-                    f.name + ": " + (size < f.bytes ? "truncated: " : "wrong size: ") +
-                        "expected " + std::to_string(f.bytes) + " bytes, got " + std::to_string(size));
+        throw error(errc::checkpoint_corrupt, f.name + ": " + (size < f.bytes ? "truncated: " : "wrong size: ") +
+                                                  "expected " + std::to_string(f.bytes) + " bytes, got " +
+                                                  std::to_string(size));
       files_.push_back(detail::read_file(dir / f.name, f.bytes));
       auto bytes = detail::as_bytes(files_.back());
       auto parsed = detail::parse_data_file(bytes, f.name);
       if (dsgd::detail::crc32c(bytes) != f.crc32c)
         throw error(errc::checkpoint_corrupt, f.name + ": checksum differs from " + mname);
       if (parsed.step != step || parsed.ps_task != i || parsed.ps_tasks != n)
-        throw error(errc::checkpoint_corrupt, f.name + ": header names step " +
-                                                  std::to_string(parsed.step) + ", ps " +
+        throw error(errc::checkpoint_corrupt, f.name + ": header names step " + std::to_string(parsed.step) + ", ps " +
                                                   std::to_string(parsed.ps_task) + " of " +
                                                   std::to_string(parsed.ps_tasks));
       if (parsed.version != manifest_.version)
@@ -113,19 +111,17 @@ class checkpoint_reader {
     const auto& v = find(name);
     auto total = v.shape.elements();
     if (offset > total || out.size() > total - offset)
-      throw error(errc::invalid_argument, "checkpoint " + std::to_string(step_) + ": range [" +
-                                              std::to_string(offset) + ", " +
-                                              std::to_string(offset + out.size()) + ") is outside " +
+      throw error(errc::invalid_argument, "checkpoint " + std::to_string(step_) + ": range [" + std::to_string(offset) +
+                                              ", " + std::to_string(offset + out.size()) + ") is outside " +
                                               std::string(name) + v.shape.to_string());
     std::size_t pos = offset, end = offset + out.size();
     while (pos < end) {
-      auto it = std::find_if(v.slices.begin(), v.slices.end(), [&](const slice& s) {
-        return s.offset <= pos && pos < s.offset + s.count;
-      });
+      auto it = std::find_if(v.slices.begin(), v.slices.end(),
+                             [&](const slice& s) { return s.offset <= pos && pos < s.offset + s.count; });
       if (it == v.slices.end())
-        throw error(errc::checkpoint_corrupt,
-                    "checkpoint " + std::to_string(step_) + ": element " + std::to_string(pos) +
-                        " of " + std::string(name) + " is in none of its files");
+        throw error(errc::checkpoint_corrupt, "checkpoint " + std::to_string(step_) + ": element " +
+                                                  std::to_string(pos) + " of " + std::string(name) +
+                                                  " is in none of its files");
       auto n = std::min(end, it->offset + it->count) - pos;
       const auto* base = reinterpret_cast<const std::byte*>(files_[it->file].data());
       detail::get_floats(base + it->position + 4 * (pos - it->offset), n, out.data() + (pos - offset));
@@ -139,17 +135,15 @@ class checkpoint_reader {
     return out;
   }
   /// @returns all of variable @p name.
-  std::vector<float> read(std::string_view name) const {
-    return read(name, 0, shape_of(name).elements());
-  }
+  std::vector<float> read(std::string_view name) const { return read(name, 0, shape_of(name).elements()); }
   /// @returns the values of shard @p s of @p p, a plan that may differ from the one at save.
   /// @throws dsgd::error errc::shape_mismatch if the variable's shape differs from the plan's.
   std::vector<float> read(const placement::plan& p, const placement::shard& s) const {
     const auto& v = p.variables().at(s.variable);
     if (shape_of(v.name) != v.shape)
       throw error(errc::shape_mismatch, "checkpoint " + std::to_string(step_) + " has " + v.name +
-                                            shape_of(v.name).to_string() + ", the plan wants " +
-                                            v.name + v.shape.to_string());
+                                            shape_of(v.name).to_string() + ", the plan wants " + v.name +
+                                            v.shape.to_string());
     return read(v.name, s.offset, s.elements);
   }
 
@@ -168,8 +162,8 @@ class checkpoint_reader {
   const variable& find(std::string_view name) const {
     auto it = variables_.find(std::string(name));
     if (it == variables_.end())
-      throw error(errc::not_found, "checkpoint " + std::to_string(step_) + " has no variable \"" +
-                                       std::string(name) + "\"");
+      throw error(errc::not_found,
+                  "checkpoint " + std::to_string(step_) + " has no variable \"" + std::string(name) + "\"");
     return it->second;
   }
 
@@ -178,11 +172,9 @@ class checkpoint_reader {
     auto [it, fresh] = variables_.try_emplace(r.variable, variable{r.shape, file, {}});
     if (fresh) order_.push_back(r.variable);
     if (it->second.shape != r.shape)
-      throw error(errc::checkpoint_corrupt, file + ": " + r.variable + " has shape " +
-                                                r.shape.to_string() + " but " + it->second.file +
-                                                " gives " + it->second.shape.to_string());
-    it->second.slices.push_back(
-        {r.offset, r.count, file_index, static_cast<std::size_t>(r.data.data() - file_start)});
+      throw error(errc::checkpoint_corrupt, file + ": " + r.variable + " has shape " + r.shape.to_string() + " but " +
+                                                it->second.file + " gives " + it->second.shape.to_string());
+    it->second.slices.push_back({r.offset, r.count, file_index, static_cast<std::size_t>(r.data.data() - file_start)});
   }
 
   std::uint64_t step_;
@@ -204,8 +196,7 @@ class saver {
  public:
   /// @param dir where checkpoints live (created on the first write)
   /// @param keep how many committed checkpoints to retain; 0 keeps them all
-  explicit saver(std::filesystem::path dir, std::size_t keep = 5)
-      : dir_(std::move(dir)), keep_(keep) {}
+  explicit saver(std::filesystem::path dir, std::size_t keep = 5) : dir_(std::move(dir)), keep_(keep) {}
 
   const std::filesystem::path& directory() const noexcept { return dir_; }
   std::size_t keep() const noexcept { return keep_; }
@@ -216,8 +207,8 @@ class saver {
   void write_shard_file(std::uint64_t step, std::size_t ps_task, std::size_t ps_tasks,
                         std::span<const shard_data> shards) const {
     if (ps_tasks == 0 || ps_task >= ps_tasks || ps_tasks > detail::max_ps_tasks)
-      throw error(errc::invalid_argument, "saver: ps task " + std::to_string(ps_task) + " of " +
-                                              std::to_string(ps_tasks) + " is out of range");
+      throw error(errc::invalid_argument,
+                  "saver: ps task " + std::to_string(ps_task) + " of " + std::to_string(ps_tasks) + " is out of range");
     std::vector<detail::record_view> records;
     for (const auto& s : shards) {
       auto n = s.shape.elements();
@@ -225,9 +216,9 @@ class saver {
           s.variable.find('\n') != std::string::npos || s.shape.rank() > detail::max_rank)
         throw error(errc::invalid_argument, "saver: bad variable name or rank: \"" + s.variable + "\"");
       if (s.offset > n || s.values.size() > n - s.offset)
-        throw error(errc::invalid_argument,
-                    "saver: " + s.variable + " slice [" + std::to_string(s.offset) + ", " +
-                        std::to_string(s.offset + s.values.size()) + ") is outside " + s.shape.to_string());
+        throw error(errc::invalid_argument, "saver: " + s.variable + " slice [" + std::to_string(s.offset) + ", " +
+                                                std::to_string(s.offset + s.values.size()) + ") is outside " +
+                                                s.shape.to_string());
       records.push_back({s.variable, &s.shape, s.offset, s.values});
     }
     std::filesystem::create_directories(dir_);
@@ -252,8 +243,7 @@ class saver {
       } catch (const error& e) {
         if (e.code() != errc::not_found) throw;
         throw error(errc::checkpoint_corrupt, name + ": missing; ps task " + std::to_string(i) +
-                                                  " has not written its part of step " +
-                                                  std::to_string(step));
+                                                  " has not written its part of step " + std::to_string(step));
       }
       auto parsed = detail::parse_data_file(detail::as_bytes(bytes), name);
       if (parsed.step != step || parsed.ps_task != i || parsed.ps_tasks != n)
@@ -262,19 +252,18 @@ class saver {
       // and this build's could differ).
       if (i == 0) m.version = parsed.version;
       if (parsed.version != m.version)
-        throw error(errc::checkpoint_corrupt, name + ": format version " + std::to_string(parsed.version) +
-                                                  ", but " + detail::data_file_name(step, 0, n) + " has " +
+        throw error(errc::checkpoint_corrupt, name + ": format version " + std::to_string(parsed.version) + ", but " +
+                                                  detail::data_file_name(step, 0, n) + " has " +
                                                   std::to_string(m.version));
       for (const auto& s : plan.shards()) {
         if (s.ps_task != i) continue;
         const auto& v = plan.variables()[s.variable];
         bool held = std::any_of(parsed.records.begin(), parsed.records.end(), [&](const auto& r) {
-          return r.variable == v.name && r.shape == v.shape && r.offset == s.offset &&
-                 r.count == s.elements;
+          return r.variable == v.name && r.shape == v.shape && r.offset == s.offset && r.count == s.elements;
         });
         if (!held)
-          throw error(errc::checkpoint_corrupt, name + ": lacks " + v.name + v.shape.to_string() +
-                                                    " elements [" + std::to_string(s.offset) + ", " +
+          throw error(errc::checkpoint_corrupt, name + ": lacks " + v.name + v.shape.to_string() + " elements [" +
+                                                    std::to_string(s.offset) + ", " +
                                                     std::to_string(s.offset + s.elements) + ")");
       }
       m.files.push_back({name, bytes.size(), dsgd::detail::crc32c(detail::as_bytes(bytes))});
@@ -302,8 +291,7 @@ class saver {
     for (auto s : manifest_steps()) {
       try {
         auto mname = detail::manifest_name(s);
-        if (detail::parse_manifest(detail::read_file(dir_ / mname, detail::max_manifest_bytes), mname)
-                .step == s)
+        if (detail::parse_manifest(detail::read_file(dir_ / mname, detail::max_manifest_bytes), mname).step == s)
           out.push_back(s);
       } catch (const error&) {
         // A manifest that does not verify is not a checkpoint; open() names what is wrong.

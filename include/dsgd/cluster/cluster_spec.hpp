@@ -78,8 +78,7 @@ struct task_id {
 namespace detail {
 
 /// Non-throwing address parser; on failure fills `failure` (column into `text`).
-inline std::optional<task_address> try_parse_address(std::string_view text,
-                                                     device::detail::parse_failure& failure) {
+inline std::optional<task_address> try_parse_address(std::string_view text, device::detail::parse_failure& failure) {
   using device::detail::describe_char;
   using device::detail::is_alpha;
   using device::detail::is_digit;
@@ -157,16 +156,21 @@ inline nlohmann::json parse_json(std::string_view text, std::string_view where) 
     const std::size_t offset = e.byte == 0 ? 0 : std::min<std::size_t>(e.byte - 1, text.size());
     std::size_t line = 1, column = 0;
     for (std::size_t i = 0; i < offset; ++i) {
-      if (text[i] == '\n') { ++line; column = 0; } else { ++column; }
+      if (text[i] == '\n') {
+        ++line;
+        column = 0;
+      } else {
+        ++column;
+      }
     }
     // Keep nlohmann's explanation, not its own (1-based) position, so one convention is shown.
     std::string why = e.what();
     if (const auto p = why.find("parse error"); p != std::string::npos) {
       if (const auto colon = why.find(": ", p); colon != std::string::npos) why.erase(0, colon + 2);
     }
-    throw error(errc::bad_cluster_spec, std::string(where) + ": malformed JSON at line " +
-                                            std::to_string(line) + ", column " + std::to_string(column) +
-                                            " (byte " + std::to_string(offset) + "): " + why);
+    throw error(errc::bad_cluster_spec, std::string(where) + ": malformed JSON at line " + std::to_string(line) +
+                                            ", column " + std::to_string(column) + " (byte " + std::to_string(offset) +
+                                            "): " + why);
   } catch (const nlohmann::json::exception& e) {
     // Well-formed but unrepresentable, such as a number beyond a double's range ("1e400").
     throw error(errc::bad_cluster_spec, std::string(where) + ": unusable JSON: " + e.what());
@@ -206,16 +210,18 @@ class cluster_spec {
   /// @throws dsgd::error(errc::bad_cluster_spec) naming the JSON field at fault.
   static cluster_spec from_json(const nlohmann::json& j, std::string_view where = "cluster spec") {
     if (!j.is_object()) {
-      throw error(errc::bad_cluster_spec, std::string(where) + ": expected a JSON object of job -> "
-                                          "[\"host:port\", ...], got " + detail::json_type(j));
+      throw error(errc::bad_cluster_spec, std::string(where) +
+                                              ": expected a JSON object of job -> "
+                                              "[\"host:port\", ...], got " +
+                                              detail::json_type(j));
     }
     std::map<std::string, std::vector<std::string>> jobs;
     for (const auto& [job, tasks] : j.items()) {
       const std::string field = std::string(where) + ": job \"" + job + "\"";
       if (!tasks.is_array()) {
-        throw error(errc::bad_cluster_spec,
-                    field + ": expected an array of \"host:port\" strings, got " + detail::json_type(tasks) +
-                        (tasks.is_object() ? " (sparse task maps are not supported)" : ""));
+        throw error(errc::bad_cluster_spec, field + ": expected an array of \"host:port\" strings, got " +
+                                                detail::json_type(tasks) +
+                                                (tasks.is_object() ? " (sparse task maps are not supported)" : ""));
       }
       auto& list = jobs[job];
       for (std::size_t i = 0; i < tasks.size(); ++i) {
@@ -307,8 +313,8 @@ class cluster_spec {
     const auto& tasks = find(job);
     if (index < 0 || static_cast<std::size_t>(index) >= tasks.size()) {
       throw error(errc::invalid_argument, "task index " + std::to_string(index) + " is out of range for job \"" +
-                                              std::string(job) + "\", which has " +
-                                              std::to_string(tasks.size()) + " task(s)");
+                                              std::string(job) + "\", which has " + std::to_string(tasks.size()) +
+                                              " task(s)");
     }
     return tasks[static_cast<std::size_t>(index)];
   }
@@ -346,14 +352,12 @@ class cluster_spec {
         if (!a) {
           throw error(errc::bad_cluster_spec,
                       prefix + "job \"" + job + "\" task " + std::to_string(i) + ": " +
-                          device::detail::caret_message("bad address", addresses[i], failure.column,
-                                                        failure.reason));
+                          device::detail::caret_message("bad address", addresses[i], failure.column, failure.reason));
         }
         auto [it, inserted] = owners.try_emplace({detail::lower_host(a->host), a->port}, here);
         if (!inserted) {
-          throw error(errc::bad_cluster_spec,
-                      prefix + "duplicate address " + a->to_string() + ": used by both " +
-                          it->second.to_string() + " and " + here.to_string());
+          throw error(errc::bad_cluster_spec, prefix + "duplicate address " + a->to_string() + ": used by both " +
+                                                  it->second.to_string() + " and " + here.to_string());
         }
         tasks.push_back(std::move(*a));
       }
@@ -365,15 +369,14 @@ class cluster_spec {
     if (it == jobs_.end()) {
       std::string known;
       for (const auto& entry : jobs_) known += (known.empty() ? "" : ", ") + entry.first;
-      throw error(errc::not_found, "no job \"" + std::string(job) + "\" in the cluster (jobs: " +
-                                       (known.empty() ? "none" : known) + ")");
+      throw error(errc::not_found, "no job \"" + std::string(job) +
+                                       "\" in the cluster (jobs: " + (known.empty() ? "none" : known) + ")");
     }
     return it->second;
   }
 
   // Sorted by job name with heterogeneous lookup, so tasks("ps") does not allocate.
   std::map<std::string, std::vector<task_address>, std::less<>> jobs_;
-
 };
 
 }  // namespace dsgd::cluster

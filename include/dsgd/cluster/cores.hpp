@@ -30,9 +30,7 @@ namespace detail {
 inline bool is_loopback(std::string_view host) {
   return host == "localhost" || host == "::1" || host.starts_with("127.");
 }
-inline bool same_host(std::string_view a, std::string_view b) {
-  return a == b || (is_loopback(a) && is_loopback(b));
-}
+inline bool same_host(std::string_view a, std::string_view b) { return a == b || (is_loopback(a) && is_loopback(b)); }
 }  // namespace detail
 
 /// @returns how many tasks of @p spec listen on the host of task @p task, itself included: those

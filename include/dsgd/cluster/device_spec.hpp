@@ -50,10 +50,10 @@ inline std::size_t invalid_job_name_char(std::string_view name) noexcept {
 /// Unspecified fields are nullopt and mean "any" (or "decided later"): "/job:ps" pins a variable
 /// to some ps task, and a replica setter then fills in the task through with_defaults().
 struct device_spec {
-  std::optional<std::string> job;         ///< job name, "ps" in "/job:ps"
-  std::optional<int> replica;             ///< replica index (TF's in-graph replication)
-  std::optional<int> task;                ///< task index within the job
-  std::optional<device::spec> device;     ///< local device on that task
+  std::optional<std::string> job;      ///< job name, "ps" in "/job:ps"
+  std::optional<int> replica;          ///< replica index (TF's in-graph replication)
+  std::optional<int> task;             ///< task index within the job
+  std::optional<device::spec> device;  ///< local device on that task
 
   /// Parses a device string (see the file comment).
   /// @throws dsgd::error with errc::bad_device_string naming the column of the offending
@@ -104,8 +104,7 @@ struct device_spec {
 
 inline device_spec device_spec::parse(std::string_view text) {
   const auto fail = [text](std::size_t column, const std::string& reason) -> error {
-    return error(errc::bad_device_string,
-                 device::detail::caret_message("bad device string", text, column, reason));
+    return error(errc::bad_device_string, device::detail::caret_message("bad device string", text, column, reason));
   };
   device_spec out;
   if (text.empty()) return out;
@@ -116,8 +115,8 @@ inline device_spec device_spec::parse(std::string_view text) {
   static constexpr std::array<std::string_view, 4> names{"job", "replica", "task", "device"};
   const auto mark = [&](std::size_t slot, std::size_t column) {
     if (seen[slot] != unset) {
-      throw fail(column, "duplicate \"" + std::string(names[slot]) +
-                             "\" component; the first is at column " + std::to_string(seen[slot]));
+      throw fail(column, "duplicate \"" + std::string(names[slot]) + "\" component; the first is at column " +
+                             std::to_string(seen[slot]));
     }
     seen[slot] = column;
   };
@@ -128,8 +127,8 @@ inline device_spec device_spec::parse(std::string_view text) {
     const std::size_t end = std::min(text.find('/', begin), text.size());
     const std::string_view comp = text.substr(begin, end - begin);
     if (comp.empty()) {
-      throw fail(begin, end == text.size() ? "trailing '/' with no component after it"
-                                           : "empty component between two '/'");
+      throw fail(begin,
+                 end == text.size() ? "trailing '/' with no component after it" : "empty component between two '/'");
     }
     const std::size_t colon = comp.find(':');
     const std::string_view name = comp.substr(0, colon);

@@ -55,8 +55,9 @@ inline resolution resolve_all(const task_address& address) {
     for (const auto& r : results) out.endpoints.push_back(r.endpoint());
   if (out.endpoints.empty()) {
     out.failure = ec ? ec.message() : std::string("no addresses");
-    out.may_resolve_later = ec == boost::asio::error::host_not_found || ec == boost::asio::error::host_not_found_try_again ||
-                            ec == boost::asio::error::no_data || !ec;
+    out.may_resolve_later = ec == boost::asio::error::host_not_found ||
+                            ec == boost::asio::error::host_not_found_try_again || ec == boost::asio::error::no_data ||
+                            !ec;
   }
   return out;
 }
@@ -67,7 +68,8 @@ inline resolution resolve_all(const task_address& address) {
 inline boost::asio::ip::tcp::endpoint endpoint_of(const task_address& address, const std::string& who) {
   auto r = resolve_all(address);
   if (r.endpoints.empty())
-    throw error(errc::bad_cluster_spec, "cannot resolve the address of " + who + ", " + address.to_string() + ": " + r.failure);
+    throw error(errc::bad_cluster_spec,
+                "cannot resolve the address of " + who + ", " + address.to_string() + ": " + r.failure);
   return r.endpoints.front();
 }
 
@@ -110,16 +112,18 @@ inline boost::asio::ip::tcp::endpoint listen_endpoint(const task_address& addres
       }
     }
     ::freeifaddrs(list);
-    if (!exists) throw error(errc::bad_cluster_spec, who + ": listen \"" + std::string(listen) + "\": no such interface");
+    if (!exists)
+      throw error(errc::bad_cluster_spec, who + ": listen \"" + std::string(listen) + "\": no such interface");
     if (!v4 && !v6)
-      throw error(errc::bad_cluster_spec, who + ": listen \"" + std::string(listen) + "\": the interface has no address");
+      throw error(errc::bad_cluster_spec,
+                  who + ": listen \"" + std::string(listen) + "\": the interface has no address");
     return {v4 ? *v4 : *v6, address.port};
   }
   error_code ec;
   const auto ip = boost::asio::ip::make_address(std::string(listen), ec);
   if (ec)
-    throw error(errc::bad_cluster_spec, who + ": listen \"" + std::string(listen) +
-                                            "\": expected \"\", \"*\", an IP address or \"if:NAME\"");
+    throw error(errc::bad_cluster_spec,
+                who + ": listen \"" + std::string(listen) + "\": expected \"\", \"*\", an IP address or \"if:NAME\"");
   return {ip, address.port};
 }
 

@@ -36,10 +36,14 @@ enum class role_source { tf_config, open_mpi, mpich, slurm };
 /// @returns "TF_CONFIG", "Open MPI", "MPICH" or "Slurm".
 inline std::string_view to_string(role_source s) noexcept {
   switch (s) {
-    case role_source::tf_config: return "TF_CONFIG";
-    case role_source::open_mpi: return "Open MPI";
-    case role_source::mpich: return "MPICH";
-    case role_source::slurm: return "Slurm";
+    case role_source::tf_config:
+      return "TF_CONFIG";
+    case role_source::open_mpi:
+      return "Open MPI";
+    case role_source::mpich:
+      return "MPICH";
+    case role_source::slurm:
+      return "Slurm";
   }
   return "unknown";
 }
@@ -53,10 +57,10 @@ struct rank_layout {
 
 /// This process's place in the cluster, and where that came from.
 struct role {
-  cluster_spec cluster;                        ///< every task's address
-  task_id task;                                ///< this process
-  role_source source = role_source::tf_config; ///< which launcher's variables gave it
-  std::string origin;                          ///< the variables used, for logs ("SLURM_PROCID=3, ...")
+  cluster_spec cluster;                         ///< every task's address
+  task_id task;                                 ///< this process
+  role_source source = role_source::tf_config;  ///< which launcher's variables gave it
+  std::string origin;                           ///< the variables used, for logs ("SLURM_PROCID=3, ...")
 
   /// @returns whether this process is the chief (see cluster::is_chief()).
   bool is_chief() const { return cluster::is_chief(cluster, task); }
@@ -85,7 +89,7 @@ inline cluster_spec cluster_from_ranks(int size, const rank_layout& layout) {
   }
   std::map<std::string, std::vector<std::string>> jobs;
   for (std::size_t r = 0; r < n; ++r) {
-    const std::string& host = layout.hosts.empty() ? std::string("localhost")
+    const std::string& host = layout.hosts.empty()       ? std::string("localhost")
                               : layout.hosts.size() == 1 ? layout.hosts[0]
                                                          : layout.hosts[r];
     const bool v6 = host.find(':') != std::string::npos;
@@ -99,8 +103,8 @@ inline cluster_spec cluster_from_ranks(int size, const rank_layout& layout) {
 /// @throws dsgd::error(errc::bad_cluster_spec) when rank is outside [0, size).
 inline task_id task_for_rank(int rank, int size, const rank_layout& layout) {
   if (rank < 0 || rank >= size) {
-    throw error(errc::bad_cluster_spec, "rank layout: rank " + std::to_string(rank) +
-                                            " is outside [0, " + std::to_string(size) + ")");
+    throw error(errc::bad_cluster_spec,
+                "rank layout: rank " + std::to_string(rank) + " is outside [0, " + std::to_string(size) + ")");
   }
   return rank < layout.num_ps ? task_id{"ps", rank} : task_id{"worker", rank - layout.num_ps};
 }
@@ -116,7 +120,10 @@ inline std::optional<std::pair<int, int>> read_rank_pair(const env_lookup& env, 
   std::optional<std::string> size_text;
   std::string size_var = size_vars.front();
   for (const auto& v : size_vars) {
-    if ((size_text = env(v))) { size_var = v; break; }
+    if ((size_text = env(v))) {
+      size_var = v;
+      break;
+    }
   }
   if (!rank_text || !size_text) {
     if (!missing.empty()) missing += "; ";
@@ -129,21 +136,21 @@ inline std::optional<std::pair<int, int>> read_rank_pair(const env_lookup& env, 
   const auto number = [&](const std::string& var, const std::string& text) {
     device::detail::parse_failure failure;
     if (auto v = device::detail::parse_index(text, 0, "number", failure)) return *v;
-    throw error(errc::bad_cluster_spec, var + "=\"" + text + "\" is not a non-negative integer: " +
-                                            failure.reason + " (at column " + std::to_string(failure.column) + ")");
+    throw error(errc::bad_cluster_spec, var + "=\"" + text + "\" is not a non-negative integer: " + failure.reason +
+                                            " (at column " + std::to_string(failure.column) + ")");
   };
   const int rank = number(rank_var, *rank_text);
   const int size = number(size_var, *size_text);
   if (rank >= size) {
-    throw error(errc::bad_cluster_spec, rank_var + "=" + std::to_string(rank) + " is not below " + size_var +
-                                            "=" + std::to_string(size));
+    throw error(errc::bad_cluster_spec,
+                rank_var + "=" + std::to_string(rank) + " is not below " + size_var + "=" + std::to_string(size));
   }
   return std::pair{rank, size};
 }
 
-inline std::optional<role> role_from_pair(const env_lookup& env, const rank_layout& layout,
-                                          role_source source, const std::string& rank_var,
-                                          const std::vector<std::string>& size_vars, std::string& missing) {
+inline std::optional<role> role_from_pair(const env_lookup& env, const rank_layout& layout, role_source source,
+                                          const std::string& rank_var, const std::vector<std::string>& size_vars,
+                                          std::string& missing) {
   const auto pair = read_rank_pair(env, rank_var, size_vars, to_string(source), missing);
   if (!pair) return std::nullopt;
   const auto [rank, size] = *pair;
@@ -162,8 +169,8 @@ inline std::optional<role> role_from_slurm(const env_lookup& env, rank_layout la
       const auto tasks = env(tasks_var);
       if (!nodes || !tasks) continue;
       layout.hosts = hosts_of_ranks(*nodes, *tasks);
-      auto r = role_from_pair(env, layout, role_source::slurm, "SLURM_PROCID", {"SLURM_NTASKS", "SLURM_NPROCS"},
-                              missing);
+      auto r =
+          role_from_pair(env, layout, role_source::slurm, "SLURM_PROCID", {"SLURM_NTASKS", "SLURM_NPROCS"}, missing);
       if (r) r->origin += std::string(", hosts from ") + nodes_var + "=" + *nodes + " and " + tasks_var + "=" + *tasks;
       return r;
     }
@@ -179,8 +186,8 @@ inline std::optional<role> role_from_slurm(const env_lookup& env, rank_layout la
 inline std::optional<role> role_from_open_mpi(const rank_layout& layout,
                                               const env_lookup& env = process_environment()) {
   std::string missing;
-  return detail::role_from_pair(env, layout, role_source::open_mpi, "OMPI_COMM_WORLD_RANK",
-                                {"OMPI_COMM_WORLD_SIZE"}, missing);
+  return detail::role_from_pair(env, layout, role_source::open_mpi, "OMPI_COMM_WORLD_RANK", {"OMPI_COMM_WORLD_SIZE"},
+                                missing);
 }
 
 /// The role from Slurm's SLURM_PROCID and SLURM_NTASKS (or the older SLURM_NPROCS).

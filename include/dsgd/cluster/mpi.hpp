@@ -29,7 +29,8 @@ inline void check_mpi(int rc, const char* call) {
   char text[MPI_MAX_ERROR_STRING] = {};
   int length = 0;
   MPI_Error_string(rc, text, &length);
-  throw error(errc::bad_cluster_spec, std::string(call) + " failed: " + std::string(text, static_cast<std::size_t>(length)));
+  throw error(errc::bad_cluster_spec,
+              std::string(call) + " failed: " + std::string(text, static_cast<std::size_t>(length)));
 }
 
 }  // namespace detail
@@ -82,7 +83,8 @@ inline role role_from_mpi(const rank_layout& layout = {}, MPI_Comm comm = MPI_CO
   detail::check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
   detail::check_mpi(MPI_Comm_size(comm, &size), "MPI_Comm_size");
   role r{cluster_from_ranks(size, l), task_for_rank(rank, size, l), role_source::open_mpi, {}};
-  r.origin = origin + " " + std::to_string(rank) + " of " + std::to_string(size) + ", num_ps " + std::to_string(l.num_ps);
+  r.origin =
+      origin + " " + std::to_string(rank) + " of " + std::to_string(size) + ", num_ps " + std::to_string(l.num_ps);
   return r;
 }
 

@@ -25,13 +25,13 @@ struct replicas {
     std::size_t chiefs = spec.has_job("chief") ? spec.num_tasks("chief") : 0;
     if (task.job == "chief") return static_cast<std::size_t>(task.index);
     if (task.job == "worker") return chiefs + static_cast<std::size_t>(task.index);
-    throw error(errc::invalid_argument, "task " + task.to_string() + " is not a training replica "
-                                        "(only \"chief\" and \"worker\" tasks train)");
+    throw error(errc::invalid_argument, "task " + task.to_string() +
+                                            " is not a training replica "
+                                            "(only \"chief\" and \"worker\" tasks train)");
   }
   /// @returns whether @p task is the chief.
   static bool is_chief(const cluster_spec& spec, const task_id& task) {
-    return spec.has_job("chief") ? task.job == "chief" && task.index == 0
-                                 : task.job == "worker" && task.index == 0;
+    return spec.has_job("chief") ? task.job == "chief" && task.index == 0 : task.job == "worker" && task.index == 0;
   }
 };
 

@@ -102,8 +102,8 @@ struct tf_config {
     out.cluster = cluster_spec::from_json(*cluster, at + "field \"cluster\"");
     for (const char* single : {"chief", "evaluator"}) {
       if (out.cluster.has_job(single) && out.cluster.num_tasks(single) > 1) {
-        throw bad("field \"cluster." + std::string(single) + "\" has " +
-                  std::to_string(out.cluster.num_tasks(single)) + " tasks; there may be at most one " + single);
+        throw bad("field \"cluster." + std::string(single) + "\" has " + std::to_string(out.cluster.num_tasks(single)) +
+                  " tasks; there may be at most one " + single);
       }
     }
 
@@ -128,8 +128,8 @@ struct tf_config {
     } else {
       std::string known;
       for (const auto& name : out.cluster.jobs()) known += (known.empty() ? "" : ", ") + name;
-      throw bad("field \"task.type\" is \"" + out.task.job + "\", which is not a job of the cluster (jobs: " +
-                (known.empty() ? "none" : known) + ")");
+      throw bad("field \"task.type\" is \"" + out.task.job +
+                "\", which is not a job of the cluster (jobs: " + (known.empty() ? "none" : known) + ")");
     }
 
     out.environment = read_string(j, "environment", bad);

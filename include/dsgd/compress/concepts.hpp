@@ -31,11 +31,16 @@ enum class encoding : std::uint8_t {
 /// @returns the encoding's name ("top_k").
 constexpr const char* to_string(encoding e) noexcept {
   switch (e) {
-    case encoding::none: return "none";
-    case encoding::fp16: return "fp16";
-    case encoding::bf16: return "bf16";
-    case encoding::top_k: return "top_k";
-    case encoding::two_bit: return "two_bit";
+    case encoding::none:
+      return "none";
+    case encoding::fp16:
+      return "fp16";
+    case encoding::bf16:
+      return "bf16";
+    case encoding::top_k:
+      return "top_k";
+    case encoding::two_bit:
+      return "two_bit";
   }
   return "unknown";
 }
@@ -68,15 +73,15 @@ constexpr const char* to_string(encoding e) noexcept {
 /// Compressors are pure: they know nothing of the network. See docs/compression.md.
 template <class C>
 concept Compressor = std::copy_constructible<C> &&
-                     requires(const C& c, std::size_t n, std::span<const float> g, std::span<float> r,
-                              std::span<std::byte> out, std::span<const std::byte> in, float* acc) {
-                       { C::id } -> std::convertible_to<compress::encoding>;
-                       { C::uses_residual } -> std::convertible_to<bool>;
-                       { c.describe() } -> std::convertible_to<std::string>;
-                       { c.max_bytes(n) } -> std::same_as<std::size_t>;
-                       { c.encode(g, r, out) } -> std::same_as<std::size_t>;
-                       c.check(in, n, std::string_view());
-                       c.decode_add(in, acc, n);
-                     };
+    requires(const C& c, std::size_t n, std::span<const float> g, std::span<float> r, std::span<std::byte> out,
+             std::span<const std::byte> in, float* acc) {
+  { C::id } -> std::convertible_to<compress::encoding>;
+  { C::uses_residual } -> std::convertible_to<bool>;
+  { c.describe() } -> std::convertible_to<std::string>;
+  { c.max_bytes(n) } -> std::same_as<std::size_t>;
+  { c.encode(g, r, out) } -> std::same_as<std::size_t>;
+  c.check(in, n, std::string_view());
+  c.decode_add(in, acc, n);
+};
 
 }  // namespace dsgd

@@ -68,7 +68,7 @@ inline void decode_add(const codec& c, std::span<const std::byte> in, float* acc
 ///   o.compression = {.all = compress::top_k{0.01f}, .variables = {{"softmax/bias", compress::none{}}}};
 /// @endcode
 struct selection {
-  codec all = none{};                                 ///< every variable's, unless named below
+  codec all = none{};                                    ///< every variable's, unless named below
   std::vector<std::pair<std::string, codec>> variables;  ///< overrides by variable name
 
   /// @returns the codec of variable @p name.

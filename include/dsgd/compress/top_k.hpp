@@ -95,23 +95,26 @@ struct top_k {
     if (in.size() < 4) malformed(id, what, "truncated: " + std::to_string(in.size()) + " bytes, no count");
     const std::uint64_t count = detail::load<std::uint32_t>(in.data());
     if (count > n)
-      malformed(id, what, "count " + std::to_string(count) + " is larger than the variable's " + std::to_string(n) +
-                              " elements");
+      malformed(id, what,
+                "count " + std::to_string(count) + " is larger than the variable's " + std::to_string(n) + " elements");
     if (count > k(n))
-      malformed(id, what, "count " + std::to_string(count) + " is above k = " + std::to_string(k(n)) + " of " +
-                              describe());
+      malformed(id, what,
+                "count " + std::to_string(count) + " is above k = " + std::to_string(k(n)) + " of " + describe());
     if (in.size() != 4 + 8 * count)
-      malformed(id, what, std::to_string(in.size()) + " bytes for " + std::to_string(count) + " entries (expected " +
-                              std::to_string(4 + 8 * count) + ")");
+      malformed(id, what,
+                std::to_string(in.size()) + " bytes for " + std::to_string(count) + " entries (expected " +
+                    std::to_string(4 + 8 * count) + ")");
     std::uint64_t last = 0;
     for (std::uint64_t j = 0; j < count; ++j) {
       const std::uint64_t i = detail::load<std::uint32_t>(in.data() + 4 + 4 * j);
       if (i >= n)
-        malformed(id, what, "index " + std::to_string(i) + " (entry " + std::to_string(j) + ") is out of range for " +
-                                std::to_string(n) + " elements");
+        malformed(id, what,
+                  "index " + std::to_string(i) + " (entry " + std::to_string(j) + ") is out of range for " +
+                      std::to_string(n) + " elements");
       if (j > 0 && i <= last)
-        malformed(id, what, "index " + std::to_string(i) + " (entry " + std::to_string(j) + ") is not above " +
-                                std::to_string(last));
+        malformed(
+            id, what,
+            "index " + std::to_string(i) + " (entry " + std::to_string(j) + ") is not above " + std::to_string(last));
       last = i;
     }
   }

@@ -70,8 +70,9 @@ struct two_bit {
   ///         4 + ceil(n / 4), another threshold than this one's, a code 3 or a set unused bit
   void check(std::span<const std::byte> in, std::size_t n, std::string_view what) const {
     if (in.size() != max_bytes(n))
-      malformed(id, what, std::to_string(in.size()) + " bytes for " + std::to_string(n) + " elements (expected " +
-                              std::to_string(max_bytes(n)) + ")");
+      malformed(id, what,
+                std::to_string(in.size()) + " bytes for " + std::to_string(n) + " elements (expected " +
+                    std::to_string(max_bytes(n)) + ")");
     const float t = detail::load<float>(in.data());
     if (std::bit_cast<std::uint32_t>(t) != std::bit_cast<std::uint32_t>(threshold)) {
       char buf[96];

@@ -52,13 +52,13 @@ struct file_info {
 /// The four files of the dataset (digests of the decompressed content, which do not depend on
 /// how a distribution recompressed them).
 inline constexpr file_info train_images{"train-images-idx3-ubyte", 60000, 47040016,
-    "c59f468a2f672dc815687fe0f83887768d799fd8a3f3276145d20f83aa44d888"};
+                                        "c59f468a2f672dc815687fe0f83887768d799fd8a3f3276145d20f83aa44d888"};
 inline constexpr file_info train_labels{"train-labels-idx1-ubyte", 60000, 60008,
-    "bad3541b69d912435c50bb6ba87bec294ff4f6a2e1246121d8633921760443d9"};
+                                        "bad3541b69d912435c50bb6ba87bec294ff4f6a2e1246121d8633921760443d9"};
 inline constexpr file_info test_images{"t10k-images-idx3-ubyte", 10000, 7840016,
-    "5b4141f0afbad91edebe8549f8fcffe087ea10ca49f1dbef5c9a5cd8815ce37b"};
+                                       "5b4141f0afbad91edebe8549f8fcffe087ea10ca49f1dbef5c9a5cd8815ce37b"};
 inline constexpr file_info test_labels{"t10k-labels-idx1-ubyte", 10000, 10008,
-    "0402a96d92fd2663957122ceb108a494c5af83dab82d92729df917d7dec38c34"};
+                                       "0402a96d92fd2663957122ceb108a494c5af83dab82d92729df917d7dec38c34"};
 
 /// Images and labels of one split, in memory on the host.
 struct dataset {
@@ -148,9 +148,8 @@ class hashed_reader {
   void read_exact(unsigned char* out, std::size_t n, std::size_t expected_total) {
     std::size_t got = read(out, n);
     if (got != n)
-      throw error(errc::dataset_corrupt, path_.string() + ": truncated: expected " +
-                                             std::to_string(expected_total) + " bytes, got " +
-                                             std::to_string(offset_));
+      throw error(errc::dataset_corrupt, path_.string() + ": truncated: expected " + std::to_string(expected_total) +
+                                             " bytes, got " + std::to_string(offset_));
   }
 
   /// Checks that nothing follows the expected end of the content.
@@ -159,9 +158,8 @@ class hashed_reader {
     std::size_t total = offset_;
     for (std::size_t got; (got = read(extra, sizeof extra)) > 0;) total += got;
     if (total != expected_total)
-      throw error(errc::dataset_corrupt, path_.string() + ": expected " +
-                                             std::to_string(expected_total) + " bytes, got " +
-                                             std::to_string(total) + " (trailing data)");
+      throw error(errc::dataset_corrupt, path_.string() + ": expected " + std::to_string(expected_total) +
+                                             " bytes, got " + std::to_string(total) + " (trailing data)");
   }
 
   /// @returns the hex SHA-256 of everything read so far (call once, at the end).
@@ -189,44 +187,42 @@ class hashed_reader {
 inline constexpr std::size_t max_examples = std::size_t{1} << 24;
 
 inline std::uint32_t big_endian(const unsigned char* p) noexcept {
-  return (std::uint32_t{p[0]} << 24) | (std::uint32_t{p[1]} << 16) | (std::uint32_t{p[2]} << 8) |
-         std::uint32_t{p[3]};
+  return (std::uint32_t{p[0]} << 24) | (std::uint32_t{p[1]} << 16) | (std::uint32_t{p[2]} << 8) | std::uint32_t{p[3]};
 }
 
-inline void check_header_field(const std::filesystem::path& path, std::string_view field,
-                               std::size_t expected, std::size_t actual) {
+inline void check_header_field(const std::filesystem::path& path, std::string_view field, std::size_t expected,
+                               std::size_t actual) {
   if (expected != actual)
-    throw error(errc::dataset_corrupt, path.string() + ": wrong " + std::string(field) +
-                                           ": expected " + std::to_string(expected) + ", got " +
-                                           std::to_string(actual));
+    throw error(errc::dataset_corrupt, path.string() + ": wrong " + std::string(field) + ": expected " +
+                                           std::to_string(expected) + ", got " + std::to_string(actual));
 }
 
 inline void check_digest(hashed_reader& in, const std::string& expected) {
   std::string actual = in.digest();
   if (!expected.empty() && actual != expected)
-    throw error(errc::dataset_corrupt, in.path().string() + ": wrong SHA-256 of the decompressed "
-                                       "content: expected " + expected + ", actual " + actual);
+    throw error(errc::dataset_corrupt, in.path().string() +
+                                           ": wrong SHA-256 of the decompressed "
+                                           "content: expected " +
+                                           expected + ", actual " + actual);
 }
 
 /// Reads the header of an IDX file with @p dims dimensions; @returns the extents.
-inline std::array<std::size_t, 3> read_header(hashed_reader& in, std::uint32_t magic,
-                                              std::size_t dims, const file_spec& spec) {
+inline std::array<std::size_t, 3> read_header(hashed_reader& in, std::uint32_t magic, std::size_t dims,
+                                              const file_spec& spec) {
   unsigned char header[16];
   const std::size_t header_bytes = 4 + 4 * dims;
   std::size_t got = in.read(header, header_bytes);
   if (got != header_bytes)
     throw error(errc::dataset_corrupt, in.path().string() + ": truncated: expected at least " +
-                                           std::to_string(header_bytes) + " bytes, got " +
-                                           std::to_string(got));
+                                           std::to_string(header_bytes) + " bytes, got " + std::to_string(got));
   check_header_field(in.path(), "magic number", magic, big_endian(header));
   std::array<std::size_t, 3> extents{1, 1, 1};
   for (std::size_t d = 0; d < dims; ++d) extents[d] = big_endian(header + 4 + 4 * d);
   if (spec.count != 0) check_header_field(in.path(), "example count", spec.count, extents[0]);
   // A corrupt count must not turn into a huge allocation.
   if (extents[0] > max_examples)
-    throw error(errc::dataset_corrupt, in.path().string() + ": example count " +
-                                           std::to_string(extents[0]) + " exceeds the limit of " +
-                                           std::to_string(max_examples));
+    throw error(errc::dataset_corrupt, in.path().string() + ": example count " + std::to_string(extents[0]) +
+                                           " exceeds the limit of " + std::to_string(max_examples));
   return extents;
 }
 
@@ -258,9 +254,9 @@ inline std::vector<std::int32_t> read_labels(const file_spec& spec) {
   std::vector<std::int32_t> labels(count);
   for (std::size_t i = 0; i < count; ++i) {
     if (raw[i] >= classes)
-      throw error(errc::dataset_corrupt, spec.path.string() + ": label out of range at index " +
-                                             std::to_string(i) + ": " + std::to_string(raw[i]) +
-                                             " is not in 0.." + std::to_string(classes - 1));
+      throw error(errc::dataset_corrupt, spec.path.string() + ": label out of range at index " + std::to_string(i) +
+                                             ": " + std::to_string(raw[i]) + " is not in 0.." +
+                                             std::to_string(classes - 1));
     labels[i] = raw[i];
   }
   return labels;
@@ -291,9 +287,8 @@ inline dataset load_files(const file_spec& images, const file_spec& labels) {
   d.labels = detail::read_labels(labels);
   if (d.images.size() != d.labels.size() * d.features())
     throw error(errc::dataset_corrupt,
-                images.path.string() + " holds " + std::to_string(d.images.size() / d.features()) +
-                    " images but " + labels.path.string() + " holds " +
-                    std::to_string(d.labels.size()) + " labels");
+                images.path.string() + " holds " + std::to_string(d.images.size() / d.features()) + " images but " +
+                    labels.path.string() + " holds " + std::to_string(d.labels.size()) + " labels");
   return d;
 }
 
@@ -303,17 +298,15 @@ inline dataset load_files(const file_spec& images, const file_spec& labels) {
 ///
 /// @throws dsgd::error errc::dataset_missing if @p dir or a file is missing (the message says
 ///         which package to install), errc::dataset_corrupt if a file fails a check.
-inline dataset load(split s, const std::filesystem::path& dir = default_dir(),
-                    bool verify_digest = true) {
+inline dataset load(split s, const std::filesystem::path& dir = default_dir(), bool verify_digest = true) {
   std::error_code ec;
   if (!std::filesystem::is_directory(dir, ec))
-    throw error(errc::dataset_missing, "Fashion-MNIST directory " + dir.string() +
-                                           " does not exist (" + detail::install_hint() + ")");
+    throw error(errc::dataset_missing,
+                "Fashion-MNIST directory " + dir.string() + " does not exist (" + detail::install_hint() + ")");
   const file_info& img = s == split::train ? train_images : test_images;
   const file_info& lab = s == split::train ? train_labels : test_labels;
   auto spec = [&](const file_info& f) {
-    return file_spec{detail::locate(dir, f.name), f.count,
-                     verify_digest ? std::string(f.sha256) : std::string()};
+    return file_spec{detail::locate(dir, f.name), f.count, verify_digest ? std::string(f.sha256) : std::string()};
   };
   return load_files(spec(img), spec(lab));
 }

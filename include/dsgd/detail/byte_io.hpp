@@ -65,8 +65,7 @@ inline void get_floats(const std::byte* p, std::size_t count, float* out) noexce
 /// the field and the offset, instead of reading past the end.
 class byte_reader {
  public:
-  byte_reader(std::span<const std::byte> bytes, std::string file)
-      : bytes_(bytes), file_(std::move(file)) {}
+  byte_reader(std::span<const std::byte> bytes, std::string file) : bytes_(bytes), file_(std::move(file)) {}
 
   std::size_t offset() const noexcept { return pos_; }
   std::size_t remaining() const noexcept { return bytes_.size() - pos_; }
@@ -76,9 +75,8 @@ class byte_reader {
   /// Throws unless @p n more bytes are there for @p what.
   void need(std::size_t n, std::string_view what) const {
     if (n > remaining())
-      fail("truncated: " + std::string(what) + " needs " + std::to_string(n) +
-           " bytes at offset " + std::to_string(pos_) + " but the file has " +
-           std::to_string(bytes_.size()) + " bytes");
+      fail("truncated: " + std::string(what) + " needs " + std::to_string(n) + " bytes at offset " +
+           std::to_string(pos_) + " but the file has " + std::to_string(bytes_.size()) + " bytes");
   }
 
   template <class T>

@@ -15,8 +15,7 @@
 #include <cstring>
 #include <span>
 
-#if (defined(__x86_64__) || defined(_M_X64)) && (defined(__GNUC__) || defined(__clang__)) && \
-    !defined(__CUDACC__)
+#if (defined(__x86_64__) || defined(_M_X64)) && (defined(__GNUC__) || defined(__clang__)) && !defined(__CUDACC__)
 #define DSGD_DETAIL_CRC32C_SSE42 1
 #include <nmmintrin.h>
 #else
@@ -37,12 +36,10 @@ constexpr std::uint32_t reflect32(std::uint32_t v) noexcept {
 }
 
 /// The table-driven CRC-32C from Boost.CRC, continued from the finished CRC @p crc.
-inline std::uint32_t crc32c_portable(std::uint32_t crc, const std::byte* data,
-                                     std::size_t size) noexcept {
+inline std::uint32_t crc32c_portable(std::uint32_t crc, const std::byte* data, std::size_t size) noexcept {
   // Boost keeps its remainder reflected and un-inverted; seeding it with reflect(~crc) continues
   // a finished CRC exactly where it stopped.
-  boost::crc_optimal<32, 0x1EDC6F41, 0xFFFFFFFF, 0xFFFFFFFF, true, true> engine(
-      reflect32(~crc));
+  boost::crc_optimal<32, 0x1EDC6F41, 0xFFFFFFFF, 0xFFFFFFFF, true, true> engine(reflect32(~crc));
   engine.process_bytes(data, size);
   return engine.checksum();
 }
@@ -80,8 +77,8 @@ constexpr std::uint32_t crc32c_zeros_operator(std::size_t bytes) noexcept {
 /// it. The CRC is linear, so crc(A B C) = (crc(A) x^|B| + crc(B)) x^|C| + crc(C), with the
 /// register of B and C started at 0: two multiplications join the streams after each round.
 template <std::size_t Block>
-__attribute__((target("sse4.2"))) inline std::uint64_t crc32c_sse42_rounds(
-    std::uint64_t state, const std::byte*& data, std::size_t& size) noexcept {
+__attribute__((target("sse4.2"))) inline std::uint64_t crc32c_sse42_rounds(std::uint64_t state, const std::byte*& data,
+                                                                           std::size_t& size) noexcept {
   static_assert(Block % 8 == 0);
   constexpr std::uint32_t shift = crc32c_zeros_operator(Block);
   while (size >= 3 * Block) {
@@ -95,10 +92,9 @@ __attribute__((target("sse4.2"))) inline std::uint64_t crc32c_sse42_rounds(
       b = _mm_crc32_u64(b, wb);
       c = _mm_crc32_u64(c, wc);
     }
-    state = crc32c_multiply(crc32c_multiply(static_cast<std::uint32_t>(a), shift) ^
-                                static_cast<std::uint32_t>(b),
-                            shift) ^
-            static_cast<std::uint32_t>(c);
+    state =
+        crc32c_multiply(crc32c_multiply(static_cast<std::uint32_t>(a), shift) ^ static_cast<std::uint32_t>(b), shift) ^
+        static_cast<std::uint32_t>(c);
     data += 3 * Block;
     size -= 3 * Block;
   }
@@ -106,8 +102,8 @@ __attribute__((target("sse4.2"))) inline std::uint64_t crc32c_sse42_rounds(
 }
 
 /// The same CRC with the SSE4.2 crc32 instruction, 8 bytes per step.
-__attribute__((target("sse4.2"))) inline std::uint32_t crc32c_sse42(
-    std::uint32_t crc, const std::byte* data, std::size_t size) noexcept {
+__attribute__((target("sse4.2"))) inline std::uint32_t crc32c_sse42(std::uint32_t crc, const std::byte* data,
+                                                                    std::size_t size) noexcept {
   std::uint64_t state = ~crc;
   state = crc32c_sse42_rounds<16384>(state, data, size);
   state = crc32c_sse42_rounds<512>(state, data, size);
@@ -156,9 +152,7 @@ inline std::uint32_t crc32c_extend(std::uint32_t crc, std::span<const std::byte>
 }
 
 /// @returns the CRC-32C (Castagnoli) of @p data; `crc32c("123456789") == 0xE3069283`.
-inline std::uint32_t crc32c(std::span<const std::byte> data) noexcept {
-  return crc32c_extend(0, data);
-}
+inline std::uint32_t crc32c(std::span<const std::byte> data) noexcept { return crc32c_extend(0, data); }
 
 }  // namespace dsgd::detail
 

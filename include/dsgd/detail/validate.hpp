@@ -17,8 +17,7 @@ namespace dsgd::detail {
 
 /// Throws errc::invalid_argument naming @p path.field and what it must be.
 [[noreturn]] inline void bad_option(std::string_view path, std::string_view field, std::string_view must) {
-  throw error(errc::invalid_argument,
-              std::string(path) + "." + std::string(field) + ": " + std::string(must));
+  throw error(errc::invalid_argument, std::string(path) + "." + std::string(field) + ": " + std::string(must));
 }
 
 /// Requires @p value > 0 (sizes, counts).

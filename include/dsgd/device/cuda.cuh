@@ -28,8 +28,7 @@ class scoped_device {
   explicit scoped_device(int index) {
     detail::throw_on_cuda_error(cudaGetDevice(&previous_), "cudaGetDevice");
     if (previous_ != index)
-      detail::throw_on_cuda_error(cudaSetDevice(index),
-                                  ("cudaSetDevice(" + std::to_string(index) + ")").c_str());
+      detail::throw_on_cuda_error(cudaSetDevice(index), ("cudaSetDevice(" + std::to_string(index) + ")").c_str());
     index_ = index;
   }
   ~scoped_device() {
@@ -86,8 +85,7 @@ class cuda {
 
   /// GPU @p index on @p stream, which the caller owns and keeps alive while this device (or a
   /// copy of it) is in use.
-  cuda(int index, cudaStream_t stream)
-      : index_(index), stream_(stream, detail::stream_deleter{false}) {}
+  cuda(int index, cudaStream_t stream) : index_(index), stream_(stream, detail::stream_deleter{false}) {}
 
   /// @returns GPU @p index on a new stream created with @p flags (cudaStreamDefault or
   /// cudaStreamNonBlocking); copies share the stream, the last one destroys it.
@@ -96,9 +94,8 @@ class cuda {
   static cuda with_new_stream(int index, unsigned flags = cudaStreamDefault) {
     detail::scoped_device on(index);
     cudaStream_t stream = nullptr;
-    detail::throw_on_cuda_error(
-        cudaStreamCreateWithFlags(&stream, flags),
-        ("cudaStreamCreateWithFlags on cuda:" + std::to_string(index)).c_str());
+    detail::throw_on_cuda_error(cudaStreamCreateWithFlags(&stream, flags),
+                                ("cudaStreamCreateWithFlags on cuda:" + std::to_string(index)).c_str());
     cuda d(index);
     d.stream_ = std::shared_ptr<CUstream_st>(stream, detail::stream_deleter{true});
     return d;
@@ -112,9 +109,7 @@ class cuda {
 
   /// Makes this GPU the calling thread's current CUDA device (cudaSetDevice).
   /// @throws dsgd::error in cuda_category() if the GPU does not exist.
-  void activate() const {
-    detail::throw_on_cuda_error(cudaSetDevice(index_), ("cudaSetDevice on " + name()).c_str());
-  }
+  void activate() const { detail::throw_on_cuda_error(cudaSetDevice(index_), ("cudaSetDevice on " + name()).c_str()); }
 
   /// @returns the Thrust execution policy for kernels on this device's stream, after making the
   /// GPU current. Algorithms that need no result on the host return without waiting: call
@@ -128,8 +123,7 @@ class cuda {
   /// @throws dsgd::error in cuda_category() with the first asynchronous error of that work.
   void synchronize() const {
     detail::scoped_device on(index_);
-    detail::throw_on_cuda_error(cudaStreamSynchronize(stream()),
-                                ("cudaStreamSynchronize on " + name()).c_str());
+    detail::throw_on_cuda_error(cudaStreamSynchronize(stream()), ("cudaStreamSynchronize on " + name()).c_str());
   }
 
   /// @returns "cuda:N", N the device index.
@@ -177,24 +171,19 @@ void copy_peer(const cuda& from, const T* src, const cuda& to, T* dst, std::size
   std::unique_ptr<CUevent_st, decltype(&cudaEventDestroy)> release(ready, &cudaEventDestroy);
   detail::throw_on_cuda_error(cudaEventRecord(ready, from.stream()), "copy_peer: cudaEventRecord");
   detail::scoped_device on_to(to.index());
-  detail::throw_on_cuda_error(cudaStreamWaitEvent(to.stream(), ready, 0),
-                              "copy_peer: cudaStreamWaitEvent");
-  detail::throw_on_cuda_error(
-      cudaMemcpyPeerAsync(dst, to.index(), src, from.index(), n * sizeof(T), to.stream()),
-      ("copy_peer: cudaMemcpyPeerAsync " + from.name() + " -> " + to.name()).c_str());
+  detail::throw_on_cuda_error(cudaStreamWaitEvent(to.stream(), ready, 0), "copy_peer: cudaStreamWaitEvent");
+  detail::throw_on_cuda_error(cudaMemcpyPeerAsync(dst, to.index(), src, from.index(), n * sizeof(T), to.stream()),
+                              ("copy_peer: cudaMemcpyPeerAsync " + from.name() + " -> " + to.name()).c_str());
 }
 
 /// Copies all of @p src (on @p from) into @p dst (on @p to), GPU to GPU; see the pointer form.
 /// @throws dsgd::error(errc::shape_mismatch) if the sizes differ.
 template <class T>
-void copy_peer(const cuda& from, const cuda::vector<T>& src, const cuda& to,
-               cuda::vector<T>& dst) {
+void copy_peer(const cuda& from, const cuda::vector<T>& src, const cuda& to, cuda::vector<T>& dst) {
   if (src.size() != dst.size())
     throw error(errc::shape_mismatch, "copy_peer " + from.name() + " -> " + to.name() + ": " +
-                                          std::to_string(src.size()) + " elements into " +
-                                          std::to_string(dst.size()));
-  copy_peer(from, thrust::raw_pointer_cast(src.data()), to, thrust::raw_pointer_cast(dst.data()),
-            src.size());
+                                          std::to_string(src.size()) + " elements into " + std::to_string(dst.size()));
+  copy_peer(from, thrust::raw_pointer_cast(src.data()), to, thrust::raw_pointer_cast(dst.data()), src.size());
 }
 
 }  // namespace dsgd::device

@@ -39,9 +39,7 @@ struct spec {
   int index = 0;          ///< which device of that kind (always 0 for the cpu)
 
   /// @returns the short form, "cpu:0" or "cuda:1", which parses back to an equal spec.
-  std::string to_string() const {
-    return (type == kind::cpu ? "cpu:" : "cuda:") + std::to_string(index);
-  }
+  std::string to_string() const { return (type == kind::cpu ? "cpu:" : "cuda:") + std::to_string(index); }
 
   friend bool operator==(const spec&, const spec&) = default;
 
@@ -69,8 +67,8 @@ inline std::string describe_char(char c) {
 
 /// Formats "<what> "<text>" at column N: <reason>" and, on the next two lines, the text and a
 /// caret under column N. Control characters in the echoed text become '?' so the caret lines up.
-inline std::string caret_message(std::string_view what, std::string_view text,
-                                 std::size_t column, std::string_view reason) {
+inline std::string caret_message(std::string_view what, std::string_view text, std::size_t column,
+                                 std::string_view reason) {
   std::string msg;
   msg.append(what).append(" \"").append(text).append("\" at column ");
   msg.append(std::to_string(column)).append(": ").append(reason).append("\n  ");
@@ -98,8 +96,8 @@ inline bool is_alpha(char c) noexcept { return (c >= 'a' && c <= 'z') || (c >= '
 
 /// Parses the whole of `text` as a non-negative int (what = "device index", "task index"...).
 /// `base` is the column of text[0] in the full string, for the failure.
-inline std::optional<int> parse_index(std::string_view text, std::size_t base,
-                                      std::string_view what, parse_failure& failure) {
+inline std::optional<int> parse_index(std::string_view text, std::size_t base, std::string_view what,
+                                      parse_failure& failure) {
   if (text.empty()) {
     failure = {base, "missing " + std::string(what)};
     return std::nullopt;
@@ -115,8 +113,8 @@ inline std::optional<int> parse_index(std::string_view text, std::size_t base,
     if (value > INT_MAX) {
       std::size_t end = i;
       while (end < text.size() && is_digit(text[end])) ++end;
-      failure = {base, std::string(what) + " " + std::string(text.substr(0, end)) +
-                           " is too large (at most " + std::to_string(INT_MAX) + ")"};
+      failure = {base, std::string(what) + " " + std::string(text.substr(0, end)) + " is too large (at most " +
+                           std::to_string(INT_MAX) + ")"};
       return std::nullopt;
     }
   }
@@ -125,8 +123,7 @@ inline std::optional<int> parse_index(std::string_view text, std::size_t base,
     return std::nullopt;
   }
   if (i != text.size()) {
-    failure = {base + i,
-               "unexpected character " + describe_char(text[i]) + " after the " + std::string(what)};
+    failure = {base + i, "unexpected character " + describe_char(text[i]) + " after the " + std::string(what)};
     return std::nullopt;
   }
   return static_cast<int>(value);
@@ -141,8 +138,7 @@ inline std::optional<spec::kind> kind_from_name(std::string_view word) noexcept 
 
 /// The non-throwing parser behind device::parse. `base` is the column of text[0] in the string
 /// the caller reports (cluster::device_spec passes the offset of its device component).
-inline std::optional<spec> try_parse(std::string_view text, std::size_t base,
-                                     parse_failure& failure) {
+inline std::optional<spec> try_parse(std::string_view text, std::size_t base, parse_failure& failure) {
   if (text.empty()) {
     failure = {base, "empty device string; expected e.g. \"cpu\", \"cuda:1\" or \"/device:GPU:0\""};
     return std::nullopt;
@@ -154,10 +150,9 @@ inline std::optional<spec> try_parse(std::string_view text, std::size_t base,
   while (pos < text.size() && is_alpha(text[pos])) ++pos;
   const std::string_view word = text.substr(kind_begin, pos - kind_begin);
   if (word.empty()) {
-    failure = {base + kind_begin,
-               kind_begin < text.size()
-                   ? "expected a device kind (cpu, cuda or gpu), got " + describe_char(text[kind_begin])
-                   : std::string("missing device kind (cpu, cuda or gpu)")};
+    failure = {base + kind_begin, kind_begin < text.size() ? "expected a device kind (cpu, cuda or gpu), got " +
+                                                                 describe_char(text[kind_begin])
+                                                           : std::string("missing device kind (cpu, cuda or gpu)")};
     return std::nullopt;
   }
   const auto type = kind_from_name(word);

@@ -37,11 +37,10 @@ template <>
 struct blas<device::cpu> {
   /// `C = alpha * op(A) * op(B) + beta * C`, row-major; op(X) is X transposed when the flag is set.
   /// @param lda, ldb, ldc row strides of A, B and C as stored (before any transposition).
-  static void gemm(const device::cpu&, bool trans_a, bool trans_b, int m, int n, int k,
-                   float alpha, const float* a, int lda, const float* b, int ldb, float beta,
-                   float* c, int ldc) noexcept {
-    cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
-                trans_b ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  static void gemm(const device::cpu&, bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,
+                   int lda, const float* b, int ldb, float beta, float* c, int ldc) noexcept {
+    cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, m, n, k, alpha,
+                a, lda, b, ldb, beta, c, ldc);
   }
 };
 

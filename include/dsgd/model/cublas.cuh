@@ -24,9 +24,7 @@ class cublas_category_impl final : public boost::system::error_category {
  public:
   using boost::system::error_category::message;
   const char* name() const noexcept override { return "cublas"; }
-  std::string message(int ev) const override {
-    return cublasGetStatusString(static_cast<cublasStatus_t>(ev));
-  }
+  std::string message(int ev) const override { return cublasGetStatusString(static_cast<cublasStatus_t>(ev)); }
 };
 
 /// @returns the category of cublasStatus_t values.
@@ -37,8 +35,7 @@ inline const boost::system::error_category& cublas_category() noexcept {
 
 /// Throws dsgd::error in cublas_category() when @p status is not CUBLAS_STATUS_SUCCESS.
 inline void throw_on_cublas_error(cublasStatus_t status, const std::string& what) {
-  if (status != CUBLAS_STATUS_SUCCESS)
-    throw error(error_code(static_cast<int>(status), cublas_category()), what);
+  if (status != CUBLAS_STATUS_SUCCESS) throw error(error_code(static_cast<int>(status), cublas_category()), what);
 }
 
 /// The calling thread's cuBLAS handles, one per (GPU, stream), each created on first use, bound
@@ -62,8 +59,7 @@ class cublas_handles {
     cublasHandle_t h = nullptr;
     if (const cublasStatus_t status = cublasCreate(&h); status != CUBLAS_STATUS_SUCCESS)
       throw_on_cublas_error(status, "cublasCreate on " + d.name());
-    if (const cublasStatus_t status = cublasSetStream(h, d.stream());
-        status != CUBLAS_STATUS_SUCCESS) {
+    if (const cublasStatus_t status = cublasSetStream(h, d.stream()); status != CUBLAS_STATUS_SUCCESS) {
       (void)cublasDestroy(h);
       throw_on_cublas_error(status, "cublasSetStream on " + d.name());
     }
@@ -93,22 +89,19 @@ struct blas<device::cuda> {
   /// @param lda, ldb, ldc row strides of A, B and C as stored (before any transposition).
   /// @throws dsgd::error in cuda_category() if the GPU cannot be selected, or in
   /// cublas_category() if cuBLAS rejects the arguments or fails.
-  static void gemm(const device::cuda& d, bool trans_a, bool trans_b, int m, int n, int k,
-                   float alpha, const float* a, int lda, const float* b, int ldb, float beta,
-                   float* c, int ldc) {
+  static void gemm(const device::cuda& d, bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,
+                   int lda, const float* b, int ldb, float beta, float* c, int ldc) {
     d.activate();
     // A row-major matrix read as column-major is its transpose, so row-major C = op(A) op(B)
     // is column-major C^T = op(B)^T op(A)^T: swap the operands and the m/n extents, keep the
     // transposition flags.
     const cublasStatus_t status =
-        cublasSgemm(detail::cublas_handle(d), trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
-                    trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha, b, ldb, a, lda, &beta,
-                    c, ldc);
+        cublasSgemm(detail::cublas_handle(d), trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
+                    n, m, k, &alpha, b, ldb, a, lda, &beta, c, ldc);
     if (status != CUBLAS_STATUS_SUCCESS)
       detail::throw_on_cublas_error(
-          status, "cublasSgemm on " + d.name() + " (m=" + std::to_string(m) +
-                      ", n=" + std::to_string(n) + ", k=" + std::to_string(k) +
-                      ", lda=" + std::to_string(lda) + ", ldb=" + std::to_string(ldb) +
+          status, "cublasSgemm on " + d.name() + " (m=" + std::to_string(m) + ", n=" + std::to_string(n) +
+                      ", k=" + std::to_string(k) + ", lda=" + std::to_string(lda) + ", ldb=" + std::to_string(ldb) +
                       ", ldc=" + std::to_string(ldc) + ", trans_a=" + std::to_string(trans_a) +
                       ", trans_b=" + std::to_string(trans_b) + ")");
   }

@@ -75,13 +75,11 @@ class feed_forward {
   feed_forward(D device, std::vector<std::size_t> widths, std::uint64_t seed)
       : device_(std::move(device)), widths_(std::move(widths)) {
     if (widths_.size() < 2 || std::find(widths_.begin(), widths_.end(), 0u) != widths_.end())
-      throw error(errc::invalid_argument,
-                  "feed_forward: widths must be at least {inputs, outputs}, all positive");
+      throw error(errc::invalid_argument, "feed_forward: widths must be at least {inputs, outputs}, all positive");
     for (std::size_t l = 0; l + 1 < widths_.size(); ++l) {
       const std::size_t in = widths_[l], out = widths_[l + 1];
       const std::string name = "dense" + std::to_string(l);
-      params_.emplace_back(device_, dsgd::shape{in, out},
-                           init::glorot_uniform{in, out, mix(seed, l)});
+      params_.emplace_back(device_, dsgd::shape{in, out}, init::glorot_uniform{in, out, mix(seed, l)});
       params_.emplace_back(device_, dsgd::shape{out});
       grads_.emplace_back(device_, dsgd::shape{in, out});
       grads_.emplace_back(device_, dsgd::shape{out});
@@ -122,8 +120,8 @@ class feed_forward {
   /// @throws dsgd::error (errc::shape_mismatch) naming the first tensor that differs.
   void set_parameters(const std::vector<tensor<D>>& values) {
     if (values.size() != params_.size())
-      throw error(errc::shape_mismatch, "set_parameters: " + std::to_string(values.size()) +
-                                            " tensors for " + std::to_string(params_.size()));
+      throw error(errc::shape_mismatch, "set_parameters: " + std::to_string(values.size()) + " tensors for " +
+                                            std::to_string(params_.size()));
     for (std::size_t i = 0; i < values.size(); ++i) {
       if (values[i].shape() != params_[i].shape())
         throw error(errc::shape_mismatch, "set_parameters: " + names_[i] + " has shape " +
@@ -166,12 +164,10 @@ class feed_forward {
   }
 
   /// @returns the mean loss and accuracy over @p n examples, evaluated @p batch at a time.
-  evaluation evaluate(const float* images, const std::int32_t* labels, std::size_t n,
-                      std::size_t batch = 1000) {
+  evaluation evaluate(const float* images, const std::int32_t* labels, std::size_t n, std::size_t batch = 1000) {
     if (n == 0 || batch == 0)
-      throw error(errc::invalid_argument, "evaluate: need n > 0 and batch > 0, got n = " +
-                                              std::to_string(n) + ", batch = " +
-                                              std::to_string(batch));
+      throw error(errc::invalid_argument, "evaluate: need n > 0 and batch > 0, got n = " + std::to_string(n) +
+                                              ", batch = " + std::to_string(batch));
     double loss_sum = 0;
     std::size_t correct = 0;
     for (std::size_t at = 0; at < n; at += batch) {
@@ -182,13 +178,10 @@ class feed_forward {
       loss_sum += static_cast<double>(cross_entropy(b, false)) * static_cast<double>(b);
       const float* z = raw(acts_.back());
       correct += thrust::transform_reduce(
-          device_.policy(), thrust::counting_iterator<std::size_t>(0),
-          thrust::counting_iterator<std::size_t>(b),
-          kernels::correct_prediction{z, label_ptr_, outputs()}, std::size_t{0},
-          thrust::plus<std::size_t>());
+          device_.policy(), thrust::counting_iterator<std::size_t>(0), thrust::counting_iterator<std::size_t>(b),
+          kernels::correct_prediction{z, label_ptr_, outputs()}, std::size_t{0}, thrust::plus<std::size_t>());
     }
-    return {loss_sum / static_cast<double>(n),
-            static_cast<double>(correct) / static_cast<double>(n)};
+    return {loss_sum / static_cast<double>(n), static_cast<double>(correct) / static_cast<double>(n)};
   }
 
   /// @returns the fraction of @p n examples classified correctly.
@@ -199,14 +192,12 @@ class feed_forward {
   /// @returns the accuracy over a dataset with `images`, `labels` vectors and `size()`
   /// (data::fashion_mnist::dataset).
   template <class Dataset>
-    requires requires(const Dataset& d) {
-      d.images.data();
-      d.labels.data();
-      d.size();
-    }
-  double accuracy(const Dataset& d) {
-    return accuracy(d.images.data(), d.labels.data(), d.size());
+  requires requires(const Dataset& d) {
+    d.images.data();
+    d.labels.data();
+    d.size();
   }
+  double accuracy(const Dataset& d) { return accuracy(d.images.data(), d.labels.data(), d.size()); }
 
  private:
   static std::uint64_t mix(std::uint64_t seed, std::uint64_t layer) noexcept {
@@ -225,9 +216,8 @@ class feed_forward {
     if (batch == 0) throw error(errc::invalid_argument, "feed_forward: empty batch");
     for (std::size_t i = 0; i < batch; ++i) {
       if (labels[i] < 0 || static_cast<std::size_t>(labels[i]) >= outputs())
-        throw error(errc::invalid_argument,
-                    "feed_forward: label " + std::to_string(labels[i]) + " at batch position " +
-                        std::to_string(i) + " is not in 0.." + std::to_string(outputs() - 1));
+        throw error(errc::invalid_argument, "feed_forward: label " + std::to_string(labels[i]) + " at batch position " +
+                                                std::to_string(i) + " is not in 0.." + std::to_string(outputs() - 1));
     }
     if (batch > capacity_) {
       capacity_ = batch;
@@ -263,8 +253,7 @@ class feed_forward {
       hooks.parameters_needed(2 * l);
       hooks.parameters_needed(2 * l + 1);
       float* z = raw(acts_[l]);
-      blas<D>::gemm(device_, false, false, m, n, k, 1.f, in, k, params_[2 * l].data(), n, 0.f, z,
-                    n);
+      blas<D>::gemm(device_, false, false, m, n, k, 1.f, in, k, params_[2 * l].data(), n, 0.f, z, n);
       const auto elements = batch * widths_[l + 1];
       const float* b = params_[2 * l + 1].data();
       if (l + 1 < layers()) {
@@ -282,12 +271,11 @@ class feed_forward {
   /// with respect to the logits into deltas_.back().
   float cross_entropy(std::size_t batch, bool gradient) {
     thrust::for_each_n(device_.policy(), thrust::counting_iterator<std::size_t>(0), batch,
-                       kernels::softmax_cross_entropy{
-                           raw(acts_.back()), label_ptr_, raw(losses_),
-                           gradient ? raw(deltas_.back()) : nullptr, outputs(),
-                           1.f / static_cast<float>(batch)});
-    const float sum = thrust::reduce(device_.policy(), losses_.begin(),
-                                     losses_.begin() + static_cast<std::ptrdiff_t>(batch), 0.f);
+                       kernels::softmax_cross_entropy{raw(acts_.back()), label_ptr_, raw(losses_),
+                                                      gradient ? raw(deltas_.back()) : nullptr, outputs(),
+                                                      1.f / static_cast<float>(batch)});
+    const float sum =
+        thrust::reduce(device_.policy(), losses_.begin(), losses_.begin() + static_cast<std::ptrdiff_t>(batch), 0.f);
     return sum / static_cast<float>(batch);
   }
 
@@ -299,19 +287,16 @@ class feed_forward {
       const float* in = l == 0 ? x : raw(acts_[l - 1]);
       const float* dz = raw(deltas_[l]);
       // dW = in^T dz (k x n); db = 1^T dz (a GEMM with a ones row keeps the sum on the BLAS).
-      blas<D>::gemm(device_, true, false, k, n, m, 1.f, in, k, dz, n, 0.f, grads_[2 * l].data(),
-                    n);
-      blas<D>::gemm(device_, false, false, 1, n, m, 1.f, raw(ones_), m, dz, n, 0.f,
-                    grads_[2 * l + 1].data(), n);
+      blas<D>::gemm(device_, true, false, k, n, m, 1.f, in, k, dz, n, 0.f, grads_[2 * l].data(), n);
+      blas<D>::gemm(device_, false, false, 1, n, m, 1.f, raw(ones_), m, dz, n, 0.f, grads_[2 * l + 1].data(), n);
       hooks.gradient_ready(2 * l);
       hooks.gradient_ready(2 * l + 1);
       if (l == 0) break;
       // d(in) = dz W^T, then through the ReLU that produced `in`.
       float* din = raw(deltas_[l - 1]);
-      blas<D>::gemm(device_, false, true, m, k, n, 1.f, dz, n, params_[2 * l].data(), n, 0.f, din,
-                    k);
-      thrust::for_each_n(device_.policy(), thrust::counting_iterator<std::size_t>(0),
-                         batch * widths_[l], kernels::relu_mask{din, raw(acts_[l - 1])});
+      blas<D>::gemm(device_, false, true, m, k, n, 1.f, dz, n, params_[2 * l].data(), n, 0.f, din, k);
+      thrust::for_each_n(device_.policy(), thrust::counting_iterator<std::size_t>(0), batch * widths_[l],
+                         kernels::relu_mask{din, raw(acts_[l - 1])});
     }
   }
 

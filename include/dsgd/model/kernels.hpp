@@ -62,8 +62,7 @@ struct softmax_cross_entropy {
     loss[r] = log_sum - row[label];
     if (dz == nullptr) return;
     float* out = dz + r * classes;
-    for (std::size_t j = 0; j < classes; ++j)
-      out[j] = scale * (expf(row[j] - log_sum) - (j == label ? 1.f : 0.f));
+    for (std::size_t j = 0; j < classes; ++j) out[j] = scale * (expf(row[j] - log_sum) - (j == label ? 1.f : 0.f));
   }
 };
 

@@ -33,8 +33,7 @@ class mlp : public feed_forward<D> {
   };
 
   /// Builds the network of @p c on @p device.
-  explicit mlp(D device = {}, const config& c = {})
-      : feed_forward<D>(std::move(device), layer_widths(c), c.seed) {}
+  explicit mlp(D device = {}, const config& c = {}) : feed_forward<D>(std::move(device), layer_widths(c), c.seed) {}
 
  private:
   static std::vector<std::size_t> layer_widths(const config& c) {

@@ -67,19 +67,22 @@ class shuffled_batches {
   /// @p labels. The pointers must stay valid while this object is used.
   /// @throws dsgd::error (errc::invalid_argument) for a zero batch, no shards, a shard out of
   /// range or a shard with no examples.
-  shuffled_batches(const float* images, const std::int32_t* labels, std::size_t size,
-                   std::size_t features, const options& o)
-      : images_(images), labels_(labels), features_(features), batch_(o.batch), rng_(static_cast<std::mt19937::result_type>(o.seed)) {
+  shuffled_batches(const float* images, const std::int32_t* labels, std::size_t size, std::size_t features,
+                   const options& o)
+      : images_(images),
+        labels_(labels),
+        features_(features),
+        batch_(o.batch),
+        rng_(static_cast<std::mt19937::result_type>(o.seed)) {
     if (o.batch == 0 || o.shards == 0 || o.shard >= o.shards)
-      throw error(errc::invalid_argument,
-                  "shuffled_batches: need batch > 0 and shard < shards, got batch " +
-                      std::to_string(o.batch) + ", shard " + std::to_string(o.shard) + " of " +
-                      std::to_string(o.shards));
+      throw error(errc::invalid_argument, "shuffled_batches: need batch > 0 and shard < shards, got batch " +
+                                              std::to_string(o.batch) + ", shard " + std::to_string(o.shard) + " of " +
+                                              std::to_string(o.shards));
     for (std::size_t i = o.shard; i < size; i += o.shards) order_.push_back(i);
     if (order_.empty())
-      throw error(errc::invalid_argument, "shuffled_batches: shard " + std::to_string(o.shard) +
-                                              " of " + std::to_string(o.shards) + " over " +
-                                              std::to_string(size) + " examples is empty");
+      throw error(errc::invalid_argument, "shuffled_batches: shard " + std::to_string(o.shard) + " of " +
+                                              std::to_string(o.shards) + " over " + std::to_string(size) +
+                                              " examples is empty");
     std::shuffle(order_.begin(), order_.end(), rng_);
     x_.resize(batch_ * features_);
     y_.resize(batch_);
@@ -88,12 +91,12 @@ class shuffled_batches {
   /// Batches over a dataset with `images`, `labels` vectors, `size()` and `features()`
   /// (data::fashion_mnist::dataset), which must outlive this object.
   template <class Dataset>
-    requires requires(const Dataset& d) {
-      { d.images.data() } -> std::convertible_to<const float*>;
-      { d.labels.data() } -> std::convertible_to<const std::int32_t*>;
-      d.size();
-      d.features();
-    }
+  requires requires(const Dataset& d) {
+    { d.images.data() } -> std::convertible_to<const float*>;
+    { d.labels.data() } -> std::convertible_to<const std::int32_t*>;
+    d.size();
+    d.features();
+  }
   shuffled_batches(const Dataset& d, const options& o)
       : shuffled_batches(d.images.data(), d.labels.data(), d.size(), d.features(), o) {}
 
@@ -126,9 +129,9 @@ class shuffled_batches {
   /// an epoch boundary). @p step takes a batch_view and returns the batch's mean loss.
   /// @returns the epoch's statistics.
   template <class Step>
-    requires requires(Step& s, const batch_view& b) {
-      { s(b) } -> std::convertible_to<double>;
-    }
+  requires requires(Step& s, const batch_view& b) {
+    { s(b) } -> std::convertible_to<double>;
+  }
   epoch_stats run_epoch(Step&& step) {
     const auto start = std::chrono::steady_clock::now();
     epoch_stats stats;

@@ -77,8 +77,7 @@ struct adagrad {
   /// @p device's memory; @p w and @p g must not overlap), in one fused pass.
   /// @throws dsgd::error (errc::shape_mismatch) when @p s was made for a different size.
   template <Device D>
-  void apply(const D& device, state<D>& s, float* w, const float* g, std::size_t n,
-             float grad_scale = 1.f) const {
+  void apply(const D& device, state<D>& s, float* w, const float* g, std::size_t n, float grad_scale = 1.f) const {
     if (s.accumulator.size() != n) detail::throw_state_size("optim::adagrad", s.accumulator.size(), "accumulators", n);
     detail::map_in_place(*this, device, s, w, g, n, grad_scale);
   }

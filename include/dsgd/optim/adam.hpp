@@ -95,8 +95,7 @@ struct adam {
   /// @p device's memory; @p w and @p g must not overlap), in one fused pass; advances `s.t`.
   /// @throws dsgd::error (errc::shape_mismatch) when @p s was made for a different size.
   template <Device D>
-  void apply(const D& device, state<D>& s, float* w, const float* g, std::size_t n,
-             float grad_scale = 1.f) const {
+  void apply(const D& device, state<D>& s, float* w, const float* g, std::size_t n, float grad_scale = 1.f) const {
     if (s.m.size() != n || s.v.size() != n) detail::throw_state_size("optim::adam", s.m.size(), "moments", n);
     detail::map_in_place(*this, device, s, w, g, n, grad_scale);
   }
@@ -119,9 +118,9 @@ struct adam {
     // beta2 is close to 1.
     const double correction1 = 1.0 - std::pow(static_cast<double>(beta1), static_cast<double>(t));
     const double correction2 = 1.0 - std::pow(static_cast<double>(beta2), static_cast<double>(t));
-    f(detail::adam_rule{learning_rate, beta1, 1.f - beta1, beta2, 1.f - beta2,
-                        static_cast<float>(1.0 / correction1), static_cast<float>(1.0 / correction2), epsilon,
-                        grad_scale, detail::decay_factor(learning_rate, weight_decay)});
+    f(detail::adam_rule{learning_rate, beta1, 1.f - beta1, beta2, 1.f - beta2, static_cast<float>(1.0 / correction1),
+                        static_cast<float>(1.0 / correction2), epsilon, grad_scale,
+                        detail::decay_factor(learning_rate, weight_decay)});
   }
   /// @p out's step count after one update of @p in.
   template <class S>

@@ -31,19 +31,20 @@ namespace dsgd {
 /// Optimizers are pure: they know nothing of the network, the cluster or the session. If you get
 /// an error on a line that requires this concept, see docs/policies.md for the required members.
 template <class O, class D>
-concept Optimizer =
-    Device<D> && std::copy_constructible<O> &&
-    requires(const O& o, const D& d, typename O::template state<D>& s, float* p, const float* g,
-             std::size_t n) {
-      typename O::template state<D>;
-      requires std::constructible_from<typename O::template state<D>, const D&, std::size_t>;
-      o.apply(d, s, p, g, n, 1.f);
-    };
+concept Optimizer = Device<D> && std::copy_constructible<O> &&
+    requires(const O& o, const D& d, typename O::template state<D>& s, float* p, const float* g, std::size_t n) {
+  typename O::template state<D>;
+  requires std::constructible_from < typename O::template state<D>,
+  const D&, std::size_t > ;
+  o.apply(d, s, p, g, n, 1.f);
+};
 
 /// An optimizer state whose slots and counters checkpoints hold: it has `visit(f)` (see
 /// Optimizer).
 template <class S>
-concept checkpointable_state = requires(S& s) { s.visit([](const char*, auto&) {}); };
+concept checkpointable_state = requires(S& s) {
+  s.visit([](const char*, auto&) {});
+};
 
 namespace optim {
 
@@ -66,7 +67,9 @@ concept elementwise = requires {
 /// push (some rows) is then no update of its own, so such optimizers have no sparse or chunked
 /// apply.
 template <class O>
-inline constexpr bool counts_updates_v = requires { requires O::counts_updates; };
+inline constexpr bool counts_updates_v = requires {
+  requires O::counts_updates;
+};
 
 }  // namespace optim
 

@@ -55,8 +55,8 @@ struct cosine_decay {
     const double peak = base.learning_rate;
     if (updates < warmup_steps) {
       const double initial = warmup_initial;
-      return static_cast<float>(initial + (peak - initial) * (static_cast<double>(updates) /
-                                                               static_cast<double>(warmup_steps)));
+      return static_cast<float>(initial +
+                                (peak - initial) * (static_cast<double>(updates) / static_cast<double>(warmup_steps)));
     }
     const double d = static_cast<double>(std::min(updates - warmup_steps, decay_steps));
     const double c = 0.5 * (1.0 + std::cos(std::numbers::pi * d / static_cast<double>(decay_steps)));
@@ -67,8 +67,7 @@ struct cosine_decay {
   /// Applies one update of @p O at learning_rate_at(s.updates), then counts it.
   /// @throws dsgd::error (errc::invalid_argument) as learning_rate_at()
   template <Device D>
-  void apply(const D& device, state<D>& s, float* w, const float* g, std::size_t n,
-             float grad_scale = 1.f) const {
+  void apply(const D& device, state<D>& s, float* w, const float* g, std::size_t n, float grad_scale = 1.f) const {
     detail::apply_at_rate(base, learning_rate_at(s.updates), device, s, w, g, n, grad_scale);
   }
 };

@@ -42,15 +42,14 @@ struct exponential_decay {
   /// @returns the learning rate after @p updates updates.
   float learning_rate_at(std::uint64_t updates) const noexcept {
     const std::uint64_t steps = decay_steps == 0 ? 1 : decay_steps;
-    const double e = staircase ? static_cast<double>(updates / steps)
-                               : static_cast<double>(updates) / static_cast<double>(steps);
+    const double e =
+        staircase ? static_cast<double>(updates / steps) : static_cast<double>(updates) / static_cast<double>(steps);
     return static_cast<float>(base.learning_rate * std::pow(static_cast<double>(decay_rate), e));
   }
 
   /// Applies one update of @p O at learning_rate_at(s.updates), then counts it.
   template <Device D>
-  void apply(const D& device, state<D>& s, float* w, const float* g, std::size_t n,
-             float grad_scale = 1.f) const {
+  void apply(const D& device, state<D>& s, float* w, const float* g, std::size_t n, float grad_scale = 1.f) const {
     detail::apply_at_rate(base, learning_rate_at(s.updates), device, s, w, g, n, grad_scale);
   }
 };

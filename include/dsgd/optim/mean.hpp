@@ -60,18 +60,25 @@ void mean_pass(const D& device, float* out, const float* const* in, std::size_t 
 }
 
 template <bool Carry, Device D>
-void mean_pass(const D& device, float* out, const float* const* in, std::size_t count,
-               std::size_t n, float scale) {
+void mean_pass(const D& device, float* out, const float* const* in, std::size_t count, std::size_t n, float scale) {
   static_assert(mean_group == 8, "the cases below cover 1..mean_group inputs");
   switch (count) {
-    case 1: return mean_pass<1, Carry>(device, out, in, n, scale);
-    case 2: return mean_pass<2, Carry>(device, out, in, n, scale);
-    case 3: return mean_pass<3, Carry>(device, out, in, n, scale);
-    case 4: return mean_pass<4, Carry>(device, out, in, n, scale);
-    case 5: return mean_pass<5, Carry>(device, out, in, n, scale);
-    case 6: return mean_pass<6, Carry>(device, out, in, n, scale);
-    case 7: return mean_pass<7, Carry>(device, out, in, n, scale);
-    default: return mean_pass<8, Carry>(device, out, in, n, scale);
+    case 1:
+      return mean_pass<1, Carry>(device, out, in, n, scale);
+    case 2:
+      return mean_pass<2, Carry>(device, out, in, n, scale);
+    case 3:
+      return mean_pass<3, Carry>(device, out, in, n, scale);
+    case 4:
+      return mean_pass<4, Carry>(device, out, in, n, scale);
+    case 5:
+      return mean_pass<5, Carry>(device, out, in, n, scale);
+    case 6:
+      return mean_pass<6, Carry>(device, out, in, n, scale);
+    case 7:
+      return mean_pass<7, Carry>(device, out, in, n, scale);
+    default:
+      return mean_pass<8, Carry>(device, out, in, n, scale);
   }
 }
 
@@ -82,8 +89,7 @@ void mean_pass(const D& device, float* out, const float* const* in, std::size_t 
 /// Raw pointers into @p device's memory. Apply the sum later with `grad_scale = 1 / k`.
 template <Device D>
 void accumulate(const D& device, float* acc, const float* g, std::size_t n) {
-  thrust::for_each_n(device.policy(), thrust::counting_iterator<std::size_t>(0), n,
-                     detail::accumulate_kernel{acc, g});
+  thrust::for_each_n(device.policy(), thrust::counting_iterator<std::size_t>(0), n, detail::accumulate_kernel{acc, g});
 }
 
 /// Writes the element-wise mean of the k = `inputs.size()` arrays of @p n floats to @p out.

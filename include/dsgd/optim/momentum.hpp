@@ -76,8 +76,7 @@ struct momentum {
   /// @p device's memory; @p w and @p g must not overlap), in one fused pass.
   /// @throws dsgd::error (errc::shape_mismatch) when @p s was made for a different size.
   template <Device D>
-  void apply(const D& device, state<D>& s, float* w, const float* g, std::size_t n,
-             float grad_scale = 1.f) const {
+  void apply(const D& device, state<D>& s, float* w, const float* g, std::size_t n, float grad_scale = 1.f) const {
     if (s.velocity.size() != n) detail::throw_state_size("optim::momentum", s.velocity.size(), "velocities", n);
     detail::map_in_place(*this, device, s, w, g, n, grad_scale);
   }

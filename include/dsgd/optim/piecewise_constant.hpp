@@ -33,9 +33,9 @@ namespace dsgd::optim {
 /// counter `schedule_step`: a checkpoint restores both. Applied whole by every rule.
 template <class O>
 struct piecewise_constant {
-  O base{};                                ///< the inner optimizer (its learning_rate is replaced)
+  O base{};                                 ///< the inner optimizer (its learning_rate is replaced)
   std::vector<std::uint64_t> boundaries{};  ///< strictly increasing steps
-  std::vector<float> values{};             ///< boundaries.size() + 1 learning rates
+  std::vector<float> values{};              ///< boundaries.size() + 1 learning rates
 
   /// The inner optimizer's slots and the update count (optim::detail::schedule_state).
   template <Device D>
@@ -53,8 +53,7 @@ struct piecewise_constant {
   /// Applies one update of @p O at learning_rate_at(s.updates), then counts it.
   /// @throws dsgd::error (errc::invalid_argument) as learning_rate_at()
   template <Device D>
-  void apply(const D& device, state<D>& s, float* w, const float* g, std::size_t n,
-             float grad_scale = 1.f) const {
+  void apply(const D& device, state<D>& s, float* w, const float* g, std::size_t n, float grad_scale = 1.f) const {
     detail::apply_at_rate(base, learning_rate_at(s.updates), device, s, w, g, n, grad_scale);
   }
 

@@ -50,8 +50,7 @@ struct sgd {
 
   /// Applies one update to the @p n elements at @p w (raw pointers into @p device's memory).
   template <Device D>
-  void apply(const D& device, state<D>& s, float* w, const float* g, std::size_t n,
-             float grad_scale = 1.f) const {
+  void apply(const D& device, state<D>& s, float* w, const float* g, std::size_t n, float grad_scale = 1.f) const {
     detail::map_in_place(*this, device, s, w, g, n, grad_scale);
   }
 

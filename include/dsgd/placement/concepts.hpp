@@ -20,9 +20,8 @@ namespace dsgd {
 /// plan on its own and the plans' fingerprints are compared at connect time. If you get an
 /// error on a line that requires this concept, see docs/policies.md.
 template <class P>
-concept Placement = std::copy_constructible<P> &&
-                    requires(const P& p, const std::vector<placement::variable_info>& v) {
-                      { p.place(v, std::size_t{1}) } -> std::same_as<placement::plan>;
-                    };
+concept Placement = std::copy_constructible<P> && requires(const P& p, const std::vector<placement::variable_info>& v) {
+  { p.place(v, std::size_t{1}) } -> std::same_as<placement::plan>;
+};
 
 }  // namespace dsgd

@@ -20,8 +20,7 @@ struct greedy_by_bytes {
     std::vector<std::size_t> bytes(ps_tasks, 0);
     std::vector<shard> shards;
     for (std::size_t i = 0; i < variables.size(); ++i) {
-      auto least = static_cast<std::size_t>(std::min_element(bytes.begin(), bytes.end()) -
-                                            bytes.begin());
+      auto least = static_cast<std::size_t>(std::min_element(bytes.begin(), bytes.end()) - bytes.begin());
       bytes[least] += variables[i].bytes();
       shards.push_back({i, least, 0, variables[i].shape.elements()});
     }

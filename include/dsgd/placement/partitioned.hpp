@@ -30,12 +30,9 @@ struct partitioned {
   bool fixed = false;
 
   /// Cut every variable into @p shards slices (fewer if it has fewer rows).
-  static constexpr partitioned fixed_size(std::size_t shards) noexcept {
-    return {shards, 0, true};
-  }
+  static constexpr partitioned fixed_size(std::size_t shards) noexcept { return {shards, 0, true}; }
   /// At most @p max_shards slices, none smaller than @p min_slice_bytes.
-  static constexpr partitioned min_max(std::size_t max_shards,
-                                       std::size_t min_slice_bytes = 256 * 1024) noexcept {
+  static constexpr partitioned min_max(std::size_t max_shards, std::size_t min_slice_bytes = 256 * 1024) noexcept {
     return {max_shards, min_slice_bytes, false};
   }
 
@@ -49,8 +46,7 @@ struct partitioned {
 
   plan place(const std::vector<variable_info>& variables, std::size_t ps_tasks) const {
     detail::check_ps_tasks(ps_tasks, "placement::partitioned");
-    if (max_shards == 0)
-      throw error(errc::invalid_argument, "placement::partitioned: max_shards must be at least 1");
+    if (max_shards == 0) throw error(errc::invalid_argument, "placement::partitioned: max_shards must be at least 1");
     std::vector<shard> shards;
     std::size_t next_task = 0;
     for (std::size_t i = 0; i < variables.size(); ++i) {

@@ -77,8 +77,8 @@ class plan {
     for (const auto& s : shards_) {
       if (!out.empty()) out += ' ';
       const auto& v = variables_[s.variable];
-      out += v.name + v.shape.to_string() + "@" + std::to_string(s.ps_task) + "+" +
-             std::to_string(s.offset) + ":" + std::to_string(s.elements);
+      out += v.name + v.shape.to_string() + "@" + std::to_string(s.ps_task) + "+" + std::to_string(s.offset) + ":" +
+             std::to_string(s.elements);
     }
     return out;
   }
@@ -112,21 +112,20 @@ class plan {
 
 /// Throws dsgd::error(errc::placement_mismatch) naming both placements when @p theirs (the
 /// describe() line a peer sent, with its fingerprint) differs from @p mine.
-inline void verify_same_placement(const plan& mine, std::uint64_t their_fingerprint,
-                                  const std::string& theirs, const std::string& peer) {
+inline void verify_same_placement(const plan& mine, std::uint64_t their_fingerprint, const std::string& theirs,
+                                  const std::string& peer) {
   if (mine.fingerprint() == their_fingerprint && mine.describe() == theirs) return;
-  throw error(errc::placement_mismatch,
-              "placement differs from " + peer + "'s (were variables created in a different "
-              "order or with other shapes?)\n  local:   " + mine.describe() + "\n  " + peer +
-                  ": " + theirs);
+  throw error(errc::placement_mismatch, "placement differs from " + peer +
+                                            "'s (were variables created in a different "
+                                            "order or with other shapes?)\n  local:   " +
+                                            mine.describe() + "\n  " + peer + ": " + theirs);
 }
 
 namespace detail {
 
 inline void check_ps_tasks(std::size_t ps_tasks, const char* who) {
   if (ps_tasks == 0)
-    throw error(errc::invalid_argument,
-                std::string(who) + ": the cluster has no ps task to place variables on");
+    throw error(errc::invalid_argument, std::string(who) + ": the cluster has no ps task to place variables on");
 }
 
 }  // namespace detail

@@ -13,9 +13,7 @@ namespace dsgd::placement {
 /// replica_device_setter does without a ps_strategy.
 struct round_robin {
   /// @returns the ps task that owns variable @p index.
-  static constexpr std::size_t owner(std::size_t index, std::size_t ps_tasks) noexcept {
-    return index % ps_tasks;
-  }
+  static constexpr std::size_t owner(std::size_t index, std::size_t ps_tasks) noexcept { return index % ps_tasks; }
 
   plan place(const std::vector<variable_info>& variables, std::size_t ps_tasks) const {
     detail::check_ps_tasks(ps_tasks, "placement::round_robin");

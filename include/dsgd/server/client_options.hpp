@@ -33,7 +33,8 @@ struct request_options {
 inline void validate(const request_options& o, std::string_view path = "request_options") {
   dsgd::detail::require_deadline(o.startup_timeout, path, "startup_timeout");
   dsgd::detail::require_deadline(o.initial_backoff, path, "initial_backoff");
-  if (o.max_backoff < o.initial_backoff) dsgd::detail::bad_option(path, "max_backoff", "must be at least initial_backoff");
+  if (o.max_backoff < o.initial_backoff)
+    dsgd::detail::bad_option(path, "max_backoff", "must be at least initial_backoff");
   dsgd::detail::require_deadline(o.request_timeout, path, "request_timeout");
 }
 

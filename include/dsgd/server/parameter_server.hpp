@@ -110,9 +110,7 @@ class parameter_server {
   cluster::task_address local_address() const { return T::local_address(*listener_); }
 
   /// @returns the bound TCP endpoint (with the real port when the spec said port 0).
-  endpoint_type local_endpoint() const
-    requires std::same_as<T, transport::asio_tcp>
-  {
+  endpoint_type local_endpoint() const requires std::same_as<T, transport::asio_tcp> {
     return listener_->local_endpoint();
   }
 
@@ -164,7 +162,9 @@ class parameter_server {
   // The table's replies go to the connections (a reply_sink).
   struct replies {
     parameter_server& ps;
-    void send(peer_id p, outgoing_reply r) { ps.send(p, std::move(r), [](error_code) {}); }
+    void send(peer_id p, outgoing_reply r) {
+      ps.send(p, std::move(r), [](error_code) {});
+    }
     bool is_open(peer_id p) const {
       auto it = ps.peers_.find(p);
       // Threaded, a connection's own state is its strand's: the ps's map says whether it is kept.
@@ -179,7 +179,8 @@ class parameter_server {
   static options with_log(options o) {
     o.connection.log = dsgd::detail::or_stderr(std::move(o.connection.log));
     if (o.serving.threads > 1)
-      o.connection.log = [m = std::make_shared<std::mutex>(), log = std::move(o.connection.log)](std::string_view line) {
+      o.connection.log = [m = std::make_shared<std::mutex>(),
+                          log = std::move(o.connection.log)](std::string_view line) {
         const std::lock_guard l(*m);
         log(line);
       };
@@ -193,10 +194,8 @@ class parameter_server {
   // Runs @p f on @p conn's strand (threaded), or here.
   template <class F>
   void on_strand_of(const connection& conn, F f) {
-    if (threaded())
-      boost::asio::post(conn->get_executor(), std::move(f));
-    else
-      f();
+    if (threaded()) boost::asio::post(conn->get_executor(), std::move(f));
+    else f();
   }
 
   // The connection settings as given, with this task's identity and the peers it accepts.
@@ -392,8 +391,8 @@ class parameter_server {
   static constexpr std::chrono::seconds drain_grace{5};
   update::clock_type::time_point drain_deadline_{};
   std::recursive_mutex mutex_;  // see lock()
-  std::size_t sending_ = 0;  // replies being written
-  bool draining_ = false;    // the chief's shutdown reply is written: close once sending_ is 0
+  std::size_t sending_ = 0;     // replies being written
+  bool draining_ = false;       // the chief's shutdown reply is written: close once sending_ is 0
   bool shutting_down_ = false;
   bool closed_ = false;
 };

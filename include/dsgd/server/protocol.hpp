@@ -20,9 +20,9 @@
 #include <cstdint>
 #include <memory>
 #include <span>
-#include <string_view>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace dsgd::server {
@@ -31,20 +31,18 @@ namespace dsgd::server {
 ///
 /// | request | payload | reply |
 /// |---|---|---|
-/// | register_worker | control: register_request | ok with the push counts (below), or error (placement mismatch, ...) |
-/// | init_shard (chief) | raw floats: initial values of (variable, shard) | ok |
-/// | wait_ready | none | ok (step = the session stamp) once every shard this ps holds exists and the chief opened a session |
-/// | pull (step = step or clock) | none | pull_reply: raw floats, step = shard step |
-/// | push (step = computed at) | raw floats: gradient | push_applied / push_accumulated / push_dropped |
-/// | sparse_pull (step as pull) | n keys: u64 LE rows of the whole variable | pull_reply: n x dim floats |
-/// | sparse_push (step as push) | n keys (u64 LE), then n x dim floats | as push |
-/// | finish | none | ok |
-/// | shutdown (chief) | none | ok, then the ps closes and join() returns |
-/// | save (chief; step = checkpoint step) | control: checkpoint_request | ok once the ps wrote its data file |
-/// | restore (chief; step = checkpoint step) | control: checkpoint_request | ok once the ps holds the checkpoint's values |
-/// | compressed_push (step as push) | a Compressor's payload (compress/) | as push |
-/// | compressed_pull (step as pull) | none | compressed_pull_reply: the shard's values as its agreed pull codec (fp16, bf16) encodes them, 2 bytes each |
-/// | open_session (chief; step = a new session stamp) | none | ok |
+/// | register_worker | control: register_request | ok with the push counts (below), or error (placement mismatch, ...)
+/// | | init_shard (chief) | raw floats: initial values of (variable, shard) | ok | | wait_ready | none | ok (step = the
+/// session stamp) once every shard this ps holds exists and the chief opened a session | | pull (step = step or clock)
+/// | none | pull_reply: raw floats, step = shard step | | push (step = computed at) | raw floats: gradient |
+/// push_applied / push_accumulated / push_dropped | | sparse_pull (step as pull) | n keys: u64 LE rows of the whole
+/// variable | pull_reply: n x dim floats | | sparse_push (step as push) | n keys (u64 LE), then n x dim floats | as
+/// push | | finish | none | ok | | shutdown (chief) | none | ok, then the ps closes and join() returns | | save (chief;
+/// step = checkpoint step) | control: checkpoint_request | ok once the ps wrote its data file | | restore (chief; step
+/// = checkpoint step) | control: checkpoint_request | ok once the ps holds the checkpoint's values | | compressed_push
+/// (step as push) | a Compressor's payload (compress/) | as push | | compressed_pull (step as pull) | none |
+/// compressed_pull_reply: the shard's values as its agreed pull codec (fp16, bf16) encodes them, 2 bytes each | |
+/// open_session (chief; step = a new session stamp) | none | ok |
 ///
 /// The reply to register_worker carries, for each shard of the request's `layouts` in that
 /// order, a u64 LE: how many pushes (dense or sparse) of this replica the ps has received for
@@ -89,12 +87,12 @@ enum class message : std::uint16_t {
 
 /// Where the payload of a request goes on the ps.
 enum class payload_kind : std::uint8_t {
-  none,     ///< no payload
-  control,  ///< a serialized control message (register_request, checkpoint_request)
-  dense,    ///< raw floats of a whole shard (init_shard values, a push's gradient)
-  sparse,   ///< u64 keys (sparse_pull), or keys then rows (sparse_push)
+  none,        ///< no payload
+  control,     ///< a serialized control message (register_request, checkpoint_request)
+  dense,       ///< raw floats of a whole shard (init_shard values, a push's gradient)
+  sparse,      ///< u64 keys (sparse_pull), or keys then rows (sparse_push)
   compressed,  ///< a gradient as the shard's agreed compress::codec encodes it
-  reply,    ///< not a request: a reply the ps sends
+  reply,       ///< not a request: a reply the ps sends
 };
 
 /// One row of the protocol's table: a message, its name, where its payload goes.
@@ -153,12 +151,12 @@ constexpr const char* to_string(message m) noexcept {
 /// What a ps task knows of one shard it holds, for sparse pulls and pushes: the whole
 /// variable's name and shape, and the rows of dimension 0 the shard holds.
 struct shard_layout {
-  std::uint32_t variable = 0;            ///< index of the variable in creation order
-  std::uint32_t shard = 0;               ///< index of the shard within its variable
-  std::string name;                      ///< the variable's name
-  std::vector<std::uint64_t> extents;    ///< the whole variable's shape
-  std::uint64_t first_row = 0;           ///< first row of dimension 0 in this shard
-  std::uint64_t rows = 0;                ///< rows in this shard
+  std::uint32_t variable = 0;          ///< index of the variable in creation order
+  std::uint32_t shard = 0;             ///< index of the shard within its variable
+  std::string name;                    ///< the variable's name
+  std::vector<std::uint64_t> extents;  ///< the whole variable's shape
+  std::uint64_t first_row = 0;         ///< first row of dimension 0 in this shard
+  std::uint64_t rows = 0;              ///< rows in this shard
 
   /// @returns floats per row: the product of the extents after the first (1 for rank 1).
   std::uint64_t row_elements() const noexcept {
@@ -175,18 +173,18 @@ struct shard_layout {
 
   template <class Archive>
   void serialize(Archive& ar, unsigned /*version*/) {
-    ar & variable & shard & name & extents & first_row & rows;
+    ar& variable& shard& name& extents& first_row& rows;
   }
 };
 
 /// A worker introduces itself to a ps task: who it is and the placement it computed.
 struct register_request {
-  std::string task;             ///< "worker:1", "chief:0"
-  std::uint32_t replica = 0;    ///< the worker's index among the training replicas
-  bool chief = false;           ///< the chief creates and initialises the variables
-  std::uint64_t fingerprint = 0;  ///< placement::plan::fingerprint()
-  std::string placement;        ///< placement::plan::describe()
-  std::uint32_t shards = 0;     ///< how many shards the plan gives this ps task
+  std::string task;                   ///< "worker:1", "chief:0"
+  std::uint32_t replica = 0;          ///< the worker's index among the training replicas
+  bool chief = false;                 ///< the chief creates and initialises the variables
+  std::uint64_t fingerprint = 0;      ///< placement::plan::fingerprint()
+  std::string placement;              ///< placement::plan::describe()
+  std::uint32_t shards = 0;           ///< how many shards the plan gives this ps task
   std::vector<shard_layout> layouts;  ///< those shards, for sparse pulls and pushes
   /// Per layout, the compress::codec its pushes use (compress::describe: "none", "top_k(0.01)"),
   /// which the ps must agree with.
@@ -197,7 +195,7 @@ struct register_request {
 
   template <class Archive>
   void serialize(Archive& ar, unsigned /*version*/) {
-    ar & task & replica & chief & fingerprint & placement & shards & layouts & compression & pull_compression;
+    ar& task& replica& chief& fingerprint& placement& shards& layouts& compression& pull_compression;
   }
 };
 
@@ -208,7 +206,7 @@ struct checkpoint_request {
   std::string directory;
   template <class Archive>
   void serialize(Archive& ar, unsigned /*version*/) {
-    ar & directory;
+    ar& directory;
   }
 };
 
@@ -219,7 +217,7 @@ struct error_reply {
 
   template <class Archive>
   void serialize(Archive& ar, unsigned /*version*/) {
-    ar & code & message;
+    ar& code& message;
   }
 };
 

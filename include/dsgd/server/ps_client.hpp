@@ -50,7 +50,9 @@ class basic_ps_client {
   /// @param me this task ("worker:1", "chief:0"); it must be a task of @p spec.
   /// @param transport what it connects over (inproc: a value holding the cluster's hub)
   basic_ps_client(cluster::cluster_spec spec, cluster::task_id me, client_options opts, T transport = T{})
-      : spec_(std::move(spec)), me_(std::move(me)), opts_(std::move(opts)),
+      : spec_(std::move(spec)),
+        me_(std::move(me)),
+        opts_(std::move(opts)),
         channel_(spec_, me_.to_string(), opts_, std::move(transport)) {
     opts_.connection.log = dsgd::detail::or_stderr(std::move(opts_.connection.log));
     validate(opts_);
@@ -95,7 +97,8 @@ class basic_ps_client {
       });
       return missing.empty();
     };
-    if (dsgd::detail::retry_until(deadline, opts_.requests.initial_backoff, opts_.requests.max_backoff, attempt)) return;
+    if (dsgd::detail::retry_until(deadline, opts_.requests.initial_backoff, opts_.requests.max_backoff, attempt))
+      return;
     std::string names;
     for (auto i : missing) names += (names.empty() ? "" : ", ") + named(i);
     throw error(errc::peer_unreachable,
@@ -143,12 +146,13 @@ class basic_ps_client {
   /// Chief only: creates every shard on its ps task with the initial values of its variable.
   /// @param values one host span per variable, in creation order
   /// @param step the step the values belong to (a restored checkpoint's; 0 for a fresh start)
-  void initialize(const placement::plan& plan, std::span<const std::span<const float>> values,
-                  std::uint64_t step = 0) {
+  void initialize(const placement::plan& plan, std::span<const std::span<const float>> values, std::uint64_t step = 0) {
     std::vector<detail::request> batch;
     detail::for_each_shard(plan, [&](const placement::shard& s, std::uint32_t index) {
-      batch.push_back({s.ps_task, detail::header(message::init_shard, s.variable, index, step),
-                       detail::span_buffer(values[s.variable].subspan(s.offset, s.elements)), {}});
+      batch.push_back({s.ps_task,
+                       detail::header(message::init_shard, s.variable, index, step),
+                       detail::span_buffer(values[s.variable].subspan(s.offset, s.elements)),
+                       {}});
     });
     channel_.run(batch);
     broadcast(message::open_session, detail::new_session_stamp());
@@ -158,10 +162,10 @@ class basic_ps_client {
   /// "Sessions"; detail::await_one_session). @throws dsgd::error errc::timed_out naming each
   /// stamp past startup_timeout (or the recovery bound); what a ps answers past ready_timeout
   void wait_ready() {
-    detail::await_one_session([this] { return broadcast(message::wait_ready); },
-                              [this](std::size_t i) { return named(i); }, me_.to_string(),
-                              std::min(channel_.bound(), std::chrono::steady_clock::now() + opts_.requests.startup_timeout),
-                              opts_.requests.initial_backoff, opts_.requests.max_backoff);
+    detail::await_one_session(
+        [this] { return broadcast(message::wait_ready); }, [this](std::size_t i) { return named(i); }, me_.to_string(),
+        std::min(channel_.bound(), std::chrono::steady_clock::now() + opts_.requests.startup_timeout),
+        opts_.requests.initial_backoff, opts_.requests.max_backoff);
   }
 
   /// Reads every variable at @p step (sync: the global step; SSP: this worker's clock) straight
@@ -254,8 +258,8 @@ class basic_ps_client {
       if (s.variable != v || (f.grads_[v].empty() && s.elements != 0)) return;
       if (f.skip_received_ && !received_.lacks(plan_index, f.lowest_received_)) return;  // it has this push
       // Encoded as the variable's codec says (compress/), or sent in place.
-      channel_.add(f.parts_, encoder_.push(plan_index, s.ps_task, v, index, f.step_,
-                                           f.grads_[v].subspan(s.offset, s.elements)));
+      channel_.add(f.parts_,
+                   encoder_.push(plan_index, s.ps_task, v, index, f.step_, f.grads_[v].subspan(s.offset, s.elements)));
     });
   }
 
@@ -318,8 +322,8 @@ class basic_ps_client {
     std::vector<detail::request> batch;
     std::vector<std::size_t> shards;  // plan index of each request's shard
     for (auto& g : groups) {
-      detail::request r{g.ps, detail::header(message::sparse_push, variable, g.index, step),
-                        detail::key_buffer(g, keys), {}};
+      detail::request r{
+          g.ps, detail::header(message::sparse_push, variable, g.index, step), detail::key_buffer(g, keys), {}};
       r.payload_rows = detail::rows_source(g, grads, dim);
       batch.push_back(r);
       shards.push_back(g.plan_index);
@@ -390,8 +394,8 @@ class basic_ps_client {
   cluster::task_id me_;
   client_options opts_;
   detail::client_channel<T> channel_;  // after spec_ and opts_, which it refers to
-  detail::push_counts received_;         // per plan shard: this replica's pushes it has received
-  detail::push_encoder encoder_;         // per plan shard: codec, residual, payload buffer
+  detail::push_counts received_;       // per plan shard: this replica's pushes it has received
+  detail::push_encoder encoder_;       // per plan shard: codec, residual, payload buffer
 };
 
 /// The worker's client over TCP (transport::asio_tcp).

@@ -76,7 +76,8 @@ inline void validate(const serving_options& o, std::string_view path = "serving_
     error_code ec;
     boost::asio::ip::make_address(o.listen, ec);
     if (ec)
-      dsgd::detail::bad_option(path, "listen", "\"" + o.listen + "\": expected \"\", \"*\", an IP address or \"if:NAME\"");
+      dsgd::detail::bad_option(path, "listen",
+                               "\"" + o.listen + "\": expected \"\", \"*\", an IP address or \"if:NAME\"");
   }
 }
 

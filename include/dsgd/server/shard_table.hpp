@@ -64,7 +64,7 @@ class shard_table : detail::shard_requests<U, O, D> {
   using base = detail::shard_requests<U, O, D>;
 
  public:
-  using options = ps_options<U, O>;                      ///< the ps's settings
+  using options = ps_options<U, O>;                     ///< the ps's settings
   using shard_type = typename U::template shard<D, O>;  ///< one shard of the rule
 
   /// A table for ps task @p self of @p ps_tasks, serving @p replicas training replicas; logs
@@ -112,7 +112,8 @@ class shard_table : detail::shard_requests<U, O, D> {
   void refused(std::size_t replica, std::string task, std::string why, S& out) {
     if (replica >= this->replicas_ || this->finished_.contains(replica) || connected(replica, out)) return;
     if (!this->absent_.refused(replica, task, why)) return;
-    this->log(this->self_ + ": " + task + " (replica " + std::to_string(replica) + ") was refused at authentication: " + why);
+    this->log(this->self_ + ": " + task + " (replica " + std::to_string(replica) +
+              ") was refused at authentication: " + why);
     if (!stalled_by_refusals()) return;
     std::erase_if(this->parked_, [&](const auto& r) {
       if (r.kind != message::pull && r.kind != message::compressed_pull && r.kind != message::sparse_pull) return false;
@@ -137,9 +138,12 @@ class shard_table : detail::shard_requests<U, O, D> {
       case payload_kind::control:
         s.control.resize(h.payload_length);
         return std::as_writable_bytes(std::span(s.control));
-      case payload_kind::dense: return this->dense_destination(s, *s.kind, h, ec);
-      case payload_kind::sparse: return this->sparse_destination(s, *s.kind, h, ec);
-      case payload_kind::compressed: return this->compressed_destination(s, h, ec);
+      case payload_kind::dense:
+        return this->dense_destination(s, *s.kind, h, ec);
+      case payload_kind::sparse:
+        return this->sparse_destination(s, *s.kind, h, ec);
+      case payload_kind::compressed:
+        return this->compressed_destination(s, h, ec);
       default:
         if (h.payload_length != 0) ec = make_error_code(errc::bad_frame);
         return {};
@@ -238,7 +242,8 @@ class shard_table : detail::shard_requests<U, O, D> {
       throw error(errc::invalid_argument, std::string(to_string(kind)) + " before register_worker");
     if (kind != message::register_worker && s.generation != this->session_.generation()) throw this->aborted(s);
     switch (kind) {
-      case message::register_worker: return on_register(p, s, h, out);
+      case message::register_worker:
+        return on_register(p, s, h, out);
       case message::init_shard:
         this->init(s, h);
         this->reply(out, p, h, message::reply_ok);
@@ -246,11 +251,16 @@ class shard_table : detail::shard_requests<U, O, D> {
       case message::wait_ready:
       case message::pull:
       case message::compressed_pull:
-      case message::shutdown: return park_or_answer(p, kind, h, {}, out);
-      case message::push: return after_push(p, h, this->push(s, h), out);
-      case message::sparse_pull: return park_or_answer(p, kind, h, this->sparse_pull_rows(s, h), out);
-      case message::sparse_push: return after_push(p, h, this->sparse_push(s, h), out);
-      case message::compressed_push: return after_push(p, h, this->compressed_push(s, h), out);
+      case message::shutdown:
+        return park_or_answer(p, kind, h, {}, out);
+      case message::push:
+        return after_push(p, h, this->push(s, h), out);
+      case message::sparse_pull:
+        return park_or_answer(p, kind, h, this->sparse_pull_rows(s, h), out);
+      case message::sparse_push:
+        return after_push(p, h, this->sparse_push(s, h), out);
+      case message::compressed_push:
+        return after_push(p, h, this->compressed_push(s, h), out);
       case message::finish:
         for (auto& [k, shard] : this->shards_) shard->finish(s.replica);
         this->finished_.insert(s.replica);
@@ -260,12 +270,14 @@ class shard_table : detail::shard_requests<U, O, D> {
       case message::save:
         this->save(s, h);
         return this->reply(out, p, h, message::reply_ok);
-      case message::restore: return on_restore(p, s, h, out);
+      case message::restore:
+        return on_restore(p, s, h, out);
       case message::open_session:
         this->session_.open(h.step);
         this->reply(out, p, h, message::reply_ok);
         return retry_parked(out);
-      default: throw error(errc::bad_frame, "unknown message type " + std::to_string(h.type));
+      default:
+        throw error(errc::bad_frame, "unknown message type " + std::to_string(h.type));
     }
   }
 
@@ -339,9 +351,9 @@ class shard_table : detail::shard_requests<U, O, D> {
   // Whether no sync step can complete: more replicas refused at authentication than backups.
   bool stalled_by_refusals() const {
     if constexpr (std::is_same_v<U, update::sync_average>)  // a refused replica is no member when elastic
-      return !this->members_.elastic() && this->absent_.stall_sync(this->opts_.rule.replicas_to_aggregate, this->replicas_);
-    else
-      return false;
+      return !this->members_.elastic() &&
+             this->absent_.stall_sync(this->opts_.rule.replicas_to_aggregate, this->replicas_);
+    else return false;
   }
   std::string cannot_complete(const transport::frame_header& h) const {
     return this->absent_.cannot_complete(this->self_, h.step);

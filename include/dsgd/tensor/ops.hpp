@@ -21,29 +21,36 @@ namespace detail {
 
 struct plus_fn {
   template <class T>
-  DSGD_HOST_DEVICE T operator()(T a, T b) const { return a + b; }
+  DSGD_HOST_DEVICE T operator()(T a, T b) const {
+    return a + b;
+  }
 };
 struct minus_fn {
   template <class T>
-  DSGD_HOST_DEVICE T operator()(T a, T b) const { return a - b; }
+  DSGD_HOST_DEVICE T operator()(T a, T b) const {
+    return a - b;
+  }
 };
 struct multiplies_fn {
   template <class T>
-  DSGD_HOST_DEVICE T operator()(T a, T b) const { return a * b; }
+  DSGD_HOST_DEVICE T operator()(T a, T b) const {
+    return a * b;
+  }
 };
 struct divides_fn {
   template <class T>
-  DSGD_HOST_DEVICE T operator()(T a, T b) const { return a / b; }
+  DSGD_HOST_DEVICE T operator()(T a, T b) const {
+    return a / b;
+  }
 };
 
 template <class Op, Device D, class T>
 tensor<D, T> elementwise(const tensor<D, T>& a, const tensor<D, T>& b, const char* what) {
   if (a.shape() != b.shape())
-    throw error(errc::shape_mismatch, std::string(what) + ": shapes " + a.shape().to_string() +
-                                          " and " + b.shape().to_string() + " differ");
+    throw error(errc::shape_mismatch,
+                std::string(what) + ": shapes " + a.shape().to_string() + " and " + b.shape().to_string() + " differ");
   tensor<D, T> out(a.device(), a.shape());
-  thrust::transform(a.device().policy(), a.data(), a.data() + a.size(), b.data(), out.data(),
-                    Op{});
+  thrust::transform(a.device().policy(), a.data(), a.data() + a.size(), b.data(), out.data(), Op{});
   a.device().synchronize();
   return out;
 }

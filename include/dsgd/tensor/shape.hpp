@@ -27,8 +27,7 @@ class shape {
   /// @returns the extent of dimension @p i; throws dsgd::error if @p i is out of range.
   std::size_t operator[](std::size_t i) const {
     if (i >= extents_.size())
-      throw error(errc::invalid_argument, "shape " + to_string() + " has no dimension " +
-                                              std::to_string(i));
+      throw error(errc::invalid_argument, "shape " + to_string() + " has no dimension " + std::to_string(i));
     return extents_[i];
   }
   /// @returns the number of elements (1 for a scalar).

@@ -21,7 +21,9 @@ namespace dsgd {
 
 /// An initialiser fills a host span of T (see tensor/init.hpp).
 template <class I, class T>
-concept initialiser_for = requires(I& init, std::span<T> out) { init(out); };
+concept initialiser_for = requires(I& init, std::span<T> out) {
+  init(out);
+};
 
 /// A dense, row-major tensor of @p T in the memory of device @p D.
 ///
@@ -43,8 +45,7 @@ class tensor {
   tensor() = default;
 
   /// A tensor of @p s on @p device, elements zero-initialised.
-  tensor(D device, dsgd::shape s)
-      : device_(std::move(device)), shape_(std::move(s)), data_(shape_.elements(), T{}) {}
+  tensor(D device, dsgd::shape s) : device_(std::move(device)), shape_(std::move(s)), data_(shape_.elements(), T{}) {}
 
   /// A tensor of @p s on @p device, elements produced by initialiser @p init on the host and
   /// copied to the device (so a seeded initialiser gives the same values on every device).

@@ -36,9 +36,9 @@ namespace dsgd {
 /// auto v = dsgd::view("softmax/w", {784, 10}, w, dw);
 /// @endcode
 struct variable_view {
-  std::string name;           ///< the variable's name (placement, checkpoints, errors)
-  dsgd::shape shape;          ///< its extents; shape.elements() == values.size()
-  std::span<float> values;    ///< where pulled values land
+  std::string name;                  ///< the variable's name (placement, checkpoints, errors)
+  dsgd::shape shape;                 ///< its extents; shape.elements() == values.size()
+  std::span<float> values;           ///< where pulled values land
   std::span<const float> gradients;  ///< what a push sends; empty when only pulled
 };
 
@@ -56,7 +56,7 @@ inline constexpr bool is_device_tensor_v<tensor<D, T>> = !D::is_host;
 /// (std::vector<float>, std::span<float>, std::array, a host dsgd::tensor); a tensor off the
 /// host is not one (its data() is device memory).
 template <class B>
-concept float_buffer = !is_device_tensor_v<std::remove_cvref_t<B>> && requires(B& b) {
+concept float_buffer = !is_device_tensor_v<std::remove_cvref_t<B>> && requires(B & b) {
   { std::data(b) } -> std::convertible_to<const float*>;
   { std::size(b) } -> std::convertible_to<std::size_t>;
 };
@@ -64,10 +64,11 @@ concept float_buffer = !is_device_tensor_v<std::remove_cvref_t<B>> && requires(B
 /// @returns the shape a buffer has unless told otherwise: a tensor's own, else one dimension.
 template <float_buffer B>
 dsgd::shape shape_of(const B& b) {
-  if constexpr (requires { { b.shape() } -> std::convertible_to<const dsgd::shape&>; })
+  if constexpr (requires {
+                  { b.shape() } -> std::convertible_to<const dsgd::shape&>;
+                })
     return b.shape();
-  else
-    return dsgd::shape{static_cast<std::size_t>(std::size(b))};
+  else return dsgd::shape{static_cast<std::size_t>(std::size(b))};
 }
 
 namespace detail {
@@ -82,8 +83,7 @@ inline std::string view_name(const variable_view& v, std::size_t index) {
 /// gradients empty or as many, and present when @p need_gradients.
 /// @throws dsgd::error errc::invalid_argument for a null or empty buffer, errc::shape_mismatch
 ///         for sizes that disagree; the message names the call, the variable and both sizes
-inline void check_view(const variable_view& v, std::size_t index, std::string_view where,
-                       bool need_gradients = false) {
+inline void check_view(const variable_view& v, std::size_t index, std::string_view where, bool need_gradients = false) {
   // The message is built only on failure: the worker checks its views on every exchange.
   const auto n = v.shape.elements();
   const auto fail = [&](errc code, const std::string& what) {
@@ -97,8 +97,8 @@ inline void check_view(const variable_view& v, std::size_t index, std::string_vi
                                    " has " + std::to_string(n) + " elements");
   if (v.gradients.empty() && !need_gradients) return;
   if (v.gradients.data() == nullptr || v.gradients.empty())
-    fail(errc::invalid_argument, " has no gradients buffer (null or empty); expected " + std::to_string(n) +
-                                     " floats, as many as its values");
+    fail(errc::invalid_argument,
+         " has no gradients buffer (null or empty); expected " + std::to_string(n) + " floats, as many as its values");
   if (v.gradients.size() != v.values.size())
     fail(errc::shape_mismatch, " has " + std::to_string(v.gradients.size()) + " gradients for " +
                                    std::to_string(v.values.size()) + " values");
@@ -120,8 +120,8 @@ inline variable_view view(std::string name, std::span<float> values, std::span<c
 
 /// @returns a view named @p name of buffer @p values (with its shape_of()), and of @p gradients.
 template <float_buffer V, float_buffer G>
-  requires(!std::is_const_v<std::remove_pointer_t<decltype(std::data(std::declval<V&>()))>>)
-variable_view view(std::string name, V& values, const G& gradients) {
+requires(!std::is_const_v<std::remove_pointer_t<decltype(std::data(std::declval<V&>()))>>) variable_view
+    view(std::string name, V& values, const G& gradients) {
   return view(std::move(name), shape_of(values), std::span<float>(std::data(values), std::size(values)),
               std::span<const float>(std::data(gradients), std::size(gradients)));
 }
@@ -148,7 +148,8 @@ std::vector<variable_view> views(std::vector<V>& values, const std::vector<G>& g
   for (std::size_t i = 0; i < values.size(); ++i) {
     auto& b = values[i];
     variable_view v{i < names.size() ? names[i] : "var" + std::to_string(i),
-                    i < shapes.size() ? shapes[i] : shape_of(b), std::span<float>(std::data(b), std::size(b)),
+                    i < shapes.size() ? shapes[i] : shape_of(b),
+                    std::span<float>(std::data(b), std::size(b)),
                     {}};
     if (!gradients.empty()) v.gradients = std::span<const float>(std::data(gradients[i]), std::size(gradients[i]));
     check_view(v, i, "dsgd::views");

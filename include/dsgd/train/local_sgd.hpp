@@ -46,7 +46,7 @@ namespace dsgd::train {
 /// The ps tasks must apply a plain step of 1 to the mean of the pushes: update::sync_average
 /// with optim::sgd{1.f}, or momentum{1.f, 0.f} (the same update).
 template <class O, Device D>
-  requires Optimizer<O, D>
+requires Optimizer<O, D>
 class local_sgd {
  public:
   /// @p optimizer applied on this worker, @p steps local steps between averages (>= 1; 1 is
@@ -86,7 +86,8 @@ class local_sgd {
   void restart_from(const std::vector<tensor<D>>& variables) {
     check(variables, "variables");
     for (std::size_t v = 0; v < variables.size(); ++v)
-      thrust::copy(device_.policy(), variables[v].data(), variables[v].data() + variables[v].size(), anchors_[v].data());
+      thrust::copy(device_.policy(), variables[v].data(), variables[v].data() + variables[v].size(),
+                   anchors_[v].data());
     since_average_ = 0;
   }
 
@@ -102,8 +103,8 @@ class local_sgd {
                                             ", expected " + std::to_string(anchors_.size()));
     for (std::size_t v = 0; v < ts.size(); ++v)
       if (ts[v].size() != anchors_[v].size())
-        throw error(errc::shape_mismatch, std::string("train::local_sgd: ") + what + " " + std::to_string(v) +
-                                              " has " + std::to_string(ts[v].size()) + " elements, expected " +
+        throw error(errc::shape_mismatch, std::string("train::local_sgd: ") + what + " " + std::to_string(v) + " has " +
+                                              std::to_string(ts[v].size()) + " elements, expected " +
                                               std::to_string(anchors_[v].size()));
   }
 

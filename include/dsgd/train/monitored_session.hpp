@@ -43,7 +43,7 @@ struct session_options {
   /// checkpoints, the chief with each one and the others on the steps schedule and at close(),
   /// so under sync with save_checkpoint_steps every checkpoint holds them (docs/compression.md).
   std::filesystem::path checkpoint_dir;
-  std::uint64_t save_checkpoint_steps = 0;     ///< chief saves every N steps (0: not by steps)
+  std::uint64_t save_checkpoint_steps = 0;       ///< chief saves every N steps (0: not by steps)
   std::chrono::seconds save_checkpoint_secs{0};  ///< and/or every N seconds (0: not by time)
   std::size_t keep_checkpoints = 5;
   /// A recoverable failure (a ps lost or unreachable, a restore by the chief) re-creates the
@@ -85,7 +85,10 @@ class monitored_session {
   /// initialises them with @p variables; every task then pulls the values it starts from.
   monitored_session(Trainer& trainer, std::vector<tensor<device_type>>& variables, std::vector<std::string> names,
                     std::vector<std::unique_ptr<hook_type>> hooks, session_options options = {})
-      : trainer_(trainer), tensors_(&variables), names_(std::move(names)), hooks_(std::move(hooks)),
+      : trainer_(trainer),
+        tensors_(&variables),
+        names_(std::move(names)),
+        hooks_(std::move(hooks)),
         options_(std::move(options)) {
     open();
   }
@@ -94,7 +97,9 @@ class monitored_session {
   /// buffers must stay where they are for the session's life.
   monitored_session(Trainer& trainer, variable_views variables, std::vector<std::unique_ptr<hook_type>> hooks,
                     session_options options = {})
-      : trainer_(trainer), views_(variables.begin(), variables.end()), hooks_(std::move(hooks)),
+      : trainer_(trainer),
+        views_(variables.begin(), variables.end()),
+        hooks_(std::move(hooks)),
         options_(std::move(options)) {
     for (const auto& v : views_) names_.push_back(v.name);
     open();
@@ -124,19 +129,23 @@ class monitored_session {
   ///         session_options::recovery_timeout; errc::invalid_argument in a session of views
   std::size_t run(float loss, const std::vector<tensor<device_type>>& gradients) {
     if (!tensors_)
-      throw error(errc::invalid_argument, "monitored_session::run(loss, gradients): this session was created "
-                                          "with views; call run(loss), which pushes their gradients");
+      throw error(errc::invalid_argument,
+                  "monitored_session::run(loss, gradients): this session was created "
+                  "with views; call run(loss), which pushes their gradients");
     const auto& pushed = clipped(gradients);
-    return run_step(loss, [&] { return trainer_.push_pull(pushed, *tensors_); }, run_values_of(pushed));
+    return run_step(
+        loss, [&] { return trainer_.push_pull(pushed, *tensors_); }, run_values_of(pushed));
   }
   /// run() of a session of views: pushes the gradients the views hold and pulls into their values.
   /// @throws dsgd::error as run(loss, gradients); errc::invalid_argument in a session of tensors
   std::size_t run(float loss) {
     if (tensors_)
-      throw error(errc::invalid_argument, "monitored_session::run(loss): this session was created with tensors; "
-                                          "call run(loss, gradients)");
+      throw error(errc::invalid_argument,
+                  "monitored_session::run(loss): this session was created with tensors; "
+                  "call run(loss, gradients)");
     variable_views pushed = clipped_views();
-    return run_step(loss, [&] { return trainer_.push_pull(pushed); }, run_values_of(pushed));
+    return run_step(
+        loss, [&] { return trainer_.push_pull(pushed); }, run_values_of(pushed));
   }
   /// run() of a session of views whose buffers move between steps: @p current holds this step's
   /// views of the session's variables, in its order, with their gradients (a libtorch module's
@@ -147,8 +156,9 @@ class monitored_session {
   ///         variables (count, name or shape) than the session was created with; as run(loss)
   std::size_t run(float loss, variable_views current) {
     if (tensors_)
-      throw error(errc::invalid_argument, "monitored_session::run(loss, views): this session was created with "
-                                          "tensors; call run(loss, gradients)");
+      throw error(errc::invalid_argument,
+                  "monitored_session::run(loss, views): this session was created with "
+                  "tensors; call run(loss, gradients)");
     constexpr std::string_view where = "monitored_session::run(loss, views)";
     if (current.size() != views_.size())
       throw error(errc::shape_mismatch, std::string(where) + ": " + std::to_string(current.size()) +
@@ -204,15 +214,11 @@ class monitored_session {
     // the variables are placed by then, and recover() opens the session anew.
     try {
       if (tensors_) {
-        if (restored_)
-          trainer_.restore_variables(*tensors_, names_, options_.checkpoint_dir, *restored_);
-        else
-          trainer_.create_variables(*tensors_, names_);
+        if (restored_) trainer_.restore_variables(*tensors_, names_, options_.checkpoint_dir, *restored_);
+        else trainer_.create_variables(*tensors_, names_);
       } else {
-        if (restored_)
-          trainer_.restore_variables(variable_views(views_), options_.checkpoint_dir, *restored_);
-        else
-          trainer_.create_variables(variable_views(views_));
+        if (restored_) trainer_.restore_variables(variable_views(views_), options_.checkpoint_dir, *restored_);
+        else trainer_.create_variables(variable_views(views_));
       }
     } catch (const dsgd::error& e) {
       if (!Trainer::recoverable(e.code()) || options_.recovery_timeout.count() == 0) throw;
@@ -242,14 +248,16 @@ class monitored_session {
   void save_residuals_of_worker(bool at_close) {
     if (saver_ || options_.checkpoint_dir.empty()) return;
     const auto s = trainer_.step();
-    const bool due_now = at_close ? s != last_save_step_
-                                  : options_.save_checkpoint_steps && s >= last_save_step_ + options_.save_checkpoint_steps;
+    const bool due_now = at_close
+                             ? s != last_save_step_
+                             : options_.save_checkpoint_steps && s >= last_save_step_ + options_.save_checkpoint_steps;
     if (!due_now) return;
     last_save_step_ = s;
     try {
       trainer_.residuals().save(options_.checkpoint_dir, s);
     } catch (const std::exception& e) {
-      options_.log(trainer_.task().to_string() + ": residuals of step " + std::to_string(s) + " not saved: " + e.what());
+      options_.log(trainer_.task().to_string() + ": residuals of step " + std::to_string(s) +
+                   " not saved: " + e.what());
     }
   }
 
@@ -345,10 +353,8 @@ class monitored_session {
         std::optional<std::pair<std::filesystem::path, std::uint64_t>> from;
         if (saver_)
           if (auto latest = saver_->latest()) from.emplace(options_.checkpoint_dir, *latest);
-        if (tensors_)
-          trainer_.recover(*tensors_, from, deadline);
-        else
-          trainer_.recover(variable_views(views_), from, deadline);
+        if (tensors_) trainer_.recover(*tensors_, from, deadline);
+        else trainer_.recover(variable_views(views_), from, deadline);
         ++recoveries_;
         restore_residuals();
         last_save_step_ = trainer_.step();

@@ -78,18 +78,15 @@ class overlap {
 
   /// Starts overlapping @p w's exchanges of @p variables (holding the values of w.step()) and
   /// their @p gradients. @throws dsgd::error(errc::shape_mismatch) when their counts differ
-  overlap(Worker& w, Values& variables, const Values& gradients)
-    requires(!of_views)
+  overlap(Worker& w, Values& variables, const Values& gradients) requires(!of_views)
       : overlap(w, variables, gradients, 0) {
     if (gradients.size() != variables.size())
-      throw error(errc::shape_mismatch, "trainer::overlapped: " + std::to_string(gradients.size()) +
-                                            " gradients for " + std::to_string(variables.size()) + " variables");
+      throw error(errc::shape_mismatch, "trainer::overlapped: " + std::to_string(gradients.size()) + " gradients for " +
+                                            std::to_string(variables.size()) + " variables");
   }
   /// Starts overlapping @p w's exchanges of the values and gradients @p views name (the values
   /// those of w.step()). @throws dsgd::error as train::worker::push(variable_views)
-  overlap(Worker& w, variable_views views)
-    requires(of_views)
-      : overlap(w, views, views, 0) {}
+  overlap(Worker& w, variable_views views) requires(of_views) : overlap(w, views, views, 0) {}
   overlap(const overlap&) = delete;
   overlap& operator=(const overlap&) = delete;
   /// Completes the pull in flight, so that no value lands after it; a failure is logged.
@@ -137,8 +134,7 @@ class overlap {
     for (std::size_t v = 0; v < gradients_.size(); ++v) gradient_ready(v);
     begin_push();  // every variable is sparse: the push still counts the step
     // The pull goes out right behind the push, as in push_pull().
-    pull_.emplace(w_.client_->start_pull(w_.plan_, w_.pull_after_push(),
-                                         w_.value_spans(variables_)));
+    pull_.emplace(w_.client_->start_pull(w_.plan_, w_.pull_after_push(), w_.value_spans(variables_)));
     auto pushing = std::move(*push_);
     push_.reset();
     std::size_t dropped = 0;
@@ -166,7 +162,10 @@ class overlap {
 
  private:
   overlap(Worker& w, values_ref variables, gradients_ref gradients, int)
-      : w_(w), variables_(variables), gradients_(gradients), needed_(variables.size(), false),
+      : w_(w),
+        variables_(variables),
+        gradients_(gradients),
+        needed_(variables.size(), false),
         sent_(variables.size(), false) {
     w_.reserve_for(variables_);
   }

@@ -20,7 +20,7 @@ namespace dsgd::train {
 /// The figures of one progress line.
 struct progress_line {
   std::uint64_t step = 0;
-  double loss = 0;                 ///< mean loss of the steps since the previous line
+  double loss = 0;  ///< mean loss of the steps since the previous line
   double steps_per_second = 0;
   double examples_per_second = 0;  ///< steps_per_second times the batch size
 
@@ -61,8 +61,7 @@ class progress_logger {
     if (step < last_step_ + every_) return std::nullopt;
     double seconds = std::chrono::duration<double>(now - last_time_).count();
     double steps = static_cast<double>(step - last_step_);
-    progress_line line{step, loss_sum_ / static_cast<double>(losses_),
-                       seconds > 0 ? steps / seconds : 0.0, 0.0};
+    progress_line line{step, loss_sum_ / static_cast<double>(losses_), seconds > 0 ? steps / seconds : 0.0, 0.0};
     line.examples_per_second = line.steps_per_second * static_cast<double>(batch_size_);
     *out_ << line.to_string() << '\n' << std::flush;
     if (summaries_) {

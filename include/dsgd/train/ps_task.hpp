@@ -14,9 +14,9 @@
 #include <dsgd/optim/sgd.hpp>
 #include <dsgd/server/parameter_server.hpp>
 #include <dsgd/server/ps_options.hpp>
+#include <dsgd/train/trainer_options.hpp>
 #include <dsgd/transport/asio_tcp_policy.hpp>
 #include <dsgd/transport/concepts.hpp>
-#include <dsgd/train/trainer_options.hpp>
 #include <dsgd/update/concepts.hpp>
 #include <dsgd/update/sync_average.hpp>
 
@@ -40,7 +40,7 @@ namespace dsgd::train {
 /// @tparam O an Optimizer: how a combined gradient changes a variable
 /// @tparam T the Transport it serves on (TCP; transport::inproc for tasks as threads)
 template <UpdateRule U = update::sync_average, class O = optim::sgd, Transport T = transport::asio_tcp>
-  requires Optimizer<O, device::cpu>
+requires Optimizer<O, device::cpu>
 class ps_task {
  public:
   using update_rule_type = U;

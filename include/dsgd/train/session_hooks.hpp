@@ -32,11 +32,11 @@ namespace dsgd::train {
 /// for_each_gradient(), which serve both.
 template <Device D>
 struct run_values {
-  std::uint64_t step = 0;                           ///< the step of the values now held
-  float loss = 0;                                   ///< the loss the step computed
+  std::uint64_t step = 0;                             ///< the step of the values now held
+  float loss = 0;                                     ///< the loss the step computed
   const std::vector<tensor<D>>* variables = nullptr;  ///< values after the step (tensors)
   const std::vector<tensor<D>>* gradients = nullptr;  ///< the gradients that were pushed (tensors)
-  const std::vector<std::string>* names = nullptr;  ///< the tensors' names
+  const std::vector<std::string>* names = nullptr;    ///< the tensors' names
   variable_views views{};  ///< a session of views: names, values after the step, gradients pushed
 
   /// @returns how many variables the session has.
@@ -50,12 +50,14 @@ struct run_values {
   /// from a device; read in place on the host).
   template <class F>
   void for_each_value(F&& f) const {
-    each(variables, [&](std::size_t i) { return std::span<const float>(views[i].values); }, f);
+    each(
+        variables, [&](std::size_t i) { return std::span<const float>(views[i].values); }, f);
   }
   /// Calls @p f(i, gradients) for every variable i with the gradients it pushed, in host memory.
   template <class F>
   void for_each_gradient(F&& f) const {
-    each(gradients, [&](std::size_t i) { return views[i].gradients; }, f);
+    each(
+        gradients, [&](std::size_t i) { return views[i].gradients; }, f);
   }
 
  private:

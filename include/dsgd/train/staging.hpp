@@ -50,7 +50,8 @@ class staging<D, true> {
   std::span<const std::span<const float>> gradients(const std::vector<tensor<D>>& gradients, Skip skip) {
     gradients_.resize(gradients.size());
     for (std::size_t v = 0; v < gradients.size(); ++v)
-      gradients_[v] = skip(v) ? std::span<const float>() : std::span<const float>(gradients[v].data(), gradients[v].size());
+      gradients_[v] =
+          skip(v) ? std::span<const float>() : std::span<const float>(gradients[v].data(), gradients[v].size());
     return gradients_;
   }
   /// The gradient of variable @p v is final: the push reads it in place.
@@ -155,9 +156,7 @@ class staging<D, false> {
       if (!skip(v) && sizes_[v] != tensors[v].size()) return false;
     return true;
   }
-  std::span<float> slice(std::size_t area, std::size_t v) {
-    return {buffer_.data() + area + offsets_[v], sizes_[v]};
-  }
+  std::span<float> slice(std::size_t area, std::size_t v) { return {buffer_.data() + area + offsets_[v], sizes_[v]}; }
 
   std::vector<float> buffer_;  // values_area_ floats of values, then as many of gradients
   std::size_t values_area_ = 0;

@@ -57,9 +57,8 @@ class summary_writer {
     std::filesystem::create_directories(logdir);
     char host[256] = {};
     if (::gethostname(host, sizeof host - 1) != 0 || host[0] == '\0') std::strcpy(host, "localhost");
-    auto seconds = std::chrono::duration_cast<std::chrono::seconds>(
-                       std::chrono::system_clock::now().time_since_epoch())
-                       .count();
+    auto seconds =
+        std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
     auto base = "events.out.tfevents." + std::to_string(seconds) + "." + host + filename_suffix;
     // Two writers started in the same second in one directory must not share a file.
     for (int attempt = 0; fd_ < 0; ++attempt) {

@@ -17,8 +17,6 @@
 #include <dsgd/server/client_options.hpp>
 #include <dsgd/server/ps_client.hpp>
 #include <dsgd/server/residuals.hpp>
-#include <dsgd/transport/asio_tcp_policy.hpp>
-#include <dsgd/transport/concepts.hpp>
 #include <dsgd/tensor/tensor.hpp>
 #include <dsgd/tensor/view.hpp>
 #include <dsgd/train/detail/exchange.hpp>
@@ -26,6 +24,8 @@
 #include <dsgd/train/overlap.hpp>
 #include <dsgd/train/staging.hpp>
 #include <dsgd/train/trainer_options.hpp>
+#include <dsgd/transport/asio_tcp_policy.hpp>
+#include <dsgd/transport/concepts.hpp>
 #include <dsgd/update/concepts.hpp>
 #include <dsgd/update/sync_average.hpp>
 
@@ -78,7 +78,7 @@ class worker {
   using client_type = server::basic_ps_client<T>;  ///< its connections to the ps tasks
   using overlap_type = train::overlap<worker>;
   using checkpoint_at = std::pair<std::filesystem::path, std::uint64_t>;  ///< a checkpoint: dir, step
-  using view_overlap_type = train::overlap<worker, variable_views>;  ///< overlapped() of views
+  using view_overlap_type = train::overlap<worker, variable_views>;       ///< overlapped() of views
 
   /// Worker task @p task of @p spec, connecting with @p client over @p transport and placing by
   /// @p placement (nothing is connected before create_variables()).

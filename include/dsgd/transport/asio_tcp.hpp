@@ -60,7 +60,7 @@ class tcp_connection : public std::enable_shared_from_this<tcp_connection> {
   struct private_tag {};
 
  public:
-  using executor_type = boost::asio::any_io_executor;   ///< the socket's executor
+  using executor_type = boost::asio::any_io_executor;    ///< the socket's executor
   using socket_type = boost::asio::ip::tcp::socket;      ///< the underlying socket
   using endpoint_type = boost::asio::ip::tcp::endpoint;  ///< a peer address
 
@@ -120,8 +120,7 @@ class tcp_connection : public std::enable_shared_from_this<tcp_connection> {
   auto async_handshake(handshake::role side, Token&& token) {
     return boost::asio::async_initiate<Token, void(error_code)>(
         [self = shared_from_this(), side](auto handler) {
-          self->start_handshake(side, detail::make_completion<error_code>(std::move(handler),
-                                                                           self->get_executor()));
+          self->start_handshake(side, detail::make_completion<error_code>(std::move(handler), self->get_executor()));
         },
         token);
   }
@@ -142,8 +141,8 @@ class tcp_connection : public std::enable_shared_from_this<tcp_connection> {
   ///                    [](error_code ec) { ... });
   /// @endcode
   template <class ConstBufferSequence, boost::asio::completion_token_for<void(error_code)> Token>
-    requires boost::asio::is_const_buffer_sequence<ConstBufferSequence>::value
-  auto async_send(const frame_header& header, const ConstBufferSequence& payload, Token&& token) {
+  requires boost::asio::is_const_buffer_sequence<ConstBufferSequence>::value auto async_send(
+      const frame_header& header, const ConstBufferSequence& payload, Token&& token) {
     return detail::initiate_send(get_executor(), payload, std::forward<Token>(token),
                                  [self = shared_from_this(), header](auto bufs, auto done) {
                                    self->enqueue(header, std::move(bufs), std::move(done));
@@ -160,15 +159,13 @@ class tcp_connection : public std::enable_shared_from_this<tcp_connection> {
   ///       [&](const frame_header& h, error_code& ec) { return chunk_destination(dest, h, ec); },
   ///       [](error_code ec, frame_header h) { ... });
   /// @endcode
-  template <ReceiveSink Sink,
-            boost::asio::completion_token_for<void(error_code, frame_header)> Token>
+  template <ReceiveSink Sink, boost::asio::completion_token_for<void(error_code, frame_header)> Token>
   auto async_receive(Sink sink, Token&& token) {
     return boost::asio::async_initiate<Token, void(error_code, frame_header)>(
         [self = shared_from_this()](auto handler, Sink s) {
-          self->start_receive(receive_op{
-              std::make_unique<sink_for<Sink>>(std::move(s)),
-              detail::make_completion<error_code, frame_header>(std::move(handler),
-                                                                self->get_executor())});
+          self->start_receive(
+              receive_op{std::make_unique<sink_for<Sink>>(std::move(s)),
+                         detail::make_completion<error_code, frame_header>(std::move(handler), self->get_executor())});
         },
         token, std::move(sink));
   }
@@ -180,8 +177,7 @@ class tcp_connection : public std::enable_shared_from_this<tcp_connection> {
   friend class tcp_listener;
   friend class detail::handshake_op;
   template <class Token>
-  friend auto async_connect(boost::asio::any_io_executor, const boost::asio::ip::tcp::endpoint&,
-                            tcp_options, Token&&);
+  friend auto async_connect(boost::asio::any_io_executor, const boost::asio::ip::tcp::endpoint&, tcp_options, Token&&);
 
   using done_type = std::unique_ptr<detail::erased_completion<error_code>>;
   using receive_done_type = std::unique_ptr<detail::erased_completion<error_code, frame_header>>;
@@ -224,21 +220,17 @@ class tcp_connection : public std::enable_shared_from_this<tcp_connection> {
   // read and write is written once for both.
   template <class F>
   void with_stream(F&& f) {
-    if (tls_)
-      f(*tls_);
-    else
-      f(socket_);
+    if (tls_) f(*tls_);
+    else f(socket_);
   }
-  void enqueue(frame_header header, std::vector<boost::asio::const_buffer> payload,
-               done_type done);
+  void enqueue(frame_header header, std::vector<boost::asio::const_buffer> payload, done_type done);
   void write_next();
   void on_written(error_code ec);
   void start_receive(receive_op op);
   void on_header(error_code ec, receive_op op);
   void on_payload(error_code ec, receive_op op);
   void finish_receive(error_code ec, const frame_header& h, receive_op op);
-  void arm(boost::asio::steady_timer& timer, std::uint64_t& seq,
-           std::chrono::milliseconds after, std::string what);
+  void arm(boost::asio::steady_timer& timer, std::uint64_t& seq, std::chrono::milliseconds after, std::string what);
   static void disarm(boost::asio::steady_timer& timer, std::uint64_t& seq);
   error_code io_error(error_code ec) const;
   void close_with(error_code ec, std::string reason, bool log_it = true);
@@ -259,7 +251,7 @@ class tcp_connection : public std::enable_shared_from_this<tcp_connection> {
   std::optional<boost::asio::ssl::stream<socket_type&>> tls_;
   std::string tls_verify_failure_;  // the first certificate the peer's chain failed on, and why
 
-  bool handshaking_ = false;  // a detail::handshake_op is running
+  bool handshaking_ = false;                    // a detail::handshake_op is running
   std::optional<detail::shared_ring> tx_ring_;  // payloads to the peer (this side made it)
   std::optional<detail::shared_ring> rx_ring_;  // payloads from the peer (the peer made it)
 
@@ -294,20 +286,17 @@ class tcp_connection : public std::enable_shared_from_this<tcp_connection> {
 /// @throws dsgd::error from shared_tls_context() when options.tls names a file that cannot be
 ///         loaded (before anything starts)
 template <class Token>
-auto async_connect(boost::asio::any_io_executor ex, const boost::asio::ip::tcp::endpoint& to,
-                   tcp_options options, Token&& token) {
+auto async_connect(boost::asio::any_io_executor ex, const boost::asio::ip::tcp::endpoint& to, tcp_options options,
+                   Token&& token) {
   using signature = void(error_code, std::shared_ptr<tcp_connection>);
   if (options.tls) shared_tls_context(*options.tls);  // throws naming a bad file, here
 
   return boost::asio::async_initiate<Token, signature>(
       [ex, to](auto handler, tcp_options opts) {
         auto conn = tcp_connection::create(tcp_connection::socket_type(ex), std::move(opts));
-        auto outer = detail::make_completion<error_code, std::shared_ptr<tcp_connection>>(
-            std::move(handler), ex);
+        auto outer = detail::make_completion<error_code, std::shared_ptr<tcp_connection>>(std::move(handler), ex);
         auto inner = detail::make_completion<error_code>(
-            [conn, outer = std::move(outer)](error_code ec) mutable {
-              outer->complete(true, ec, ec ? nullptr : conn);
-            },
+            [conn, outer = std::move(outer)](error_code ec) mutable { outer->complete(true, ec, ec ? nullptr : conn); },
             ex);
         conn->start_connect(to, std::move(inner));
       },
@@ -321,8 +310,8 @@ class tcp_listener : public std::enable_shared_from_this<tcp_listener> {
   struct private_tag {};
 
  public:
-  using executor_type = boost::asio::any_io_executor;          ///< the acceptor's executor
-  using endpoint_type = boost::asio::ip::tcp::endpoint;         ///< a local address
+  using executor_type = boost::asio::any_io_executor;    ///< the acceptor's executor
+  using endpoint_type = boost::asio::ip::tcp::endpoint;  ///< a local address
   /// Called with each authenticated connection, on the listener's executor (on the
   /// connection's own strand with tcp_options::strand_per_connection).
   using on_connection_type = std::function<void(std::shared_ptr<tcp_connection>)>;
@@ -333,10 +322,8 @@ class tcp_listener : public std::enable_shared_from_this<tcp_listener> {
   /// Binds and listens on @p bind_to (port 0 picks a free port; see local_endpoint()).
   /// @throws dsgd::error with the system's code when the address cannot be bound, or from
   ///         shared_tls_context() when options.tls names a file that cannot be loaded
-  static std::shared_ptr<tcp_listener> create(executor_type ex, const endpoint_type& bind_to,
-                                              tcp_options options) {
-    return std::make_shared<tcp_listener>(private_tag{}, std::move(ex), bind_to,
-                                          std::move(options));
+  static std::shared_ptr<tcp_listener> create(executor_type ex, const endpoint_type& bind_to, tcp_options options) {
+    return std::make_shared<tcp_listener>(private_tag{}, std::move(ex), bind_to, std::move(options));
   }
 
   /// @returns the bound address, with the real port.
@@ -366,7 +353,7 @@ class tcp_listener : public std::enable_shared_from_this<tcp_listener> {
 
 }  // namespace dsgd::transport
 
-#include <dsgd/transport/impl/asio_tcp.hpp>
-#include <dsgd/transport/impl/tcp_receive.hpp>
-#include <dsgd/transport/impl/tcp_listener.hpp>
 #include <dsgd/transport/detail/handshake_op.hpp>
+#include <dsgd/transport/impl/asio_tcp.hpp>
+#include <dsgd/transport/impl/tcp_listener.hpp>
+#include <dsgd/transport/impl/tcp_receive.hpp>

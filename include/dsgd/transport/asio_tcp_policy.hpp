@@ -47,8 +47,8 @@ struct asio_tcp {
   template <class Token>
   auto async_connect(boost::asio::any_io_executor ex, const cluster::task_address& to, tcp_options options,
                      Token&& token) const {
-    return transport::async_connect(std::move(ex), cluster::endpoint_of(to, "a peer"),
-                                    std::move(options), std::forward<Token>(token));
+    return transport::async_connect(std::move(ex), cluster::endpoint_of(to, "a peer"), std::move(options),
+                                    std::forward<Token>(token));
   }
 };
 

@@ -64,8 +64,8 @@ concept ReceiveSink = requires(S& sink, const frame_header& h, error_code& ec) {
 
 /// For chunked messages: the part of @p whole that the chunk described by @p h fills.
 /// Sets @p ec to errc::bad_frame when the message size differs from whole.size().
-inline boost::asio::mutable_buffer chunk_destination(boost::asio::mutable_buffer whole,
-                                                     const frame_header& h, error_code& ec) {
+inline boost::asio::mutable_buffer chunk_destination(boost::asio::mutable_buffer whole, const frame_header& h,
+                                                     error_code& ec) {
   if (h.total_length != whole.size() || h.chunk_offset > whole.size() - h.payload_length ||
       h.payload_length > whole.size()) {
     ec = make_error_code(errc::bad_frame);
@@ -83,8 +83,8 @@ concept ConnectionOptions = std::copyable<O> && requires(O& o) {
   o.token = std::string();     ///< the cluster token both ends must share
   /// false for a peer identity that must be refused
   o.accept_peer = std::function<bool(std::string_view)>();
-  o.log = std::function<void(std::string_view)>();  ///< where connection errors go
-  { o.caps } -> std::convertible_to<limits>;         ///< caps checked before any sink runs
+  o.log = std::function<void(std::string_view)>();             ///< where connection errors go
+  { o.caps } -> std::convertible_to<limits>;                   ///< caps checked before any sink runs
   { o.chunk_bytes } -> std::convertible_to<std::size_t>;       ///< largest frame of a message
   { o.max_queued_sends } -> std::convertible_to<std::size_t>;  ///< send-queue bound
 };
@@ -116,10 +116,10 @@ concept Connection = requires(C& c, const C& cc, const frame_header& h, boost::a
   /// boost::asio::error::no_buffer_space when the send queue is full (nothing queued).
   c.async_send(h, one, detail::send_handler_archetype{});
   c.async_send(h, two, detail::send_handler_archetype{});
-  /// Receives the next frame (any ReceiveSink; the archetype stands for them): checks its header against options.caps (errc::bad_frame closes the
-  /// connection, before the sink is asked), asks the ReceiveSink where its payload_length bytes
-  /// go (an error it sets closes the connection and is the completion's), and writes the payload
-  /// there. One receive at a time. Completion: void(error_code, frame_header).
+  /// Receives the next frame (any ReceiveSink; the archetype stands for them): checks its header against options.caps
+  /// (errc::bad_frame closes the connection, before the sink is asked), asks the ReceiveSink where its payload_length
+  /// bytes go (an error it sets closes the connection and is the completion's), and writes the payload there. One
+  /// receive at a time. Completion: void(error_code, frame_header).
   c.async_receive(detail::sink_archetype{}, detail::receive_handler_archetype{});
 };
 
@@ -149,22 +149,17 @@ concept Listener = requires(L& l) {
 ///   errc::handshake_failed for a wrong token or a refused identity, and an error at once
 ///   (connection_refused) when nobody listens there, so the caller's retry and backoff work.
 template <class T>
-concept Transport =
-    std::copyable<T> &&
-    requires {
-      typename T::connection_type;
-      typename T::listener_type;
-      typename T::options_type;
-    } &&
-    transport::ConnectionOptions<typename T::options_type> &&
-    transport::Connection<typename T::connection_type> &&
+concept Transport = std::copyable<T> && requires {
+  typename T::connection_type;
+  typename T::listener_type;
+  typename T::options_type;
+} && transport::ConnectionOptions<typename T::options_type> && transport::Connection<typename T::connection_type> &&
     transport::Listener<typename T::listener_type, typename T::connection_type> &&
     requires(const T& t, boost::asio::any_io_executor ex, const cluster::task_address& address,
              typename T::options_type options, const typename T::listener_type& listener) {
-      { t.listen(ex, address, options) } -> std::same_as<std::shared_ptr<typename T::listener_type>>;
-      { T::local_address(listener) } -> std::convertible_to<cluster::task_address>;
-      t.async_connect(ex, address, options,
-                      transport::detail::connect_handler_archetype<typename T::connection_type>{});
-    };
+  { t.listen(ex, address, options) } -> std::same_as<std::shared_ptr<typename T::listener_type>>;
+  { T::local_address(listener) } -> std::convertible_to<cluster::task_address>;
+  t.async_connect(ex, address, options, transport::detail::connect_handler_archetype<typename T::connection_type>{});
+};
 
 }  // namespace dsgd

@@ -31,8 +31,7 @@ inline constexpr std::uint16_t protocol_version = 2;
 inline constexpr std::size_t frame_header_size = 72;
 
 /// The four bytes every frame header starts with.
-inline constexpr std::array<std::byte, 4> frame_magic{std::byte{'D'}, std::byte{'S'},
-                                                      std::byte{'G'}, std::byte{'D'}};
+inline constexpr std::array<std::byte, 4> frame_magic{std::byte{'D'}, std::byte{'S'}, std::byte{'G'}, std::byte{'D'}};
 
 /// Bits of frame_header::flags.
 namespace frame_flags {
@@ -62,21 +61,19 @@ struct limits {
 /// step belongs to the layer above (the parameter server); the transport only carries them.
 struct frame_header {
   std::uint16_t version = protocol_version;  ///< wire protocol version
-  std::uint16_t type = 0;                     ///< message type, chosen by the layer above
-  std::uint32_t flags = 0;                    ///< frame_flags bits
-  std::uint32_t variable = 0;                 ///< variable id
-  std::uint32_t shard = 0;                    ///< shard of the variable
-  std::uint32_t payload_crc = 0;              ///< CRC-32C of the payload if flags say so
-  std::uint64_t request_id = 0;               ///< matches a reply to its request
-  std::uint64_t step = 0;                     ///< global step the payload belongs to
-  std::uint64_t payload_length = 0;           ///< bytes of payload after this header
-  std::uint64_t chunk_offset = 0;             ///< byte offset of this payload in the message
-  std::uint64_t total_length = 0;             ///< bytes of the whole (possibly chunked) message
+  std::uint16_t type = 0;                    ///< message type, chosen by the layer above
+  std::uint32_t flags = 0;                   ///< frame_flags bits
+  std::uint32_t variable = 0;                ///< variable id
+  std::uint32_t shard = 0;                   ///< shard of the variable
+  std::uint32_t payload_crc = 0;             ///< CRC-32C of the payload if flags say so
+  std::uint64_t request_id = 0;              ///< matches a reply to its request
+  std::uint64_t step = 0;                    ///< global step the payload belongs to
+  std::uint64_t payload_length = 0;          ///< bytes of payload after this header
+  std::uint64_t chunk_offset = 0;            ///< byte offset of this payload in the message
+  std::uint64_t total_length = 0;            ///< bytes of the whole (possibly chunked) message
 
   /// @returns true when this frame carries the last bytes of its message.
-  constexpr bool last_chunk() const noexcept {
-    return chunk_offset + payload_length == total_length;
-  }
+  constexpr bool last_chunk() const noexcept { return chunk_offset + payload_length == total_length; }
 
   friend constexpr bool operator==(const frame_header&, const frame_header&) = default;
 };
@@ -86,9 +83,8 @@ using frame_header_bytes = std::array<std::byte, frame_header_size>;
 
 /// Byte offsets of the header fields (docs/transport.md has the same table).
 namespace frame_offsets {
-inline constexpr std::size_t magic = 0, version = 4, type = 6, flags = 8, variable = 12,
-                             shard = 16, payload_crc = 20, request_id = 24, step = 32,
-                             payload_length = 40, chunk_offset = 48, total_length = 56,
+inline constexpr std::size_t magic = 0, version = 4, type = 6, flags = 8, variable = 12, shard = 16, payload_crc = 20,
+                             request_id = 24, step = 32, payload_length = 40, chunk_offset = 48, total_length = 56,
                              reserved = 64, header_crc = 68;
 }  // namespace frame_offsets
 
@@ -125,22 +121,20 @@ inline frame_header_bytes encode(const frame_header& h) noexcept {
   detail::store_le(b.data() + o::chunk_offset, h.chunk_offset);
   detail::store_le(b.data() + o::total_length, h.total_length);
   detail::store_le(b.data() + o::reserved, std::uint32_t{0});
-  detail::store_le(b.data() + o::header_crc,
-                   crc32c(std::span<const std::byte>(b.data(), o::header_crc)));
+  detail::store_le(b.data() + o::header_crc, crc32c(std::span<const std::byte>(b.data(), o::header_crc)));
   return b;
 }
 
 /// Checks the fields of a header against this version's rules and @p caps.
 /// @returns an empty error_code, or errc::bad_frame with @p reason naming the field and values
-inline error_code check_frame_header(const frame_header& h, const limits& caps,
-                                     std::string& reason) {
+inline error_code check_frame_header(const frame_header& h, const limits& caps, std::string& reason) {
   auto fail = [&](std::string why) {
     reason = std::move(why);
     return make_error_code(errc::bad_frame);
   };
   if (h.version != protocol_version)
-    return fail("unsupported protocol version " + std::to_string(h.version) +
-                " (this side speaks " + std::to_string(protocol_version) + ")");
+    return fail("unsupported protocol version " + std::to_string(h.version) + " (this side speaks " +
+                std::to_string(protocol_version) + ")");
   if ((h.flags & ~frame_flags::known) != 0)
     return fail("unknown flags 0x" + [&] {
       char buf[16];
@@ -155,17 +149,14 @@ inline error_code check_frame_header(const frame_header& h, const limits& caps,
                 std::to_string(caps.max_total_bytes) + " bytes");
   // Written as a subtraction so that a huge chunk_offset cannot overflow into a small sum.
   if (h.payload_length > h.total_length || h.chunk_offset > h.total_length - h.payload_length)
-    return fail("chunk [" + std::to_string(h.chunk_offset) + ", +" +
-                std::to_string(h.payload_length) + ") lies outside a message of " +
-                std::to_string(h.total_length) + " bytes");
+    return fail("chunk [" + std::to_string(h.chunk_offset) + ", +" + std::to_string(h.payload_length) +
+                ") lies outside a message of " + std::to_string(h.total_length) + " bytes");
   if ((h.flags & frame_flags::control) != 0) {
     if (h.total_length > caps.max_control_bytes)
-      return fail("control payload of " + std::to_string(h.total_length) +
-                  " bytes exceeds the cap of " + std::to_string(caps.max_control_bytes));
-    if (h.chunk_offset != 0 || h.payload_length != h.total_length)
-      return fail("control payloads cannot be chunked");
-    if ((h.flags & frame_flags::shared_memory) != 0)
-      return fail("control payloads never travel through shared memory");
+      return fail("control payload of " + std::to_string(h.total_length) + " bytes exceeds the cap of " +
+                  std::to_string(caps.max_control_bytes));
+    if (h.chunk_offset != 0 || h.payload_length != h.total_length) return fail("control payloads cannot be chunked");
+    if ((h.flags & frame_flags::shared_memory) != 0) return fail("control payloads never travel through shared memory");
   }
   return {};
 }
@@ -176,8 +167,8 @@ inline error_code check_frame_header(const frame_header& h, const limits& caps,
 /// @param out the decoded header (meaningful only on success)
 /// @param reason on failure, what was wrong, naming the field and values
 /// @returns an empty error_code, or errc::bad_frame
-inline error_code decode(std::span<const std::byte, frame_header_size> in, const limits& caps,
-                         frame_header& out, std::string& reason) {
+inline error_code decode(std::span<const std::byte, frame_header_size> in, const limits& caps, frame_header& out,
+                         std::string& reason) {
   namespace o = frame_offsets;
   auto fail = [&](std::string why) {
     reason = std::move(why);
@@ -188,13 +179,12 @@ inline error_code decode(std::span<const std::byte, frame_header_size> in, const
   // Version before CRC: a peer from a future version gets told so, not "corrupt header".
   out.version = detail::load_le<std::uint16_t>(in.data() + o::version);
   if (out.version != protocol_version)
-    return fail("unsupported protocol version " + std::to_string(out.version) +
-                " (this side speaks " + std::to_string(protocol_version) + ")");
+    return fail("unsupported protocol version " + std::to_string(out.version) + " (this side speaks " +
+                std::to_string(protocol_version) + ")");
   const auto stored = detail::load_le<std::uint32_t>(in.data() + o::header_crc);
   const auto actual = crc32c(in.first(o::header_crc));
   if (stored != actual) return fail("header checksum mismatch");
-  if (detail::load_le<std::uint32_t>(in.data() + o::reserved) != 0)
-    return fail("reserved header bytes are not zero");
+  if (detail::load_le<std::uint32_t>(in.data() + o::reserved) != 0) return fail("reserved header bytes are not zero");
   out.type = detail::load_le<std::uint16_t>(in.data() + o::type);
   out.flags = detail::load_le<std::uint32_t>(in.data() + o::flags);
   out.variable = detail::load_le<std::uint32_t>(in.data() + o::variable);
@@ -210,8 +200,7 @@ inline error_code decode(std::span<const std::byte, frame_header_size> in, const
 
 /// Throwing form of decode().
 /// @throws dsgd::error with errc::bad_frame and the reason
-inline frame_header decode(std::span<const std::byte, frame_header_size> in,
-                           const limits& caps = {}) {
+inline frame_header decode(std::span<const std::byte, frame_header_size> in, const limits& caps = {}) {
   frame_header h;
   std::string reason;
   if (auto ec = decode(in, caps, h, reason)) throw error(ec, "frame header: " + reason);

@@ -49,13 +49,12 @@ class handshake {
     acceptor = 2,   ///< accepted the connection
   };
 
-  static constexpr std::size_t nonce_size = 32;      ///< bytes of random challenge
-  static constexpr std::size_t max_identity = 64;    ///< longest task identity
-  static constexpr std::size_t hello_size = 104;     ///< bytes of an encoded hello
-  static constexpr std::size_t proof_size = 32;      ///< bytes of an HMAC-SHA256 proof
+  static constexpr std::size_t nonce_size = 32;    ///< bytes of random challenge
+  static constexpr std::size_t max_identity = 64;  ///< longest task identity
+  static constexpr std::size_t hello_size = 104;   ///< bytes of an encoded hello
+  static constexpr std::size_t proof_size = 32;    ///< bytes of an HMAC-SHA256 proof
   /// The four bytes a hello starts with.
-  static constexpr std::array<std::byte, 4> hello_magic{std::byte{'D'}, std::byte{'S'},
-                                                        std::byte{'G'}, std::byte{'H'}};
+  static constexpr std::array<std::byte, 4> hello_magic{std::byte{'D'}, std::byte{'S'}, std::byte{'G'}, std::byte{'H'}};
 
   using hello_bytes = std::array<std::byte, hello_size>;  ///< an encoded hello
   using proof_bytes = std::array<std::byte, proof_size>;  ///< an encoded proof
@@ -95,17 +94,16 @@ class handshake {
       if (in[i] != hello_magic[i]) return fail("bad hello magic (not a dsgd peer)");
     const auto version = detail::load_le<std::uint16_t>(in.data() + 4);
     if (version != protocol_version)
-      return fail("peer speaks protocol version " + std::to_string(version) +
-                  ", this side speaks " + std::to_string(protocol_version));
+      return fail("peer speaks protocol version " + std::to_string(version) + ", this side speaks " +
+                  std::to_string(protocol_version));
     const auto peer_role = static_cast<role>(std::to_integer<std::uint8_t>(in[6]));
     const role expected = role_ == role::initiator ? role::acceptor : role::initiator;
     if (peer_role != expected)
-      return fail("peer claims role " + std::to_string(std::to_integer<int>(in[6])) +
-                  ", expected " + std::to_string(static_cast<int>(expected)));
+      return fail("peer claims role " + std::to_string(std::to_integer<int>(in[6])) + ", expected " +
+                  std::to_string(static_cast<int>(expected)));
     const auto length = std::to_integer<std::size_t>(in[7]);
     if (length > max_identity)
-      return fail("peer identity length " + std::to_string(length) + " exceeds " +
-                  std::to_string(max_identity));
+      return fail("peer identity length " + std::to_string(length) + " exceeds " + std::to_string(max_identity));
     std::string identity(length, '\0');
     for (std::size_t i = 0; i < length; ++i)
       identity[i] = static_cast<char>(std::to_integer<unsigned char>(in[identity_at + i]));
@@ -166,8 +164,7 @@ class handshake {
 
   static bool valid_identity(const std::string& id, std::string& why) {
     if (id.empty() || id.size() > max_identity) {
-      why = "must be 1 to " + std::to_string(max_identity) + " characters, got " +
-            std::to_string(id.size());
+      why = "must be 1 to " + std::to_string(max_identity) + " characters, got " + std::to_string(id.size());
       return false;
     }
     for (std::size_t i = 0; i < id.size(); ++i) {
@@ -191,8 +188,8 @@ class handshake {
     for (std::byte b : acceptor_hello) message[at++] = std::to_integer<unsigned char>(b);
     std::array<unsigned char, EVP_MAX_MD_SIZE> mac{};
     unsigned int mac_size = 0;
-    if (HMAC(EVP_sha256(), token_.data(), static_cast<int>(token_.size()), message.data(),
-             message.size(), mac.data(), &mac_size) == nullptr ||
+    if (HMAC(EVP_sha256(), token_.data(), static_cast<int>(token_.size()), message.data(), message.size(), mac.data(),
+             &mac_size) == nullptr ||
         mac_size != proof_size)
       throw error(errc::handshake_failed, "handshake: OpenSSL HMAC-SHA256 failed");
     proof_bytes out{};

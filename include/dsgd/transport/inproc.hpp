@@ -12,11 +12,11 @@
 
 #include <dsgd/cluster/cluster_spec.hpp>
 #include <dsgd/error.hpp>
-#include <dsgd/transport/tcp_options.hpp>
 #include <dsgd/transport/concepts.hpp>
 #include <dsgd/transport/detail/completion.hpp>
 #include <dsgd/transport/detail/inproc_link.hpp>
 #include <dsgd/transport/handshake.hpp>
+#include <dsgd/transport/tcp_options.hpp>
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/async_result.hpp>
@@ -58,8 +58,7 @@ class inproc_hub {
     std::lock_guard lock(mutex_);
     if (at.port == 0) {
       for (at.port = 49152; listeners_.contains(at.to_string()); ++at.port)
-        if (at.port == 65535)
-          throw error(boost::asio::error::address_in_use, "inproc: no free port on " + at.host);
+        if (at.port == 65535) throw error(boost::asio::error::address_in_use, "inproc: no free port on " + at.host);
     } else if (listeners_.contains(at.to_string())) {
       throw error(boost::asio::error::address_in_use,
                   "inproc_listener: cannot bind " + at.to_string() + ": another listener is bound there");
@@ -124,8 +123,8 @@ class inproc_connection : public std::enable_shared_from_this<inproc_connection>
   /// Completion signature: void(error_code); boost::asio::error::no_buffer_space when the
   /// send queue is full (nothing was queued).
   template <class ConstBufferSequence, boost::asio::completion_token_for<void(error_code)> Token>
-    requires boost::asio::is_const_buffer_sequence<ConstBufferSequence>::value
-  auto async_send(const frame_header& header, const ConstBufferSequence& payload, Token&& token) {
+  requires boost::asio::is_const_buffer_sequence<ConstBufferSequence>::value auto async_send(
+      const frame_header& header, const ConstBufferSequence& payload, Token&& token) {
     return detail::initiate_send(get_executor(), payload, std::forward<Token>(token),
                                  [self = shared_from_this(), header](auto bufs, auto done) {
                                    self->link_->send(self->side_, header, std::move(bufs), std::move(done), self);
@@ -236,9 +235,10 @@ class inproc_listener : public std::enable_shared_from_this<inproc_listener> {
       return done->complete(false, make_error_code(errc::handshake_failed), nullptr);
     }
     auto ex_listener = l->executor_;
-    boost::asio::post(ex_listener, [l = std::move(l), r = request{std::move(options), std::move(ex), std::move(done)}]() mutable {
-      l->accept(std::move(r));
-    });
+    boost::asio::post(ex_listener,
+                      [l = std::move(l), r = request{std::move(options), std::move(ex), std::move(done)}]() mutable {
+                        l->accept(std::move(r));
+                      });
   }
 
  private:
@@ -261,10 +261,8 @@ class inproc_listener : public std::enable_shared_from_this<inproc_listener> {
 
   static void log(const tcp_options& o, const std::string& what) {
     const std::string line = "dsgd transport: inproc: " + what;
-    if (o.log)
-      o.log(line);
-    else
-      std::fprintf(stderr, "%s\n", line.c_str());
+    if (o.log) o.log(line);
+    else std::fprintf(stderr, "%s\n", line.c_str());
   }
 
   // On the listener's executor.

@@ -101,15 +101,18 @@ inline void validate(const tcp_options& o, std::string_view path = "tcp_options"
   dsgd::detail::require_deadline(o.handshake_timeout, path, "handshake_timeout");
   dsgd::detail::require_deadline(o.frame_timeout, path, "frame_timeout");
   dsgd::detail::require_deadline(o.write_timeout, path, "write_timeout");
-  if (o.dead_peer_timeout.count() < 0) dsgd::detail::bad_option(path, "dead_peer_timeout", "must not be negative (0: the system's defaults)");
-  if (o.socket_buffer_bytes < 0) dsgd::detail::bad_option(path, "socket_buffer_bytes", "must not be negative (0: the system's default)");
+  if (o.dead_peer_timeout.count() < 0)
+    dsgd::detail::bad_option(path, "dead_peer_timeout", "must not be negative (0: the system's defaults)");
+  if (o.socket_buffer_bytes < 0)
+    dsgd::detail::bad_option(path, "socket_buffer_bytes", "must not be negative (0: the system's default)");
   dsgd::detail::require_positive(o.caps.max_payload_bytes, std::string(path) + ".caps", "max_payload_bytes");
   dsgd::detail::require_positive(o.caps.max_control_bytes, std::string(path) + ".caps", "max_control_bytes");
   if (o.caps.max_total_bytes < o.caps.max_payload_bytes)
     dsgd::detail::bad_option(std::string(path) + ".caps", "max_total_bytes", "must be at least max_payload_bytes");
   if (o.chunk_bytes > o.caps.max_payload_bytes)
-    dsgd::detail::bad_option(path, "chunk_bytes", "must not exceed caps.max_payload_bytes (" +
-                                                      std::to_string(o.caps.max_payload_bytes) + ")");
+    dsgd::detail::bad_option(
+        path, "chunk_bytes",
+        "must not exceed caps.max_payload_bytes (" + std::to_string(o.caps.max_payload_bytes) + ")");
   if (o.shared_memory.enabled && o.shared_memory.ring_bytes < 4096)
     dsgd::detail::bad_option(std::string(path) + ".shared_memory", "ring_bytes", "must be at least 4096 when enabled");
 }

@@ -63,18 +63,17 @@ struct tls_context_cache {
 /// is read when it is named, the text is used otherwise. Keys must not be encrypted (protect
 /// the file with its permissions instead).
 struct tls_options {
-  std::string ca_file;    ///< PEM file of the CA certificate(s) every peer's chain must end at
-  std::string ca_pem;     ///< or the CA certificate(s) as PEM text
-  std::string cert_file;  ///< PEM file of this task's certificate, then any intermediates
-  std::string cert_pem;   ///< or that chain as PEM text
-  std::string key_file;   ///< PEM file of this task's private key (unencrypted)
-  std::string key_pem;    ///< or the key as PEM text
-  tls_version min_version = tls_version::v1_2;       ///< oldest protocol version accepted
+  std::string ca_file;                          ///< PEM file of the CA certificate(s) every peer's chain must end at
+  std::string ca_pem;                           ///< or the CA certificate(s) as PEM text
+  std::string cert_file;                        ///< PEM file of this task's certificate, then any intermediates
+  std::string cert_pem;                         ///< or that chain as PEM text
+  std::string key_file;                         ///< PEM file of this task's private key (unencrypted)
+  std::string key_pem;                          ///< or the key as PEM text
+  tls_version min_version = tls_version::v1_2;  ///< oldest protocol version accepted
   peer_name_check peer_names = peer_name_check::any;  ///< what a peer's certificate must name
   /// The OpenSSL context built from the fields above, shared by every copy of these options:
   /// built on first use (a listener's creation, a connect), rebuilt only if the fields change.
-  std::shared_ptr<detail::tls_context_cache> context_cache =
-      std::make_shared<detail::tls_context_cache>();
+  std::shared_ptr<detail::tls_context_cache> context_cache = std::make_shared<detail::tls_context_cache>();
 };
 
 namespace detail {
@@ -101,15 +100,15 @@ inline std::string pem_source(std::string_view field, const std::string& file) {
 inline std::string load_pem(std::string_view field, const std::string& file, const std::string& pem) {
   if (file.empty()) {
     if (pem.empty())
-      throw error(errc::invalid_argument, "tls_options: neither " + std::string(field) + "_file nor " +
-                                              std::string(field) + "_pem is set");
+      throw error(errc::invalid_argument,
+                  "tls_options: neither " + std::string(field) + "_file nor " + std::string(field) + "_pem is set");
     return pem;
   }
   errno = 0;
   std::ifstream in(file, std::ios::binary);
   if (!in)
-    throw error(errc::not_found, pem_source(field, file) + ": cannot open: " +
-                                     (errno != 0 ? std::strerror(errno) : "unknown error"));
+    throw error(errc::not_found,
+                pem_source(field, file) + ": cannot open: " + (errno != 0 ? std::strerror(errno) : "unknown error"));
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   if (in.bad()) throw error(errc::not_found, pem_source(field, file) + ": read error");
   return text;
@@ -140,8 +139,7 @@ inline std::vector<x509_ptr> read_certificates(const std::string& text, const st
   const unsigned long last = ERR_peek_last_error();
   // Running out of PEM blocks ends the loop with "no start line"; anything else is damage.
   if (last != 0 && !(ERR_GET_LIB(last) == ERR_LIB_PEM && ERR_GET_REASON(last) == PEM_R_NO_START_LINE))
-    throw error(errc::invalid_argument,
-                source + ": malformed PEM certificate (" + openssl_error_text() + ")");
+    throw error(errc::invalid_argument, source + ": malformed PEM certificate (" + openssl_error_text() + ")");
   ERR_clear_error();
   if (certs.empty()) throw error(errc::invalid_argument, source + ": holds no PEM certificate");
   return certs;
@@ -154,8 +152,7 @@ inline std::shared_ptr<boost::asio::ssl::context> build_tls_context(const tls_op
   SSL_CTX* native = ctx->native_handle();
   const int min = o.min_version == tls_version::v1_3 ? TLS1_3_VERSION : TLS1_2_VERSION;
   if (SSL_CTX_set_min_proto_version(native, min) != 1)
-    throw error(errc::invalid_argument, "tls_options: cannot set the minimum TLS version: " +
-                                            openssl_error_text());
+    throw error(errc::invalid_argument, "tls_options: cannot set the minimum TLS version: " + openssl_error_text());
   ctx->set_options(ssl::context::default_workarounds | ssl::context::no_compression);
 #ifdef SSL_OP_IGNORE_UNEXPECTED_EOF
   // Frames carry their lengths, so a peer closing TCP without close_notify between frames is a
@@ -169,8 +166,7 @@ inline std::shared_ptr<boost::asio::ssl::context> build_tls_context(const tls_op
   const auto ca_source = pem_source("ca", o.ca_file);
   for (auto& ca : read_certificates(load_pem("ca", o.ca_file, o.ca_pem), ca_source))
     if (X509_STORE_add_cert(SSL_CTX_get_cert_store(native), ca.get()) != 1)
-      throw error(errc::invalid_argument, ca_source + ": cannot add a CA certificate: " +
-                                              openssl_error_text());
+      throw error(errc::invalid_argument, ca_source + ": cannot add a CA certificate: " + openssl_error_text());
 
   const auto cert_source = pem_source("cert", o.cert_file);
   auto chain = read_certificates(load_pem("cert", o.cert_file, o.cert_pem), cert_source);
@@ -180,8 +176,8 @@ inline std::shared_ptr<boost::asio::ssl::context> build_tls_context(const tls_op
     throw error(errc::invalid_argument, cert_source + ": certificate rejected: " + openssl_error_text());
   for (std::size_t i = 1; i < chain.size(); ++i)
     if (SSL_CTX_add1_chain_cert(native, chain[i].get()) != 1)
-      throw error(errc::invalid_argument, cert_source + ": intermediate certificate " +
-                                              std::to_string(i) + " rejected: " + openssl_error_text());
+      throw error(errc::invalid_argument, cert_source + ": intermediate certificate " + std::to_string(i) +
+                                              " rejected: " + openssl_error_text());
 
   const auto key_source = pem_source("key", o.key_file);
   const auto key_text = load_pem("key", o.key_file, o.key_pem);
@@ -191,11 +187,11 @@ inline std::shared_ptr<boost::asio::ssl::context> build_tls_context(const tls_op
   auto no_password = [](char*, int, int, void*) -> int { return 0; };
   std::unique_ptr<EVP_PKEY, pkey_deleter> key(PEM_read_bio_PrivateKey(bio.get(), nullptr, no_password, nullptr));
   if (!key)
-    throw error(errc::invalid_argument, key_source + ": no readable unencrypted PEM private key (" +
-                                            openssl_error_text() + ")");
+    throw error(errc::invalid_argument,
+                key_source + ": no readable unencrypted PEM private key (" + openssl_error_text() + ")");
   if (SSL_CTX_use_PrivateKey(native, key.get()) != 1 || SSL_CTX_check_private_key(native) != 1)
-    throw error(errc::invalid_argument, key_source + ": the key does not match the certificate in " +
-                                            cert_source + " (" + openssl_error_text() + ")");
+    throw error(errc::invalid_argument, key_source + ": the key does not match the certificate in " + cert_source +
+                                            " (" + openssl_error_text() + ")");
 
   // Mutual verification: a server requires a client certificate, a client checks the server's.
   ctx->set_verify_mode(ssl::verify_peer | ssl::verify_fail_if_no_peer_cert);
@@ -203,7 +199,12 @@ inline std::shared_ptr<boost::asio::ssl::context> build_tls_context(const tls_op
 }
 
 inline std::vector<std::string> tls_key(const tls_options& o) {
-  return {o.ca_file, o.ca_pem, o.cert_file, o.cert_pem, o.key_file, o.key_pem,
+  return {o.ca_file,
+          o.ca_pem,
+          o.cert_file,
+          o.cert_pem,
+          o.key_file,
+          o.key_pem,
           std::to_string(static_cast<int>(o.min_version))};
 }
 

@@ -10,8 +10,8 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <memory>
 #include <limits>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -50,7 +50,10 @@ struct bounded_staleness {
           clocks_(workers, 0) {}
 
     /// @returns the clock of @p worker.
-    std::uint64_t clock_of(std::size_t worker) const { std::lock_guard lock(this->mutex_); return clocks_.at(worker); }
+    std::uint64_t clock_of(std::size_t worker) const {
+      std::lock_guard lock(this->mutex_);
+      return clocks_.at(worker);
+    }
 
     /// @p worker is no member now (gone, or a slot not held): the bound no longer waits for it.
     void depart(std::size_t worker) {
@@ -81,12 +84,10 @@ struct bounded_staleness {
     void reset_locked() { std::fill(clocks_.begin(), clocks_.end(), std::uint64_t{0}); }
 
     // For SSP the step a worker pulls at is its own clock (the gradients it has pushed).
-    bool ready_locked(std::size_t, std::uint64_t clock) const {
-      return clock <= S || slowest() >= clock - S;
-    }
+    bool ready_locked(std::size_t, std::uint64_t clock) const { return clock <= S || slowest() >= clock - S; }
     std::string reason_locked(std::size_t worker, std::uint64_t clock) const {
-      return "bounded_staleness<" + std::to_string(S) + ">: worker " + std::to_string(worker) +
-             " at clock " + std::to_string(clock) + " waited past its deadline for " + laggards(clock);
+      return "bounded_staleness<" + std::to_string(S) + ">: worker " + std::to_string(worker) + " at clock " +
+             std::to_string(clock) + " waited past its deadline for " + laggards(clock);
     }
     std::uint64_t slowest() const {
       std::uint64_t m = std::numeric_limits<std::uint64_t>::max();
@@ -98,7 +99,8 @@ struct bounded_staleness {
       std::string out;
       for (std::size_t w = 0; w < clocks_.size(); ++w)
         if (!this->finished_[w] && !absent_[w] && clocks_[w] + S < clock)
-          out += (out.empty() ? "" : ", ") + ("worker:" + std::to_string(w)) + " (clock " + std::to_string(clocks_[w]) + ")";
+          out += (out.empty() ? "" : ", ") + ("worker:" + std::to_string(w)) + " (clock " + std::to_string(clocks_[w]) +
+                 ")";
       return out;
     }
     std::vector<std::uint64_t> clocks_;

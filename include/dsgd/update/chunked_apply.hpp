@@ -68,9 +68,8 @@ struct sparse_apply<O> {
   /// Updates rows @p rows[0..count) (unique, local to the shard) of the @p dim-wide rows at
   /// @p w from the rows @p g (count x dim); every pointer is in @p device's memory.
   template <Device D>
-  static void apply(const O& o, const D& device, typename O::template state<D>& s, float* w,
-                    const std::uint64_t* rows, std::size_t count, std::size_t dim, const float* g,
-                    float grad_scale) {
+  static void apply(const O& o, const D& device, typename O::template state<D>& s, float* w, const std::uint64_t* rows,
+                    std::size_t count, std::size_t dim, const float* g, float grad_scale) {
     optim::detail::map_rows(o, device, s, w, rows, count, dim, g, grad_scale);
   }
 };

@@ -39,10 +39,10 @@ using clock_type = std::chrono::steady_clock;
 /// optimizer's slots (one float per element) and counters by name (Optimizer's `visit`). A
 /// shard's `saved_state` is this type or one with the same members.
 struct shard_state {
-  std::uint64_t step = 0;                                          ///< the shard's step
-  std::vector<float> values;                                       ///< the shard's values
-  std::vector<std::pair<std::string, std::vector<float>>> slots;   ///< e.g. "velocity"
-  std::vector<std::pair<std::string, std::uint64_t>> counters;     ///< e.g. "t" of adam
+  std::uint64_t step = 0;                                         ///< the shard's step
+  std::vector<float> values;                                      ///< the shard's values
+  std::vector<std::pair<std::string, std::vector<float>>> slots;  ///< e.g. "velocity"
+  std::vector<std::pair<std::string, std::uint64_t>> counters;    ///< e.g. "t" of adam
 };
 
 /// True for a rule that applies each push on its own, whatever step it was computed at (async,
@@ -51,7 +51,9 @@ struct shard_state {
 /// says so with `static constexpr bool applies_each_push = true;`; sync rules, whose pushes
 /// are told apart by their step, do not.
 template <class U>
-inline constexpr bool applies_each_push_v = requires { requires U::applies_each_push; };
+inline constexpr bool applies_each_push_v = requires {
+  requires U::applies_each_push;
+};
 
 /// A saved shard as checkpoints write and read it: shard_state's members.
 template <class S>
@@ -64,26 +66,25 @@ concept saved_shard_state = std::default_initializable<S> && requires(S& s) {
 
 /// The members every shard of an UpdateRule has (see UpdateRule for what each does).
 template <class S>
-concept rule_shard =
-    saved_shard_state<typename S::saved_state> &&
+concept rule_shard = saved_shard_state<typename S::saved_state> &&
     requires(S& s, const S& cs, const float* g, float* out, clock_type::time_point t, std::span<const float> v,
              std::span<const std::uint64_t> rows, const typename S::saved_state& saved) {
-      { cs.size() } -> std::convertible_to<std::size_t>;
-      { s.push(std::size_t{0}, std::uint64_t{0}, g, t) } -> std::same_as<push_outcome>;
-      { s.push_rows(std::size_t{0}, std::uint64_t{0}, rows, std::size_t{1}, g, t) } -> std::same_as<push_outcome>;
-      { s.pull(std::size_t{0}, std::uint64_t{0}, out, t) } -> std::same_as<std::uint64_t>;
-      { s.try_pull(std::size_t{0}, std::uint64_t{0}, out) } -> std::same_as<std::optional<std::uint64_t>>;
-      {
-        s.try_pull_rows(std::size_t{0}, std::uint64_t{0}, rows, std::size_t{1}, out)
-      } -> std::same_as<std::optional<std::uint64_t>>;
-      { s.wait_reason(std::size_t{0}, std::uint64_t{0}) } -> std::convertible_to<std::string>;
-      s.finish(std::size_t{0});
-      { s.step() } -> std::same_as<std::uint64_t>;
-      { s.dropped() } -> std::same_as<std::uint64_t>;
-      s.assign(v, std::uint64_t{0});
-      { s.save() } -> std::same_as<typename S::saved_state>;
-      s.restore(saved);
-    };
+  { cs.size() } -> std::convertible_to<std::size_t>;
+  { s.push(std::size_t{0}, std::uint64_t{0}, g, t) } -> std::same_as<push_outcome>;
+  { s.push_rows(std::size_t{0}, std::uint64_t{0}, rows, std::size_t{1}, g, t) } -> std::same_as<push_outcome>;
+  { s.pull(std::size_t{0}, std::uint64_t{0}, out, t) } -> std::same_as<std::uint64_t>;
+  { s.try_pull(std::size_t{0}, std::uint64_t{0}, out) } -> std::same_as<std::optional<std::uint64_t>>;
+  {
+    s.try_pull_rows(std::size_t{0}, std::uint64_t{0}, rows, std::size_t{1}, out)
+    } -> std::same_as<std::optional<std::uint64_t>>;
+  { s.wait_reason(std::size_t{0}, std::uint64_t{0}) } -> std::convertible_to<std::string>;
+  s.finish(std::size_t{0});
+  { s.step() } -> std::same_as<std::uint64_t>;
+  { s.dropped() } -> std::same_as<std::uint64_t>;
+  s.assign(v, std::uint64_t{0});
+  { s.save() } -> std::same_as<typename S::saved_state>;
+  s.restore(saved);
+};
 
 /// A shard that can lend its current values for a pull reply without a copy (try_pin(), as
 /// the shards of the built-in rules do); other rules' pulls go through a snapshot copy.
@@ -109,7 +110,10 @@ concept streams_pushes = requires(S& s, const float* g, clock_type::time_point t
 /// a compressed push decoded into the ps's receive buffer, then push().
 template <class S>
 concept accumulates_decoded = requires(S& s, clock_type::time_point t) {
-  { s.push_decoded(std::size_t{0}, std::uint64_t{0}, [](float*) {}, t) } -> std::same_as<push_outcome>;
+  {
+    s.push_decoded(
+        std::size_t{0}, std::uint64_t{0}, [](float*) {}, t)
+    } -> std::same_as<push_outcome>;
 };
 
 /// A shard that is told when a worker's connection is lost and when it registers again
@@ -148,18 +152,16 @@ concept tracks_departures = requires(S& s) {
 /// checked on a device and an optimizer that model only their concepts (update/detail/
 /// archetypes.hpp). Rules are pure: they know nothing of the network. See docs/policies.md.
 template <class U>
-concept UpdateRule =
-    std::copy_constructible<U> &&
-    update::rule_shard<typename U::template shard<update::detail::archetype_device,
-                                                  update::detail::archetype_optimizer>> &&
+concept UpdateRule = std::copy_constructible<U> && update::rule_shard<
+    typename U::template shard<update::detail::archetype_device, update::detail::archetype_optimizer>> &&
     requires(const U& u, std::span<const float> initial) {
-      { U::next_pull(std::uint64_t{0}, std::uint64_t{0}) } -> std::same_as<std::uint64_t>;
-      {
-        u.template make_shard<update::detail::archetype_device, update::detail::archetype_optimizer>(
-            update::detail::archetype_device{}, initial, update::detail::archetype_optimizer{}, std::size_t{1})
-      } -> std::same_as<std::unique_ptr<
-          typename U::template shard<update::detail::archetype_device, update::detail::archetype_optimizer>>>;
-    };
+  { U::next_pull(std::uint64_t{0}, std::uint64_t{0}) } -> std::same_as<std::uint64_t>;
+  {
+    u.template make_shard<update::detail::archetype_device, update::detail::archetype_optimizer>(
+        update::detail::archetype_device{}, initial, update::detail::archetype_optimizer{}, std::size_t{1})
+    } -> std::same_as<std::unique_ptr<
+        typename U::template shard<update::detail::archetype_device, update::detail::archetype_optimizer>>>;
+};
 
 namespace update {
 

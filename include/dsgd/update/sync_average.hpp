@@ -58,13 +58,11 @@ struct sync_average {
           pushed_(workers, false),
           replicas_(replicas_to_aggregate == 0 ? workers : replicas_to_aggregate) {
       if (replicas_ > workers)
-        throw error(errc::invalid_argument,
-                    "sync_average: replicas_to_aggregate (" + std::to_string(replicas_) +
-                        ") exceeds the number of workers (" + std::to_string(workers) + ")");
+        throw error(errc::invalid_argument, "sync_average: replicas_to_aggregate (" + std::to_string(replicas_) +
+                                                ") exceeds the number of workers (" + std::to_string(workers) + ")");
     }
 
-    push_outcome push(std::size_t worker, std::uint64_t step, const float* grad,
-                      clock_type::time_point /*deadline*/) {
+    push_outcome push(std::size_t worker, std::uint64_t step, const float* grad, clock_type::time_point /*deadline*/) {
       std::lock_guard lock(this->mutex_);
       if (!admit(worker, step, "sync_average::push")) return push_outcome::dropped;
       float* acc = thrust::raw_pointer_cast(accumulator_.data());
@@ -92,8 +90,8 @@ struct sync_average {
     /// adding up, and the push counts as @p worker's gradient for @p step like push(): the mean
     /// is over every replica's push, dense or sparse, and is applied densely once.
     /// @throws dsgd::error for a row past the shard or a push from the future
-    push_outcome push_rows(std::size_t worker, std::uint64_t step, std::span<const std::uint64_t> rows,
-                           std::size_t dim, const float* grads, clock_type::time_point /*deadline*/) {
+    push_outcome push_rows(std::size_t worker, std::uint64_t step, std::span<const std::uint64_t> rows, std::size_t dim,
+                           const float* grads, clock_type::time_point /*deadline*/) {
       this->check_rows(rows, dim, "sync_average::push_rows");
       auto c = detail::coalesce_rows<D>(rows, dim, grads);
       std::lock_guard lock(this->mutex_);
@@ -104,10 +102,7 @@ struct sync_average {
       return maybe_apply() ? push_outcome::applied : push_outcome::accumulated;
     }
 
-
-    void finish(std::size_t worker) {
-      mark_and_settle(worker, "sync_average::finish", this->finished_);
-    }
+    void finish(std::size_t worker) { mark_and_settle(worker, "sync_average::finish", this->finished_); }
 
     /// Makes the shard's membership elastic (before its first push): every worker is a slot,
     /// absent until rejoin() (a registration) and again after depart(). A step then closes once
@@ -132,9 +127,7 @@ struct sync_average {
     /// the backups: a step then needs gradients only from the live unfinished workers, so a
     /// dead worker no longer stalls the steps once another has finished its data. Beyond
     /// that, or without backups, nothing changes: the step waits, and its deadline names them.
-    void depart(std::size_t worker) {
-      mark_and_settle(worker, "sync_average::depart", departed_);
-    }
+    void depart(std::size_t worker) { mark_and_settle(worker, "sync_average::depart", departed_); }
 
     /// @p worker is back (it registered again): it counts as live.
     void rejoin(std::size_t worker) {
@@ -157,10 +150,9 @@ struct sync_average {
     bool admit(std::size_t worker, std::uint64_t step, const char* what) {
       this->check_worker(worker, what);
       if (step > this->step_)
-        throw error(errc::invalid_argument,
-                    std::string(what) + ": worker " + std::to_string(worker) + " pushed for step " +
-                        std::to_string(step) + " but the shard is at step " +
-                        std::to_string(this->step_));
+        throw error(errc::invalid_argument, std::string(what) + ": worker " + std::to_string(worker) +
+                                                " pushed for step " + std::to_string(step) +
+                                                " but the shard is at step " + std::to_string(this->step_));
       if (step < this->step_ || pushed_[worker]) {
         ++this->dropped_;
         return false;
@@ -179,8 +171,8 @@ struct sync_average {
     bool ready_locked(std::size_t, std::uint64_t step) const { return this->step_ >= step; }
     std::string reason_locked(std::size_t worker, std::uint64_t step) const {
       return "sync_average: worker " + std::to_string(worker) + " waited past its deadline for step " +
-             std::to_string(step) + " (shard at step " + std::to_string(this->step_) +
-             "; no gradient yet from " + missing() + ")";
+             std::to_string(step) + " (shard at step " + std::to_string(this->step_) + "; no gradient yet from " +
+             missing() + ")";
     }
 
     // Caller holds the lock: whether an elastic step may close (every present member pushed,
@@ -244,7 +236,7 @@ struct sync_average {
     std::vector<bool> departed_ = std::vector<bool>(this->workers_, false);
     std::size_t replicas_;
     std::size_t aggregate_ = replicas_ == this->workers_ ? 0 : replicas_;  // R as given; 0: every member
-    std::size_t min_members_ = 0;                                         // 0: not elastic
+    std::size_t min_members_ = 0;                                          // 0: not elastic
     std::size_t count_ = 0;
   };
 
@@ -253,7 +245,7 @@ struct sync_average {
   std::unique_ptr<shard<D, O>> make_shard(D device, std::span<const float> initial, O optimizer,
                                           std::size_t workers) const {
     return std::make_unique<shard<D, O>>(std::move(device), initial, std::move(optimizer), workers,
-                       replicas_to_aggregate);
+                                         replicas_to_aggregate);
   }
 };
 

@@ -21,11 +21,10 @@ int main() {
   dsgd::optim::sgd::state<dsgd::device::cpu> state(cpu, w.size());
   opt.apply(cpu, state, w.data(), g.data(), w.size());
   float c[4] = {};
-  dsgd::model::blas<dsgd::device::cpu>::gemm(cpu, false, false, 2, 2, 2, 1.f, w.data(), 2,
-                                              g.data(), 2, 0.f, c, 2);
+  dsgd::model::blas<dsgd::device::cpu>::gemm(cpu, false, false, 2, 2, 2, 1.f, w.data(), 2, g.data(), 2, 0.f, c, 2);
   auto plan = dsgd::placement::round_robin{}.place({{"w", {2, 2}}, {"b", {2}}}, 2);
   bool ok = w.to_host()[0] == 1.5f && c[0] == 3.f && plan.shards()[1].ps_task == 1;
-  std::printf("dsgd %d.%d.%d consumer %s\n", dsgd::version().major, dsgd::version().minor,
-              dsgd::version().patch, ok ? "ok" : "WRONG");
+  std::printf("dsgd %d.%d.%d consumer %s\n", dsgd::version().major, dsgd::version().minor, dsgd::version().patch,
+              ok ? "ok" : "WRONG");
   return ok ? 0 : 1;
 }

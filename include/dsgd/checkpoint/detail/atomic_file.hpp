@@ -24,8 +24,7 @@
 
 namespace dsgd::checkpoint::detail {
 
-[[noreturn]] inline void throw_io(const std::string& what, const std::filesystem::path& path,
-                                  int err) {
+[[noreturn]] inline void throw_io(const std::string& what, const std::filesystem::path& path, int err) {
   throw error(error_code(err, boost::system::system_category()),
               what + " " + path.string() + ": " + std::strerror(err));
 }
@@ -47,8 +46,7 @@ inline void fsync_directory(const std::filesystem::path& dir) {
 class atomic_file {
  public:
   explicit atomic_file(std::filesystem::path target)
-      : target_(std::move(target)),
-        temp_(target_.string() + ".tmp." + std::to_string(::getpid())) {
+      : target_(std::move(target)), temp_(target_.string() + ".tmp." + std::to_string(::getpid())) {
     fd_ = ::open(temp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd_ < 0) throw_io("cannot create", temp_, errno);
   }
@@ -113,8 +111,7 @@ inline std::string read_file(const std::filesystem::path& path, std::size_t max_
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     int err = errno;
-    if (err == ENOENT)
-      throw error(errc::not_found, "checkpoint file " + path.string() + " does not exist");
+    if (err == ENOENT) throw error(errc::not_found, "checkpoint file " + path.string() + " does not exist");
     throw_io("cannot open", path, err);
   }
   struct ::stat st {};
@@ -127,8 +124,7 @@ inline std::string read_file(const std::filesystem::path& path, std::size_t max_
   if (size > max_bytes) {
     ::close(fd);
     throw error(errc::checkpoint_corrupt, path.filename().string() + ": " + std::to_string(size) +
-                                              " bytes is more than the limit of " +
-                                              std::to_string(max_bytes));
+                                              " bytes is more than the limit of " + std::to_string(max_bytes));
   }
   std::string out(size, '\0');
   std::size_t got = 0;

@@ -7,11 +7,11 @@
 // IWYU pragma: private, include <dsgd/checkpoint/saver.hpp>
 #pragma once
 
-#include <dsgd/error.hpp>
-#include <dsgd/tensor/shape.hpp>
 #include <dsgd/checkpoint/detail/atomic_file.hpp>
 #include <dsgd/detail/byte_io.hpp>
 #include <dsgd/detail/crc32c.hpp>
+#include <dsgd/error.hpp>
+#include <dsgd/tensor/shape.hpp>
 
 #include <bit>
 #include <charconv>
@@ -73,17 +73,14 @@ struct parsed_data_file {
 };
 
 inline std::string data_file_name(std::uint64_t step, std::size_t ps_task, std::size_t ps_tasks) {
-  return "ckpt-" + std::to_string(step) + ".ps-" + std::to_string(ps_task) + "-of-" +
-         std::to_string(ps_tasks);
+  return "ckpt-" + std::to_string(step) + ".ps-" + std::to_string(ps_task) + "-of-" + std::to_string(ps_tasks);
 }
-inline std::string manifest_name(std::uint64_t step) {
-  return "ckpt-" + std::to_string(step) + ".manifest";
-}
+inline std::string manifest_name(std::uint64_t step) { return "ckpt-" + std::to_string(step) + ".manifest"; }
 
 /// Writes a data file through @p out; @returns {file size, CRC-32C of the whole file}.
-inline std::pair<std::uint64_t, std::uint32_t> write_data_file(
-    atomic_file& out, std::uint64_t step, std::size_t ps_task, std::size_t ps_tasks,
-    std::span<const record_view> records) {
+inline std::pair<std::uint64_t, std::uint32_t> write_data_file(atomic_file& out, std::uint64_t step,
+                                                               std::size_t ps_task, std::size_t ps_tasks,
+                                                               std::span<const record_view> records) {
   std::uint64_t size = 0;
   std::uint32_t file_crc = 0;
   auto emit = [&](std::string_view bytes) {
@@ -140,8 +137,7 @@ inline parsed_data_file parse_data_file(std::span<const std::byte> bytes, const 
   byte_reader whole(bytes, name);
   if (bytes.size() < header_bytes + trailer_bytes)
     whole.fail("truncated: " + std::to_string(bytes.size()) + " bytes is shorter than a header (" +
-               std::to_string(header_bytes) + ") and trailer (" + std::to_string(trailer_bytes) +
-               ")");
+               std::to_string(header_bytes) + ") and trailer (" + std::to_string(trailer_bytes) + ")");
   auto head = whole.take(8, "magic");
   if (std::string_view(reinterpret_cast<const char*>(head.data()), 8) != data_magic)
     whole.fail("wrong magic: not a dsgd checkpoint data file");
@@ -157,8 +153,7 @@ inline parsed_data_file parse_data_file(std::span<const std::byte> bytes, const 
   out.step = whole.read<std::uint64_t>("step");
   whole.read<std::uint32_t>("reserved");
   auto header_crc = whole.read<std::uint32_t>("header checksum");
-  if (header_crc != dsgd::detail::crc32c(bytes.first(header_bytes - 4)))
-    whole.fail("header checksum mismatch");
+  if (header_crc != dsgd::detail::crc32c(bytes.first(header_bytes - 4))) whole.fail("header checksum mismatch");
 
   // The trailer first: it says how long the file should be, so truncation is named as such.
   byte_reader tail(bytes.last(trailer_bytes), name);
@@ -168,14 +163,11 @@ inline parsed_data_file parse_data_file(std::span<const std::byte> bytes, const 
   auto body_crc = tail.read<std::uint32_t>("trailer checksum");
   auto expected_size = tail.read<std::uint64_t>("trailer file size");
   if (std::string_view(reinterpret_cast<const char*>(tmagic.data()), 8) != trailer_magic)
-    whole.fail("truncated or damaged: no trailer at the end of its " + std::to_string(bytes.size()) +
-               " bytes");
+    whole.fail("truncated or damaged: no trailer at the end of its " + std::to_string(bytes.size()) + " bytes");
   if (expected_size != bytes.size())
-    whole.fail("truncated: expected " + std::to_string(expected_size) + " bytes, got " +
-               std::to_string(bytes.size()));
+    whole.fail("truncated: expected " + std::to_string(expected_size) + " bytes, got " + std::to_string(bytes.size()));
   if (trailer_count != count)
-    whole.fail("trailer counts " + std::to_string(trailer_count) + " records, header " +
-               std::to_string(count));
+    whole.fail("trailer counts " + std::to_string(trailer_count) + " records, header " + std::to_string(count));
 
   byte_reader in(bytes.first(body_bytes), name);
   in.take(header_bytes, "header");
@@ -200,8 +192,7 @@ inline parsed_data_file parse_data_file(std::span<const std::byte> bytes, const 
     std::size_t elements = 1;
     for (auto& e : extents) {
       auto x = in.read<std::uint64_t>("extent");
-      if (x != 0 && elements > std::numeric_limits<std::size_t>::max() / x)
-        in.fail(rw("shape overflows"));
+      if (x != 0 && elements > std::numeric_limits<std::size_t>::max() / x) in.fail(rw("shape overflows"));
       e = static_cast<std::size_t>(x);
       elements *= e;
     }
@@ -209,22 +200,20 @@ inline parsed_data_file parse_data_file(std::span<const std::byte> bytes, const 
     auto offset = in.read<std::uint64_t>("offset");
     auto n = in.read<std::uint64_t>("element count");
     if (offset > elements || n > elements - offset)
-      in.fail(rw("slice [" + std::to_string(offset) + ", +" + std::to_string(n) +
-                 ") lies outside shape " + r.shape.to_string()));
+      in.fail(rw("slice [" + std::to_string(offset) + ", +" + std::to_string(n) + ") lies outside shape " +
+                 r.shape.to_string()));
     if (n > in.remaining() / 4)
-      in.fail(rw("element count " + std::to_string(n) + " exceeds the " +
-                 std::to_string(in.remaining()) + " bytes that remain"));
+      in.fail(rw("element count " + std::to_string(n) + " exceeds the " + std::to_string(in.remaining()) +
+                 " bytes that remain"));
     r.offset = offset;
     r.count = n;
     r.data = in.take(n * 4, "values");
     auto stored = in.read<std::uint32_t>("record checksum");
-    if (stored != dsgd::detail::crc32c(bytes.subspan(start, in.offset() - 4 - start)))
-      in.fail(rw("checksum mismatch"));
+    if (stored != dsgd::detail::crc32c(bytes.subspan(start, in.offset() - 4 - start))) in.fail(rw("checksum mismatch"));
     out.records.push_back(std::move(r));
   }
   if (in.remaining() != 0)
-    whole.fail(std::to_string(in.remaining()) + " unexpected bytes after record " +
-               std::to_string(count));
+    whole.fail(std::to_string(in.remaining()) + " unexpected bytes after record " + std::to_string(count));
   // Records are checked first so that damage inside one is reported with its name; this
   // catches whatever lies outside them (the reserved header word, the record count).
   if (body_crc != dsgd::detail::crc32c(bytes.first(body_bytes))) whole.fail("file checksum mismatch");
@@ -253,21 +242,17 @@ inline std::string hex(std::uint64_t v, int digits) {
 }
 
 inline std::string encode_manifest(const manifest& m) {
-  std::string s = "dsgd checkpoint manifest\nversion " + std::to_string(m.version) +
-                  "\nstep " + std::to_string(m.step) + "\nplacement_fingerprint " +
-                  hex(m.placement_fingerprint, 16) + "\nplacement " + m.placement +
-                  "\nps_tasks " + std::to_string(m.files.size()) + "\n";
-  for (const auto& f : m.files)
-    s += "file " + f.name + " " + std::to_string(f.bytes) + " " + hex(f.crc32c, 8) + "\n";
+  std::string s = "dsgd checkpoint manifest\nversion " + std::to_string(m.version) + "\nstep " +
+                  std::to_string(m.step) + "\nplacement_fingerprint " + hex(m.placement_fingerprint, 16) +
+                  "\nplacement " + m.placement + "\nps_tasks " + std::to_string(m.files.size()) + "\n";
+  for (const auto& f : m.files) s += "file " + f.name + " " + std::to_string(f.bytes) + " " + hex(f.crc32c, 8) + "\n";
   s += "crc32c " + hex(dsgd::detail::crc32c(as_bytes(s)), 8) + "\n";
   return s;
 }
 
 /// Parses and verifies a manifest; errors name @p name and the line.
 inline manifest parse_manifest(std::string_view text, const std::string& name) {
-  auto fail = [&](const std::string& what) -> void {
-    throw error(errc::checkpoint_corrupt, name + ": " + what);
-  };
+  auto fail = [&](const std::string& what) -> void { throw error(errc::checkpoint_corrupt, name + ": " + what); };
   auto crc_at = text.rfind("crc32c 0x");
   if (crc_at == std::string_view::npos || (crc_at != 0 && text[crc_at - 1] != '\n'))
     fail("truncated: no checksum line");
@@ -322,8 +307,7 @@ inline manifest parse_manifest(std::string_view text, const std::string& name) {
     f.bytes = number(rest.substr(sp1 + 1, sp2 - sp1 - 1), 10);
     f.crc32c = static_cast<std::uint32_t>(number(rest.substr(sp2 + 1), 16));
     if (f.name != data_file_name(m.step, i, n))
-      fail("line " + std::to_string(line_no) + ": file " + f.name + " should be " +
-           data_file_name(m.step, i, n));
+      fail("line " + std::to_string(line_no) + ": file " + f.name + " should be " + data_file_name(m.step, i, n));
     m.files.push_back(std::move(f));
   }
   if (!body.empty()) fail("unexpected text after line " + std::to_string(line_no));

@@ -36,8 +36,9 @@ struct sixteen_bit {
   /// @throws dsgd::error(errc::bad_frame) unless @p in is exactly 2 x @p n bytes
   void check(std::span<const std::byte> in, std::size_t n, std::string_view what) const {
     if (in.size() != 2 * n)
-      malformed(Id, what, std::to_string(in.size()) + " bytes for " + std::to_string(n) + " elements (expected " +
-                              std::to_string(2 * n) + ")");
+      malformed(Id, what,
+                std::to_string(in.size()) + " bytes for " + std::to_string(n) + " elements (expected " +
+                    std::to_string(2 * n) + ")");
   }
 
   /// acc[i] += the i-th value of checked @p in.

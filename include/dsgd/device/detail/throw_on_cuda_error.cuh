@@ -19,9 +19,7 @@ class cuda_category_impl final : public boost::system::error_category {
  public:
   using boost::system::error_category::message;
   const char* name() const noexcept override { return "cuda"; }
-  std::string message(int ev) const override {
-    return cudaGetErrorString(static_cast<cudaError_t>(ev));
-  }
+  std::string message(int ev) const override { return cudaGetErrorString(static_cast<cudaError_t>(ev)); }
 };
 
 /// @returns the category of cudaError_t values (a function-local static keeps it header-only).

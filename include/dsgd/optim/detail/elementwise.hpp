@@ -117,14 +117,13 @@ inline float decay_factor(float learning_rate, float weight_decay) noexcept {
 /// Throws dsgd::error (errc::shape_mismatch) saying that @p who's state holds @p held @p what
 /// but the variable has @p n elements: the one size check every stateful apply() makes.
 [[noreturn]] inline void throw_state_size(const char* who, std::size_t held, const char* what, std::size_t n) {
-  throw error(errc::shape_mismatch, std::string(who) + "::apply: the state holds " + std::to_string(held) + " " +
-                                        what + " but n = " + std::to_string(n));
+  throw error(errc::shape_mismatch, std::string(who) + "::apply: the state holds " + std::to_string(held) + " " + what +
+                                        " but n = " + std::to_string(n));
 }
 
 /// The in-place map: the rule on all @p n elements at @p w, then the counters advance.
 template <class O, class Dev, class S>
-void map_in_place(const O& o, const Dev& device, S& s, float* w, const float* g, std::size_t n,
-                  float grad_scale) {
+void map_in_place(const O& o, const Dev& device, S& s, float* w, const float* g, std::size_t n, float grad_scale) {
   o.with_rule(s, grad_scale, [&](const auto& rule) {
     thrust::for_each_n(device.policy(), thrust::counting_iterator<std::size_t>(0), n,
                        make_kernel<true>(rule, whole_index{}, w, w, g, O::slots_of(s), O::slots_of(s)));

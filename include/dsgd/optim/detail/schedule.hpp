@@ -40,8 +40,8 @@ struct schedule_state {
 /// One update of a schedule: runs @p base at @p learning_rate (the schedule's rate at step
 /// `s.updates`) on the inner slots, then counts the update.
 template <class O, class Dev, class S>
-void apply_at_rate(const O& base, float learning_rate, const Dev& device, S& s, float* w, const float* g,
-                   std::size_t n, float grad_scale) {
+void apply_at_rate(const O& base, float learning_rate, const Dev& device, S& s, float* w, const float* g, std::size_t n,
+                   float grad_scale) {
   O now = base;
   now.learning_rate = learning_rate;
   now.apply(device, s.inner, w, g, n, grad_scale);

@@ -68,7 +68,7 @@ class absent_replicas {
       std::snprintf(ago, sizeof ago, "%.1f s ago", std::chrono::duration<double>(now - n.since).count());
       out += "; " + n.task + " (replica " + std::to_string(r) + ") ";
       out += n.what == absence::refused ? "was refused at authentication " + std::string(ago) + ": " + n.why
-                                     : "departed " + std::string(ago) + ": its connection closed before it finished";
+                                        : "departed " + std::string(ago) + ": its connection closed before it finished";
     }
     return out;
   }

@@ -16,10 +16,10 @@
 #include <dsgd/error.hpp>
 
 #include <boost/archive/binary_iarchive_impl.hpp>
+#include <boost/archive/detail/register_archive.hpp>
 #include <boost/archive/impl/archive_serializer_map.ipp>
 #include <boost/archive/impl/basic_binary_iarchive.ipp>
 #include <boost/archive/impl/basic_binary_iprimitive.ipp>
-#include <boost/archive/detail/register_archive.hpp>
 #include <boost/serialization/array_optimization.hpp>
 #include <boost/serialization/collection_size_type.hpp>
 
@@ -31,11 +31,10 @@ namespace dsgd::server::detail {
 
 /// binary_iarchive (without header) over @p size bytes of @p in, with every length checked
 /// against the bytes left; a longer one throws dsgd::error(errc::bad_frame).
-class bounded_iarchive
-    : public boost::archive::binary_iarchive_impl<bounded_iarchive, std::istream::char_type,
-                                                  std::istream::traits_type> {
-  using base = boost::archive::binary_iarchive_impl<bounded_iarchive, std::istream::char_type,
-                                                    std::istream::traits_type>;
+class bounded_iarchive : public boost::archive::binary_iarchive_impl<bounded_iarchive, std::istream::char_type,
+                                                                     std::istream::traits_type> {
+  using base =
+      boost::archive::binary_iarchive_impl<bounded_iarchive, std::istream::char_type, std::istream::traits_type>;
   friend class boost::archive::detail::interface_iarchive<bounded_iarchive>;
   friend class boost::archive::basic_binary_iarchive<bounded_iarchive>;
   friend class boost::archive::basic_binary_iprimitive<bounded_iarchive, std::istream::char_type,
@@ -45,8 +44,9 @@ class bounded_iarchive
  public:
   /// Reads from @p in, which holds @p size bytes from its current position.
   bounded_iarchive(std::istream& in, std::size_t size)
-      : base(in, boost::archive::no_header), in_(in), end_(static_cast<std::streamoff>(in.tellg()) +
-                                                           static_cast<std::streamoff>(size)) {}
+      : base(in, boost::archive::no_header),
+        in_(in),
+        end_(static_cast<std::streamoff>(in.tellg()) + static_cast<std::streamoff>(size)) {}
 
  protected:
   using base::load;
@@ -94,8 +94,8 @@ class bounded_iarchive
   void check(std::size_t claimed) {
     const std::size_t left = bytes_left();
     if (claimed > left)
-      throw error(errc::bad_frame, "a length of " + std::to_string(claimed) + " exceeds the " + std::to_string(left) +
-                                       " bytes left");
+      throw error(errc::bad_frame,
+                  "a length of " + std::to_string(claimed) + " exceeds the " + std::to_string(left) + " bytes left");
   }
 
   std::istream& in_;

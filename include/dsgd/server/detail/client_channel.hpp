@@ -58,11 +58,11 @@ inline transport::frame_header header(message type, std::size_t variable, std::u
 /// One request to send: its frame header (the request id is filled in when it is sent), its
 /// payload (a sparse push's rows after its keys) and where its reply's payload goes.
 struct request {
-  std::size_t ps = 0;                      ///< the ps task it goes to
-  transport::frame_header h;               ///< its header
-  boost::asio::const_buffer payload;       ///< its payload (a sparse request's keys)
-  boost::asio::mutable_buffer reply_into;  ///< where a pull_reply's (or counts') payload goes
-  boost::asio::const_buffer payload_rows;  ///< a sparse push's rows, after its keys
+  std::size_t ps = 0;                                            ///< the ps task it goes to
+  transport::frame_header h;                                     ///< its header
+  boost::asio::const_buffer payload;                             ///< its payload (a sparse request's keys)
+  boost::asio::mutable_buffer reply_into;                        ///< where a pull_reply's (or counts') payload goes
+  boost::asio::const_buffer payload_rows;                        ///< a sparse push's rows, after its keys
   compress::encoding reply_encoding = compress::encoding::none;  ///< a compressed pull's
 };
 
@@ -156,11 +156,10 @@ class client_channel {
     if (!run_until([&] { return table_.done(p.ps, p.id) || lost_connection(f); }, f.deadline)) {
       f.abandon(table_);  // nothing of f lands any more
       close_all();
-      throw error(errc::timed_out, me_ + ": no answer from ps:" + std::to_string(p.ps) + " to " +
-                                       to_string(p.type) + " within " +
-                                       (f.deadline == bound_ ? std::string("the recovery deadline")
-                                                             : std::to_string(opts_->requests.request_timeout.count()) +
-                                                                   " ms"));
+      throw error(errc::timed_out,
+                  me_ + ": no answer from ps:" + std::to_string(p.ps) + " to " + to_string(p.type) + " within " +
+                      (f.deadline == bound_ ? std::string("the recovery deadline")
+                                            : std::to_string(opts_->requests.request_timeout.count()) + " ms"));
     }
     if (!table_.done(p.ps, p.id)) return give_up(f);
     f.settle(p, std::move(*table_.take(p.ps, p.id)));
@@ -323,8 +322,7 @@ class client_channel {
   // Queues a request's frame on @p ps's connection. A send the transport refuses (a cap, a
   // full queue) fails its request at once; a broken connection also fails every pending
   // request through the receive loop.
-  void send(std::size_t ps, const transport::frame_header& h,
-            const std::array<boost::asio::const_buffer, 2>& payload) {
+  void send(std::size_t ps, const transport::frame_header& h, const std::array<boost::asio::const_buffer, 2>& payload) {
     conns_[ps]->async_send(h, payload, [this, ps, id = h.request_id](error_code ec) {
       if (!ec) return;
       table_.fail(ps, id, ec, me_ + ": sending to ps:" + std::to_string(ps) + " failed: " + ec.message());
@@ -347,8 +345,7 @@ class client_channel {
           // register_worker (none for other oks).
           if (type == message::pull_reply || type == message::compressed_pull_reply)
             return pull_destination(*slot, type, h, ec);
-          if (type == message::reply_ok)
-            return transport::chunk_destination(slot->reply_into, h, ec);
+          if (type == message::reply_ok) return transport::chunk_destination(slot->reply_into, h, ec);
           if (type == message::reply_error) {
             slot->control.resize(h.payload_length);
             return boost::asio::buffer(slot->control);

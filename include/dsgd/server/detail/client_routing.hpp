@@ -86,8 +86,8 @@ inline std::vector<row_group> route(const placement::plan& plan, std::size_t var
                                     std::span<const std::uint64_t> keys, std::size_t floats, const char* what) {
   if (variable >= plan.variables().size())
     throw error(errc::invalid_argument, std::string(what) + ": variable " + std::to_string(variable) +
-                                            " is not in the placement (" +
-                                            std::to_string(plan.variables().size()) + " variables)");
+                                            " is not in the placement (" + std::to_string(plan.variables().size()) +
+                                            " variables)");
   const auto& v = plan.variables()[variable];
   std::size_t dim = row_width(plan, variable);
   if (floats != keys.size() * dim)

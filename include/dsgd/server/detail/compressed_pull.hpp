@@ -38,10 +38,10 @@ inline void check_pull_compression(const compress::selection& mine, const regist
     const auto ours = compress::describe(mine.of(r.layouts[i].name));
     const auto theirs = i < r.pull_compression.size() ? r.pull_compression[i] : std::string("none");
     if (ours != theirs)
-      throw error(errc::invalid_argument, "pull compression mismatch: " + r.task + " pulls " +
-                                              r.layouts[i].describe() + " as " + theirs + " but " + self +
-                                              " serves it as " + ours +
-                                              " (workers and ps tasks need the same trainer_options::pull_compression)");
+      throw error(errc::invalid_argument,
+                  "pull compression mismatch: " + r.task + " pulls " + r.layouts[i].describe() + " as " + theirs +
+                      " but " + self + " serves it as " + ours +
+                      " (workers and ps tasks need the same trainer_options::pull_compression)");
   }
 }
 
@@ -120,7 +120,7 @@ class pull_encodings {
  private:
   struct cached {
     std::mutex mutex;
-    std::shared_ptr<const void> source;              // the version encoded, pinned
+    std::shared_ptr<const void> source;  // the version encoded, pinned
     compress::encoding id = compress::encoding::none;
     std::shared_ptr<std::vector<std::uint16_t>> encoded;  // kept alive by replies being written
   };

@@ -24,7 +24,9 @@ namespace dsgd::server::detail {
 
 /// A shard that can make its membership elastic (update::sync_average's shard).
 template <class S>
-concept elastic_shard = requires(S& s) { s.elastic(std::size_t{1}); };
+concept elastic_shard = requires(S& s) {
+  s.elastic(std::size_t{1});
+};
 
 /// The members of a job's replicas, per slot; inert unless elastic (but for left()'s log line).
 class membership {
@@ -35,8 +37,7 @@ class membership {
   /// set) gets the members and the global step the change was made at. Both are held by value
   /// (no pointer to the owner, which may move).
   /// @throws dsgd::error(errc::invalid_argument) for a minimum above the slots
-  membership(std::size_t slots, std::size_t min_replicas, std::string self,
-             std::function<void(std::string_view)> log,
+  membership(std::size_t slots, std::size_t min_replicas, std::string self, std::function<void(std::string_view)> log,
              std::function<void(std::size_t, std::uint64_t)> changed = {})
       : state_(slots, slot::absent),
         min_(min_replicas),
@@ -101,10 +102,8 @@ class membership {
     if constexpr (elastic_shard<Shard>) shard.elastic(min_);
     if constexpr (update::tracks_departures<Shard>) {
       for (std::size_t r = 0; r < state_.size(); ++r) {
-        if (member(r))
-          shard.rejoin(r);
-        else
-          shard.depart(r);
+        if (member(r)) shard.rejoin(r);
+        else shard.depart(r);
       }
     }
   }

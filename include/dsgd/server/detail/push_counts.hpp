@@ -33,7 +33,8 @@ class push_counts {
     std::vector<std::size_t> next(by_task.size(), 0);
     for (std::size_t s = 0; s < plan.shards().size(); ++s) {
       const auto i = plan.shards()[s].ps_task;
-      received_[s] = transport::detail::load_le<std::uint64_t>(reinterpret_cast<const std::byte*>(&by_task[i][next[i]++]));
+      received_[s] =
+          transport::detail::load_le<std::uint64_t>(reinterpret_cast<const std::byte*>(&by_task[i][next[i]++]));
     }
   }
 

@@ -28,7 +28,8 @@
 namespace dsgd::server::detail {
 
 /// @returns for each of @p layouts the codec @p s gives its variable, as register_request says it.
-inline std::vector<std::string> describe_codecs(const compress::selection& s, const std::vector<shard_layout>& layouts) {
+inline std::vector<std::string> describe_codecs(const compress::selection& s,
+                                                const std::vector<shard_layout>& layouts) {
   std::vector<std::string> out;
   for (const auto& l : layouts) out.push_back(compress::describe(s.of(l.name)));
   return out;
@@ -41,8 +42,11 @@ inline request pull_request(const placement::plan& plan, const placement::shard&
   const auto& c = pulls.of(plan.variables()[s.variable].name);
   const auto into = dest.subspan(s.offset, s.elements);
   const bool plain = compress::id_of(c) == compress::encoding::none || into.empty();
-  request r{s.ps_task, header(plain ? message::pull : message::compressed_pull, s.variable, index, step), {},
-            span_buffer(into), {}};
+  request r{s.ps_task,
+            header(plain ? message::pull : message::compressed_pull, s.variable, index, step),
+            {},
+            span_buffer(into),
+            {}};
   r.reply_encoding = plain ? compress::encoding::none : compress::id_of(c);
   return r;
 }
@@ -86,13 +90,17 @@ class push_encoder {
       bytes_ += grad.size_bytes();
       return {ps, header(message::push, variable, index, step), span_buffer(grad), {}, {}};
     }
-    if (compress::uses_residual(slot.codec) && slot.residual.size() != grad.size()) slot.residual.assign(grad.size(), 0.f);
+    if (compress::uses_residual(slot.codec) && slot.residual.size() != grad.size())
+      slot.residual.assign(grad.size(), 0.f);
     slot.payload.resize((compress::max_bytes(slot.codec, grad.size()) + 3) / 4);
     const std::size_t n =
         compress::encode(slot.codec, grad, slot.residual, std::as_writable_bytes(std::span(slot.payload)));
     bytes_ += n;
-    return {ps, header(message::compressed_push, variable, index, step), boost::asio::buffer(slot.payload.data(), n),
-            {}, {}};
+    return {ps,
+            header(message::compressed_push, variable, index, step),
+            boost::asio::buffer(slot.payload.data(), n),
+            {},
+            {}};
   }
 
   /// @returns every plan shard's codec name and residual, as a checkpoint saves them.
@@ -148,8 +156,8 @@ class push_encoder {
  private:
   struct slot {
     compress::codec codec;
-    std::vector<float> residual;          // error feedback: gradient mass not sent yet
-    std::vector<std::uint32_t> payload;   // the encoded push (4-byte aligned)
+    std::vector<float> residual;         // error feedback: gradient mass not sent yet
+    std::vector<std::uint32_t> payload;  // the encoded push (4-byte aligned)
   };
   std::vector<slot> slots_;
   std::uint64_t bytes_ = 0;

@@ -52,8 +52,8 @@ struct request_slot {
   /// A compressed pull's encoding (fp16, bf16; none for every other request): its reply's
   /// 16-bit values land in reply_into's back half and are widened there (compressed_pull_client.hpp).
   compress::encoding reply_encoding = compress::encoding::none;
-  std::vector<std::byte> control;          ///< an error reply's body, while it arrives
-  bool orphaned = false;                   ///< freed once complete: see request_table::orphan
+  std::vector<std::byte> control;  ///< an error reply's body, while it arrives
+  bool orphaned = false;           ///< freed once complete: see request_table::orphan
 };
 
 /// The requests of a client awaiting their answers, keyed by request id on each connection.
@@ -86,8 +86,7 @@ class request_table {
   request_slot* pending(std::size_t conn, std::uint64_t id) noexcept {
     auto& m = slots_[conn];
     auto it = m.find(id);
-    return it == m.end() || it->second.state != slot_state::pending || it->second.orphaned ? nullptr
-                                                                                            : &it->second;
+    return it == m.end() || it->second.state != slot_state::pending || it->second.orphaned ? nullptr : &it->second;
   }
 
   /// @returns the slot of request @p id on @p conn in whatever state; nullptr when none.
@@ -155,8 +154,8 @@ class request_table {
       request_slot s;
       s.state = slot_state::failed;
       s.code = make_error_code(errc::invalid_argument);
-      s.what = "request_table: request " + std::to_string(id) + " on connection " + std::to_string(conn) +
-               " is not open";
+      s.what =
+          "request_table: request " + std::to_string(id) + " on connection " + std::to_string(conn) + " is not open";
       return s;
     }
     if (it->second.state == slot_state::pending) return std::nullopt;
@@ -171,10 +170,8 @@ class request_table {
     auto& m = slots_[conn];
     auto it = m.find(id);
     if (it == m.end()) return;
-    if (it->second.state != slot_state::pending)
-      m.erase(it);
-    else
-      it->second.orphaned = true;
+    if (it->second.state != slot_state::pending) m.erase(it);
+    else it->second.orphaned = true;
   }
 
   /// @returns how many slots connection @p conn holds (pending or not yet taken).
@@ -210,20 +207,20 @@ class request_table {
 struct request_parts {
   /// One request sent.
   struct part {
-    std::size_t ps = 0;         ///< its connection
-    std::uint64_t id = 0;       ///< its request id there
-    message type{};             ///< what it asked
-    std::size_t variable = 0;   ///< the variable it is about
-    bool collected = false;     ///< its answer or failure was taken
-    reply result;               ///< its answer, once collected
+    std::size_t ps = 0;        ///< its connection
+    std::uint64_t id = 0;      ///< its request id there
+    message type{};            ///< what it asked
+    std::size_t variable = 0;  ///< the variable it is about
+    bool collected = false;    ///< its answer or failure was taken
+    reply result;              ///< its answer, once collected
   };
   std::vector<part> parts;
-  std::chrono::steady_clock::time_point deadline;   ///< every answer is due by then
-  std::optional<dsgd::error> first_error;           ///< the first failure collected
-  std::uint64_t lowest_step = ~std::uint64_t{0};    ///< the lowest step answered
-  std::size_t dropped = 0;                          ///< answers that were push_dropped
-  bool lost = false;                                ///< it lost a connection or its session (client_channel::collect)
-  std::size_t losses_seen = 0;                      ///< request_table::losses() when last looked
+  std::chrono::steady_clock::time_point deadline;  ///< every answer is due by then
+  std::optional<dsgd::error> first_error;          ///< the first failure collected
+  std::uint64_t lowest_step = ~std::uint64_t{0};   ///< the lowest step answered
+  std::size_t dropped = 0;                         ///< answers that were push_dropped
+  bool lost = false;                               ///< it lost a connection or its session (client_channel::collect)
+  std::size_t losses_seen = 0;                     ///< request_table::losses() when last looked
 
   /// @returns whether some answer is still to be collected.
   bool pending() const noexcept {

@@ -96,7 +96,8 @@ inline std::vector<saved_residual> read_residuals(const std::filesystem::path& p
     take(s.codec.data(), len);
     std::uint64_t n = 0;
     take(&n, 8);
-    if (n > max_floats - floats) throw bad("more residual floats than the plan has (" + std::to_string(max_floats) + ")");
+    if (n > max_floats - floats)
+      throw bad("more residual floats than the plan has (" + std::to_string(max_floats) + ")");
     floats += static_cast<std::size_t>(n);
     s.values.resize(static_cast<std::size_t>(n));
     take(s.values.data(), s.values.size() * sizeof(float));

@@ -50,8 +50,8 @@ class ps_session {
   }
   /// @returns the error for a request of @p identity, registered in an older generation, on @p self.
   dsgd::error aborted(const std::string& self, const std::string& identity) const {
-    return error(errc::aborted, self + " restored checkpoint " + std::to_string(restored_step_) + " after " +
-                                    identity + " registered: register again and read the variables anew");
+    return error(errc::aborted, self + " restored checkpoint " + std::to_string(restored_step_) + " after " + identity +
+                                    " registered: register again and read the variables anew");
   }
   /// @returns why a wait_ready on @p self, every shard of which exists, is still parked.
   std::string not_opened(const std::string& self) const {
@@ -80,7 +80,8 @@ void await_one_session(Ask ask, Name name, const std::string& me, std::chrono::s
   });
   if (agreed) return;
   std::string stamps;
-  for (std::size_t i = 0; i < replies.size(); ++i) stamps += (i ? ", " : "") + name(i) + " " + std::to_string(replies[i].step);
+  for (std::size_t i = 0; i < replies.size(); ++i)
+    stamps += (i ? ", " : "") + name(i) + " " + std::to_string(replies[i].step);
   throw error(errc::timed_out, me + ": the ps tasks still hold different sessions at the deadline (" + stamps +
                                    "): a chief's restore or initialisation reached only some of them");
 }

@@ -109,8 +109,8 @@ void write_shard_checkpoint(const std::filesystem::path& dir, std::uint64_t step
   } catch (const dsgd::error&) {
     throw;
   } catch (const std::exception& e) {
-    throw error(errc::not_found, "ps:" + std::to_string(ps_task) + " cannot write checkpoint " +
-                                     std::to_string(step) + " in " + dir.string() + ": " + e.what());
+    throw error(errc::not_found, "ps:" + std::to_string(ps_task) + " cannot write checkpoint " + std::to_string(step) +
+                                     " in " + dir.string() + ": " + e.what());
   }
 }
 
@@ -127,8 +127,8 @@ State read_shard_checkpoint(const checkpoint::checkpoint_reader& reader, const s
   const auto shape = variable_shape(layout);
   if (reader.shape_of(layout.name) != shape)
     throw error(errc::shape_mismatch, "checkpoint " + std::to_string(reader.step()) + " holds " + layout.name +
-                                          reader.shape_of(layout.name).to_string() + ", the model " +
-                                          layout.name + shape.to_string());
+                                          reader.shape_of(layout.name).to_string() + ", the model " + layout.name +
+                                          shape.to_string());
   const auto offset = shard_offset(layout);
   State s;
   s.step = reader.step();

@@ -13,14 +13,14 @@
 #include <dsgd/cluster/cluster_spec.hpp>
 #include <dsgd/device/cpu.hpp>
 #include <dsgd/server/detail/absent_replicas.hpp>
+#include <dsgd/server/detail/compressed_pull.hpp>
+#include <dsgd/server/detail/compressed_push.hpp>
 #include <dsgd/server/detail/membership.hpp>
 #include <dsgd/server/detail/session.hpp>
 #include <dsgd/server/detail/shard_checkpoint.hpp>
-#include <dsgd/server/detail/sparse_layout.hpp>
 #include <dsgd/server/detail/shard_replies.hpp>
+#include <dsgd/server/detail/sparse_layout.hpp>
 #include <dsgd/server/detail/table_peer.hpp>
-#include <dsgd/server/detail/compressed_pull.hpp>
-#include <dsgd/server/detail/compressed_push.hpp>
 #include <dsgd/server/protocol.hpp>
 #include <dsgd/server/ps_options.hpp>
 #include <dsgd/update/concepts.hpp>
@@ -163,9 +163,9 @@ class shard_requests {
     auto r = decode_control<register_request>(
         std::string_view(reinterpret_cast<const char*>(s.control.data()), s.control.size()), "register_worker");
     if (r.task != s.identity)
-      throw error(errc::handshake_failed, "register_worker claims " + r.task + " but the handshake proved " + s.identity);
-    if (r.replica >= replicas_)
-      throw error(errc::invalid_argument, members_.beyond_slots(r.task, r.replica));
+      throw error(errc::handshake_failed,
+                  "register_worker claims " + r.task + " but the handshake proved " + s.identity);
+    if (r.replica >= replicas_) throw error(errc::invalid_argument, members_.beyond_slots(r.task, r.replica));
     if (!placed_) {
       placed_ = true;
       placement_ = r.placement;
@@ -174,10 +174,10 @@ class shard_requests {
       for (auto& l : r.layouts) layouts_[key(l.variable, l.shard)] = l;
       if (expected_shards_ == 0) log(self_ + " ready: 0 shards");
     } else if (r.fingerprint != fingerprint_ || r.placement != placement_) {
-      throw error(errc::placement_mismatch,
-                  "placement of " + r.task + " differs from the one " + self_ + " holds (were variables created " +
-                      "in another order or with other shapes?)\n  " + self_ + ": " + placement_ + "\n  " + r.task +
-                      ": " + r.placement);
+      throw error(errc::placement_mismatch, "placement of " + r.task + " differs from the one " + self_ +
+                                                " holds (were variables created " +
+                                                "in another order or with other shapes?)\n  " + self_ + ": " +
+                                                placement_ + "\n  " + r.task + ": " + r.placement);
     }
     return r;
   }
@@ -222,7 +222,8 @@ class shard_requests {
   void push_chunk(peer_state& s, const transport::frame_header& h) {
     if constexpr (update::streams_pushes<shard_type>) {
       if (h.chunk_offset == 0)
-        s.streaming = opts_.serving.apply_in_chunks && s.registered && s.generation == session_.generation() && !s.shared_memory;
+        s.streaming =
+            opts_.serving.apply_in_chunks && s.registered && s.generation == session_.generation() && !s.shared_memory;
       if (!s.streaming) return;
       if (h.chunk_offset % sizeof(float) != 0 || h.payload_length % sizeof(float) != 0) {
         s.streaming = false;
@@ -283,12 +284,12 @@ class shard_requests {
     auto l = layouts_.find(k);
     auto sh = shards_.find(k);
     if (l == layouts_.end() || sh == shards_.end()) return fail(ec);
-    if (h.chunk_offset == 0 &&
-        !detail::size_compressed(s.compressed, opts_.compression.of(l->second.name), sh->second->size(),
-                                 h.total_length))
+    if (h.chunk_offset == 0 && !detail::size_compressed(s.compressed, opts_.compression.of(l->second.name),
+                                                        sh->second->size(), h.total_length))
       return fail(ec);
-    auto whole = std::as_writable_bytes(std::span(s.compressed)).first(std::min<std::size_t>(
-        s.compressed.size() * sizeof(std::uint32_t), static_cast<std::size_t>(h.total_length)));
+    auto whole = std::as_writable_bytes(std::span(s.compressed))
+                     .first(std::min<std::size_t>(s.compressed.size() * sizeof(std::uint32_t),
+                                                  static_cast<std::size_t>(h.total_length)));
     return chunk_of(whole, h, ec);
   }
 
@@ -327,8 +328,7 @@ class shard_requests {
     auto dir = checkpoint_directory(s.control, "restore");
     checkpoint::checkpoint_reader reader(dir, h.step);  // verifies every file and checksum
     typename O::template state<D> probe(device_, 0);
-    auto [states, pushes, missing] =
-        read_shards<typename shard_type::saved_state>(reader, layouts_, probe, replicas_);
+    auto [states, pushes, missing] = read_shards<typename shard_type::saved_state>(reader, layouts_, probe, replicas_);
     if (!missing.empty())
       log(self_ + ": checkpoint " + std::to_string(h.step) + " is of format version " +
           std::to_string(reader.format_version()) + " and holds no " + missing + ": they start afresh");
@@ -386,14 +386,14 @@ class shard_requests {
   std::map<std::uint64_t, std::unique_ptr<shard_type>> shards_;
   std::map<std::uint64_t, shard_layout> layouts_;
   std::map<std::uint64_t, std::vector<std::uint64_t>> received_;  // shard -> pushes per replica
-  pull_encodings pull_encodings_;  // compressed pulls' replies, encoded once per version
+  pull_encodings pull_encodings_;                                 // compressed pulls' replies, encoded once per version
   std::set<std::size_t> finished_;
   std::string placement_;
   std::uint64_t fingerprint_ = 0;
   std::size_t expected_shards_ = 0;
-  bool placed_ = false;  // a registration has set placement_, fingerprint_ and expected_shards_
-  ps_session session_;               // generation, last restore, the chief's open session
-  bool chief_seen_ = false;          // a chief has registered
+  bool placed_ = false;      // a registration has set placement_, fingerprint_ and expected_shards_
+  ps_session session_;       // generation, last restore, the chief's open session
+  bool chief_seen_ = false;  // a chief has registered
 };
 
 }  // namespace detail

@@ -96,11 +96,11 @@ inline std::vector<std::uint64_t> local_rows(message what, const shard_layout& l
   for (std::size_t i = 0; i < keys.size(); ++i) {
     const std::uint64_t k = from_le(keys[i]);
     if (k < l.first_row || k - l.first_row >= l.rows)
-      throw error(errc::invalid_argument,
-                  std::string(to_string(what)) + ": row " + std::to_string(k) + " (key " + std::to_string(i) + " of " +
-                      std::to_string(keys.size()) + ") out of range for " + l.describe() + " on " +
-                      std::string(where) + " (holds rows " + std::to_string(l.first_row) + "-" +
-                      std::to_string(l.first_row + l.rows - 1) + ")");
+      throw error(errc::invalid_argument, std::string(to_string(what)) + ": row " + std::to_string(k) + " (key " +
+                                              std::to_string(i) + " of " + std::to_string(keys.size()) +
+                                              ") out of range for " + l.describe() + " on " + std::string(where) +
+                                              " (holds rows " + std::to_string(l.first_row) + "-" +
+                                              std::to_string(l.first_row + l.rows - 1) + ")");
     rows[i] = k - l.first_row;
   }
   return rows;

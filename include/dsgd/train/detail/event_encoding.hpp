@@ -23,9 +23,7 @@ using namespace dsgd::detail;  // put_le, as_bytes
 
 /// TFRecord's masked CRC: a CRC stored next to the data it covers is rotated and offset, so a
 /// CRC of bytes that themselves contain CRCs stays well distributed.
-constexpr std::uint32_t mask_crc(std::uint32_t crc) noexcept {
-  return ((crc >> 15) | (crc << 17)) + 0xa282ead8u;
-}
+constexpr std::uint32_t mask_crc(std::uint32_t crc) noexcept { return ((crc >> 15) | (crc << 17)) + 0xa282ead8u; }
 
 /// Appends one TFRecord: uint64 length, masked CRC of the length, data, masked CRC of the data.
 inline void append_tfrecord(std::string& out, std::string_view data) {
@@ -134,8 +132,7 @@ inline std::string encode_histogram_value(std::string_view tag, const histogram_
 }
 
 /// @returns an encoded Event { wall_time, step, summary } around already encoded Values.
-inline std::string encode_summary_event(double wall_time, std::int64_t step,
-                                        std::string_view encoded_values) {
+inline std::string encode_summary_event(double wall_time, std::int64_t step, std::string_view encoded_values) {
   std::string e;
   put_double_field(e, event_wall_time, wall_time);
   put_int64_field(e, event_step, step);

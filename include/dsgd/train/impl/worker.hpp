@@ -88,7 +88,7 @@ void worker<D, P, U, T>::open(Values& variables, const std::optional<checkpoint_
     client_->restore(std::filesystem::absolute(from->first), from->second);
     if (say)
       log_(task_.to_string() + ": restored checkpoint " + std::to_string(from->second) + " from " +
-             from->first.string());
+           from->first.string());
   } else if (chief_) {
     initialize(variables, step);
     auto report = plan_.load_report();

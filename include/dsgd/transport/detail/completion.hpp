@@ -39,8 +39,7 @@ class erased_completion {
 template <class Handler, class IoExecutor, class... Args>
 class completion_for final : public erased_completion<Args...> {
   using handler_executor =
-      decltype(boost::asio::get_associated_executor(std::declval<Handler&>(),
-                                                    std::declval<const IoExecutor&>()));
+      decltype(boost::asio::get_associated_executor(std::declval<Handler&>(), std::declval<const IoExecutor&>()));
   using tracked_executor = std::decay_t<decltype(boost::asio::prefer(
       std::declval<handler_executor>(), boost::asio::execution::outstanding_work.tracked))>;
 
@@ -53,13 +52,9 @@ class completion_for final : public erased_completion<Args...> {
 
   void complete(bool continuation, Args... args) override {
     tracked_executor ex = std::move(work_);
-    auto call = [h = std::move(handler_), ... a = std::move(args)]() mutable {
-      std::move(h)(std::move(a)...);
-    };
-    if (continuation)
-      boost::asio::dispatch(ex, std::move(call));
-    else
-      boost::asio::post(ex, std::move(call));
+    auto call = [h = std::move(handler_), ... a = std::move(args)]() mutable { std::move(h)(std::move(a)...); };
+    if (continuation) boost::asio::dispatch(ex, std::move(call));
+    else boost::asio::post(ex, std::move(call));
   }
 
  private:
@@ -69,10 +64,9 @@ class completion_for final : public erased_completion<Args...> {
 
 /// Wraps @p handler (an Asio completion handler or any callable) for later delivery.
 template <class... Args, class Handler, class IoExecutor>
-std::unique_ptr<erased_completion<Args...>> make_completion(Handler&& handler,
-                                                             const IoExecutor& io) {
-  return std::make_unique<completion_for<std::decay_t<Handler>, IoExecutor, Args...>>(
-      std::forward<Handler>(handler), io);
+std::unique_ptr<erased_completion<Args...>> make_completion(Handler&& handler, const IoExecutor& io) {
+  return std::make_unique<completion_for<std::decay_t<Handler>, IoExecutor, Args...>>(std::forward<Handler>(handler),
+                                                                                      io);
 }
 
 /// The body of every connection's async_send: copies @p payload's buffer descriptors (never its

@@ -39,8 +39,8 @@ class handshake_op {
   static void start(std::shared_ptr<tcp_connection> conn, handshake::role side, done_type done) {
     auto& c = *conn;
     if (c.closed_ || c.authenticated_ || c.handshaking_) {
-      const auto ec = c.closed_ ? c.io_error(boost::asio::error::not_connected)
-                                : make_error_code(errc::invalid_argument);
+      const auto ec =
+          c.closed_ ? c.io_error(boost::asio::error::not_connected) : make_error_code(errc::invalid_argument);
       done->complete(false, ec);
       return;
     }
@@ -74,8 +74,7 @@ class handshake_op {
     check_answer,  // keep or drop our ring; authenticated
   };
 
-  handshake_op(std::shared_ptr<tcp_connection> conn, done_type done)
-      : conn_(std::move(conn)), done_(std::move(done)) {}
+  handshake_op(std::shared_ptr<tcp_connection> conn, done_type done) : conn_(std::move(conn)), done_(std::move(done)) {}
 
   static void on_tls(std::unique_ptr<handshake_op> op, error_code ec) {
     auto& o = *op;
@@ -95,17 +94,21 @@ class handshake_op {
     if (ec) return failed(std::move(op), s, ec);
     std::string reason;
     switch (s) {
-      case step::send_hello: return o.write(std::move(op), o.hs_->hello(), step::read_hello);
-      case step::read_hello: return o.read(std::move(op), o.peer_hello_, step::check_hello);
+      case step::send_hello:
+        return o.write(std::move(op), o.hs_->hello(), step::read_hello);
+      case step::read_hello:
+        return o.read(std::move(op), o.peer_hello_, step::check_hello);
       case step::check_hello:
         if (auto e = o.hs_->receive_hello(o.peer_hello_, reason)) return finish(std::move(op), e, reason);
         if (c.options_.accept_peer && !c.options_.accept_peer(o.hs_->peer_identity()))
-          return finish(std::move(op), errc::handshake_failed, "unknown peer identity '" + o.hs_->peer_identity() + "'");
+          return finish(std::move(op), errc::handshake_failed,
+                        "unknown peer identity '" + o.hs_->peer_identity() + "'");
         if (c.tls_ && c.options_.tls->peer_names == peer_name_check::task_identity && !o.tls_names_match(reason))
           return finish(std::move(op), errc::handshake_failed, reason);
         o.own_proof_ = o.hs_->proof();
         return o.write(std::move(op), o.own_proof_, step::read_proof);
-      case step::read_proof: return o.read(std::move(op), o.peer_proof_, step::check_proof);
+      case step::read_proof:
+        return o.read(std::move(op), o.peer_proof_, step::check_proof);
       case step::check_proof: {
         if (auto e = o.hs_->verify_proof(o.peer_proof_, reason)) return finish(std::move(op), e, reason);
         c.peer_identity_ = o.hs_->peer_identity();
@@ -118,7 +121,8 @@ class handshake_op {
         o.own_offer_ = c.tx_ring_ ? c.tx_ring_->offer().encode() : ring_offer{}.encode();
         return o.write(std::move(op), o.own_offer_, step::read_offer);
       }
-      case step::read_offer: return o.read(std::move(op), o.peer_offer_, step::answer_offer);
+      case step::read_offer:
+        return o.read(std::move(op), o.peer_offer_, step::answer_offer);
       case step::answer_offer: {
         auto offer = ring_offer::decode(o.peer_offer_, reason);
         if (!offer) return finish(std::move(op), errc::handshake_failed, reason);
@@ -130,7 +134,8 @@ class handshake_op {
         o.own_answer_ = ring_answer::encode(c.rx_ring_.has_value());
         return o.write(std::move(op), o.own_answer_, step::read_answer);
       }
-      case step::read_answer: return o.read(std::move(op), o.peer_answer_, step::check_answer);
+      case step::read_answer:
+        return o.read(std::move(op), o.peer_answer_, step::check_answer);
       case step::check_answer: {
         auto mapped = ring_answer::decode(o.peer_answer_, reason);
         if (!mapped) return finish(std::move(op), errc::handshake_failed, reason);
@@ -152,7 +157,8 @@ class handshake_op {
     auto& o = *op;
     auto& c = *o.conn_;
     if (!c.closed_ && c.tls_ && ec.category() == boost::asio::error::get_ssl_category())
-      return finish(std::move(op), errc::handshake_failed, "TLS error during the token handshake: " + o.tls_failure(ec));
+      return finish(std::move(op), errc::handshake_failed,
+                    "TLS error during the token handshake: " + o.tls_failure(ec));
     if (ec == boost::asio::error::eof || ec == boost::asio::error::connection_reset ||
         ec == boost::asio::ssl::error::stream_truncated) {
       std::string why;
@@ -201,11 +207,13 @@ class handshake_op {
   }
   template <class Bytes>
   void write(std::unique_ptr<handshake_op> self, const Bytes& bytes, step next) {
-    conn_->with_stream([&](auto& s) { boost::asio::async_write(s, boost::asio::buffer(bytes), then(std::move(self), next)); });
+    conn_->with_stream(
+        [&](auto& s) { boost::asio::async_write(s, boost::asio::buffer(bytes), then(std::move(self), next)); });
   }
   template <class Bytes>
   void read(std::unique_ptr<handshake_op> self, Bytes& bytes, step next) {
-    conn_->with_stream([&](auto& s) { boost::asio::async_read(s, boost::asio::buffer(bytes), then(std::move(self), next)); });
+    conn_->with_stream(
+        [&](auto& s) { boost::asio::async_read(s, boost::asio::buffer(bytes), then(std::move(self), next)); });
   }
 
   bool shared_memory_eligible() const {
@@ -221,8 +229,7 @@ class handshake_op {
     if (ec == boost::asio::error::eof || ec == boost::asio::error::connection_reset ||
         ec == boost::asio::ssl::error::stream_truncated)
       what = "the peer closed the connection (it does not speak TLS, or rejected our certificate)";
-    else
-      what = ec.message();  // OpenSSL's reason: "certificate verify failed", "tlsv1 alert unknown ca"
+    else what = ec.message();  // OpenSSL's reason: "certificate verify failed", "tlsv1 alert unknown ca"
     if (!c.tls_verify_failure_.empty()) {
       what += ": " + c.tls_verify_failure_;
     } else if (c.tls_) {

@@ -11,10 +11,10 @@
 #include <utility>  // Boost 1.74's Asio headers use std::exchange without including <utility>
 
 #include <dsgd/error.hpp>
-#include <dsgd/transport/tcp_options.hpp>
 #include <dsgd/transport/detail/completion.hpp>
 #include <dsgd/transport/detail/outgoing.hpp>
 #include <dsgd/transport/frame.hpp>
+#include <dsgd/transport/tcp_options.hpp>
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/buffer.hpp>
@@ -39,7 +39,6 @@ namespace dsgd::transport::detail {
 
 using send_done = std::unique_ptr<erased_completion<error_code>>;
 using receive_done = std::unique_ptr<erased_completion<error_code, frame_header>>;
-
 
 // A message queued by one end: views of the sender's buffers, read by the receiving end.
 struct inproc_send {
@@ -313,10 +312,8 @@ class inproc_link : public std::enable_shared_from_this<inproc_link> {
   void log(int s, std::string_view what) const {
     std::string line = "dsgd transport: inproc peer " + sides_[s].peer_identity + ": ";
     line += what;
-    if (sides_[s].options.log)
-      sides_[s].options.log(line);
-    else
-      std::fprintf(stderr, "%s\n", line.c_str());
+    if (sides_[s].options.log) sides_[s].options.log(line);
+    else std::fprintf(stderr, "%s\n", line.c_str());
   }
 
   mutable std::mutex mutex_;

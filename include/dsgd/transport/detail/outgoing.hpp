@@ -48,7 +48,8 @@ inline error_code prepare_first_frame(frame_header& header, std::uint64_t total,
   header.version = protocol_version;
   header.total_length = total;
   header.chunk_offset = 0;
-  header.payload_length = (header.flags & frame_flags::control) != 0 ? total : std::min<std::uint64_t>(total, o.chunk_bytes);
+  header.payload_length =
+      (header.flags & frame_flags::control) != 0 ? total : std::min<std::uint64_t>(total, o.chunk_bytes);
   header.flags &= ~(frame_flags::payload_crc | frame_flags::shared_memory);
   if (o.chunk_bytes == 0) {
     why = "chunk_bytes is 0";

@@ -54,12 +54,11 @@ struct ring_offer {
   static constexpr std::size_t size = 64;
   static constexpr std::size_t name_size = 30;  // "/dsgd-", 8 hex digits of the pid, 16 random
   static constexpr std::string_view name_prefix = "/dsgd-";
-  static constexpr std::array<std::byte, 4> magic{std::byte{'D'}, std::byte{'S'}, std::byte{'G'},
-                                                  std::byte{'M'}};
+  static constexpr std::array<std::byte, 4> magic{std::byte{'D'}, std::byte{'S'}, std::byte{'G'}, std::byte{'M'}};
   using bytes_type = std::array<std::byte, size>;
 
-  std::uint64_t bytes = 0;            ///< ring capacity; 0: no ring offered
-  std::string name;                   ///< shm_open name
+  std::uint64_t bytes = 0;             ///< ring capacity; 0: no ring offered
+  std::string name;                    ///< shm_open name
   std::array<std::byte, 16> cookie{};  ///< also at the start of the segment: proves it is this one
 
   bytes_type encode() const noexcept {
@@ -102,8 +101,7 @@ struct ring_offer {
 /// The answer to an offer, 8 bytes: magic, then 1 when the peer mapped the ring, 0 when not.
 struct ring_answer {
   static constexpr std::size_t size = 8;
-  static constexpr std::array<std::byte, 4> magic{std::byte{'D'}, std::byte{'S'}, std::byte{'G'},
-                                                  std::byte{'A'}};
+  static constexpr std::array<std::byte, 4> magic{std::byte{'D'}, std::byte{'S'}, std::byte{'G'}, std::byte{'A'}};
   using bytes_type = std::array<std::byte, size>;
 
   static bytes_type encode(bool mapped) noexcept {
@@ -142,8 +140,11 @@ class shared_ring {
   shared_ring(const shared_ring&) = delete;
   shared_ring& operator=(const shared_ring&) = delete;
   shared_ring(shared_ring&& o) noexcept
-      : base_(std::exchange(o.base_, nullptr)), capacity_(o.capacity_), name_(std::exchange(o.name_, {})),
-        cookie_(o.cookie_), position_(o.position_) {}
+      : base_(std::exchange(o.base_, nullptr)),
+        capacity_(o.capacity_),
+        name_(std::exchange(o.name_, {})),
+        cookie_(o.cookie_),
+        position_(o.position_) {}
   shared_ring& operator=(shared_ring&& o) noexcept {
     if (this != &o) {
       release();
@@ -182,8 +183,9 @@ class shared_ring {
           st.st_uid != ::geteuid())
         continue;
       using std::chrono::system_clock;
-      const auto changed = system_clock::from_time_t(st.st_mtim.tv_sec) +
-                           std::chrono::duration_cast<system_clock::duration>(std::chrono::nanoseconds{st.st_mtim.tv_nsec});
+      const auto changed =
+          system_clock::from_time_t(st.st_mtim.tv_sec) +
+          std::chrono::duration_cast<system_clock::duration>(std::chrono::nanoseconds{st.st_mtim.tv_nsec});
       if (changed < cutoff && ::shm_unlink(name.data()) == 0) ++removed;
     }
     ::closedir(dir);
@@ -248,8 +250,8 @@ class shared_ring {
     ::close(fd);
     if (base == MAP_FAILED) {
       ::shm_unlink(name.c_str());
-      reason = "reserving " + std::to_string(total) + " bytes of shared memory: " +
-               std::strerror(err != 0 ? err : map_errno);
+      reason = "reserving " + std::to_string(total) +
+               " bytes of shared memory: " + std::strerror(err != 0 ? err : map_errno);
       return std::nullopt;
     }
     shared_ring r(static_cast<std::byte*>(base), capacity, std::move(name));
@@ -386,9 +388,9 @@ class shared_ring {
 
   std::byte* base_ = nullptr;
   std::size_t capacity_ = 0;
-  std::string name_;                   // until unlink(); the sender's only
+  std::string name_;                    // until unlink(); the sender's only
   std::array<std::byte, 16> cookie_{};  // the sender's
-  std::uint64_t position_ = 0;         // sender: bytes written; receiver: bytes read
+  std::uint64_t position_ = 0;          // sender: bytes written; receiver: bytes read
 };
 
 }  // namespace dsgd::transport::detail

@@ -71,10 +71,8 @@ inline void tcp_connection::apply_socket_options() {
   error_code ignored;  // a socket option the system refuses costs speed, not correctness
   socket_.set_option(boost::asio::ip::tcp::no_delay(true), ignored);
   if (options_.socket_buffer_bytes > 0) {
-    socket_.set_option(boost::asio::socket_base::send_buffer_size(options_.socket_buffer_bytes),
-                       ignored);
-    socket_.set_option(
-        boost::asio::socket_base::receive_buffer_size(options_.socket_buffer_bytes), ignored);
+    socket_.set_option(boost::asio::socket_base::send_buffer_size(options_.socket_buffer_bytes), ignored);
+    socket_.set_option(boost::asio::socket_base::receive_buffer_size(options_.socket_buffer_bytes), ignored);
   }
   const auto dead = static_cast<int>(options_.dead_peer_timeout.count());
   if (dead > 0) {
@@ -98,10 +96,8 @@ inline void tcp_connection::log(std::string_view what) const {
   if (!peer_identity_.empty()) line += " (" + peer_identity_ + ")";
   line += ": ";
   line += what;
-  if (options_.log)
-    options_.log(line);
-  else
-    std::fprintf(stderr, "%s\n", line.c_str());
+  if (options_.log) options_.log(line);
+  else std::fprintf(stderr, "%s\n", line.c_str());
 }
 
 inline void tcp_connection::close_with(error_code ec, std::string reason, bool log_it) {
@@ -122,8 +118,8 @@ inline error_code tcp_connection::io_error(error_code ec) const {
   return closed_ && close_ec_ ? close_ec_ : ec;
 }
 
-inline void tcp_connection::arm(boost::asio::steady_timer& timer, std::uint64_t& seq,
-                                std::chrono::milliseconds after, std::string what) {
+inline void tcp_connection::arm(boost::asio::steady_timer& timer, std::uint64_t& seq, std::chrono::milliseconds after,
+                                std::string what) {
   const auto my_seq = ++seq;
   if (after.count() <= 0) return;
   timer.expires_after(after);
@@ -141,16 +137,14 @@ inline void tcp_connection::disarm(boost::asio::steady_timer& timer, std::uint64
 
 // --- sending ---------------------------------------------------------------------------------
 
-inline void tcp_connection::enqueue(frame_header header,
-                                    std::vector<boost::asio::const_buffer> payload,
+inline void tcp_connection::enqueue(frame_header header, std::vector<boost::asio::const_buffer> payload,
                                     done_type done) {
   std::uint64_t total = 0;
   for (const auto& b : payload) total += b.size();
   std::string why;
   error_code ec;
   if (closed_ || !authenticated_) {
-    ec = closed_ ? io_error(boost::asio::error::not_connected)
-                 : make_error_code(errc::handshake_failed);
+    ec = closed_ ? io_error(boost::asio::error::not_connected) : make_error_code(errc::handshake_failed);
   } else if (detail::send_queue_full(queue_.size(), queued_bytes_, total, options_)) {
     ec = boost::asio::error::no_buffer_space;  // backpressure: the caller retries or waits
   } else {
@@ -192,9 +186,8 @@ inline void tcp_connection::write_next() {
     for (std::uint64_t at = e.sent; tx_frames_.size() < tx_headers_.size();) {
       frame_header h = e.header;
       h.chunk_offset = at;
-      h.payload_length = (h.flags & frame_flags::control) != 0
-                             ? e.total
-                             : std::min<std::uint64_t>(e.total - at, options_.chunk_bytes);
+      h.payload_length =
+          (h.flags & frame_flags::control) != 0 ? e.total : std::min<std::uint64_t>(e.total - at, options_.chunk_bytes);
       // The slice [at, at + length) of the caller's buffers, as views: no tensor byte is copied.
       const std::size_t first_slice = tx_gather_.size() + 1;
       tx_gather_.emplace_back();  // the header, filled in below
@@ -238,12 +231,10 @@ inline void tcp_connection::write_next() {
     }
   }
   arm(write_timer_, write_seq_, options_.write_timeout,
-      "write stalled for " + std::to_string(options_.write_timeout.count()) +
-          " ms (peer not reading)");
+      "write stalled for " + std::to_string(options_.write_timeout.count()) + " ms (peer not reading)");
   with_stream([&](auto& s) {
     boost::asio::async_write(s, tx_gather_, detail::transfer_whole{},
-                             [guard = write_guard(shared_from_this())](error_code ec,
-                                                                       std::size_t) mutable {
+                             [guard = write_guard(shared_from_this())](error_code ec, std::size_t) mutable {
                                auto self = std::move(guard.self);
                                self->on_written(ec);
                              });

@@ -21,8 +21,7 @@
 
 namespace dsgd::transport {
 
-inline tcp_listener::tcp_listener(private_tag, executor_type ex, const endpoint_type& bind_to,
-                                  tcp_options options)
+inline tcp_listener::tcp_listener(private_tag, executor_type ex, const endpoint_type& bind_to, tcp_options options)
     : connections_(ex),
       acceptor_(options.strand_per_connection ? executor_type(boost::asio::make_strand(ex)) : ex),
       retry_timer_(acceptor_.get_executor()),
@@ -32,12 +31,11 @@ inline tcp_listener::tcp_listener(private_tag, executor_type ex, const endpoint_
   options_.log = [log = rejections_](std::string_view line) { (*log)(line); };
   error_code ec;
   auto fail = [&](const char* what) {
-    throw error(ec, std::string("tcp_listener: cannot ") + what + " " +
-                        detail::to_string(bind_to) + ": " + ec.message());
+    throw error(ec,
+                std::string("tcp_listener: cannot ") + what + " " + detail::to_string(bind_to) + ": " + ec.message());
   };
   if (acceptor_.open(bind_to.protocol(), ec)) fail("open a socket for");
-  if (acceptor_.set_option(boost::asio::socket_base::reuse_address(true), ec))
-    fail("set SO_REUSEADDR on");
+  if (acceptor_.set_option(boost::asio::socket_base::reuse_address(true), ec)) fail("set SO_REUSEADDR on");
   // Any IPv6 address ("::", cluster::listen_endpoint's "*") takes IPv4 peers too, whatever the
   // system's default (net.ipv6.bindv6only).
   if (bind_to.address().is_v6() && bind_to.address().is_unspecified() &&
@@ -62,10 +60,8 @@ inline void tcp_listener::close() {
   };
   // With a strand per connection the acceptor is on a strand of its own, and close() may come
   // from any thread: it runs there.
-  if (options_.strand_per_connection)
-    boost::asio::post(acceptor_.get_executor(), std::move(stop));
-  else
-    stop();
+  if (options_.strand_per_connection) boost::asio::post(acceptor_.get_executor(), std::move(stop));
+  else stop();
 }
 
 inline void tcp_listener::accept_next() {
@@ -93,14 +89,12 @@ inline void tcp_listener::accept_next() {
     };
     if (self->options_.strand_per_connection)
       boost::asio::post(conn->get_executor(), std::move(handshake));  // on the connection's strand
-    else
-      handshake();
+    else handshake();
     self->accept_next();
   };
   if (options_.strand_per_connection)
     acceptor_.async_accept(executor_type(boost::asio::make_strand(connections_)), std::move(accepted));
-  else
-    acceptor_.async_accept(std::move(accepted));
+  else acceptor_.async_accept(std::move(accepted));
 }
 
 }  // namespace dsgd::transport

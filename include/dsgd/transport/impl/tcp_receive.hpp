@@ -28,8 +28,7 @@ inline void tcp_connection::start_receive(receive_op op) {
   }
   if (closed_ || !authenticated_) {
     op.done->complete(false,
-                      closed_ ? io_error(boost::asio::error::not_connected)
-                              : make_error_code(errc::handshake_failed),
+                      closed_ ? io_error(boost::asio::error::not_connected) : make_error_code(errc::handshake_failed),
                       frame_header{});
     return;
   }
@@ -64,10 +63,8 @@ inline void tcp_connection::on_header(error_code ec, receive_op op) {
   if (ec == boost::asio::ssl::error::stream_truncated) ec = boost::asio::error::eof;
   if (ec) {
     const auto why = io_error(ec);
-    if (why != boost::asio::error::eof)
-      close_with(why, "read failed: " + why.message());
-    else
-      close_with(why, "peer closed the connection", false);
+    if (why != boost::asio::error::eof) close_with(why, "read failed: " + why.message());
+    else close_with(why, "peer closed the connection", false);
     return finish_receive(why, {}, std::move(op));
   }
   std::string reason;
@@ -80,15 +77,13 @@ inline void tcp_connection::on_header(error_code ec, receive_op op) {
   error_code sink_ec;
   rx_dest_ = op.sink->destination(rx_header_, sink_ec);
   if (sink_ec) {
-    close_with(sink_ec, "receiver rejected frame (type " + std::to_string(rx_header_.type) +
-                            ", variable " + std::to_string(rx_header_.variable) +
-                            "): " + sink_ec.message());
+    close_with(sink_ec, "receiver rejected frame (type " + std::to_string(rx_header_.type) + ", variable " +
+                            std::to_string(rx_header_.variable) + "): " + sink_ec.message());
     return finish_receive(sink_ec, rx_header_, std::move(op));
   }
   if (rx_dest_.size() != rx_header_.payload_length) {
-    close_with(errc::invalid_argument,
-               "receive sink supplied " + std::to_string(rx_dest_.size()) +
-                   " bytes for a payload of " + std::to_string(rx_header_.payload_length));
+    close_with(errc::invalid_argument, "receive sink supplied " + std::to_string(rx_dest_.size()) +
+                                           " bytes for a payload of " + std::to_string(rx_header_.payload_length));
     return finish_receive(errc::invalid_argument, rx_header_, std::move(op));
   }
   if ((rx_header_.flags & frame_flags::shared_memory) != 0) {
@@ -108,8 +103,7 @@ inline void tcp_connection::on_header(error_code ec, receive_op op) {
       "frame payload incomplete after " + std::to_string(options_.frame_timeout.count()) + " ms");
   with_stream([&](auto& s) {
     boost::asio::async_read(s, rx_dest_ + ahead, detail::transfer_whole{},
-                            [self = shared_from_this(), op = std::move(op)](
-                                error_code e, std::size_t) mutable {
+                            [self = shared_from_this(), op = std::move(op)](error_code e, std::size_t) mutable {
                               self->on_payload(e, std::move(op));
                             });
   });
@@ -123,11 +117,9 @@ inline void tcp_connection::on_payload(error_code ec, receive_op op) {
     return finish_receive(why, rx_header_, std::move(op));
   }
   if ((rx_header_.flags & frame_flags::payload_crc) != 0) {
-    const auto actual =
-        crc32c({static_cast<const std::byte*>(rx_dest_.data()), rx_dest_.size()});
+    const auto actual = crc32c({static_cast<const std::byte*>(rx_dest_.data()), rx_dest_.size()});
     if (actual != rx_header_.payload_crc) {
-      close_with(errc::bad_frame, "payload checksum mismatch (type " +
-                                      std::to_string(rx_header_.type) + ", variable " +
+      close_with(errc::bad_frame, "payload checksum mismatch (type " + std::to_string(rx_header_.type) + ", variable " +
                                       std::to_string(rx_header_.variable) + ")");
       return finish_receive(errc::bad_frame, rx_header_, std::move(op));
     }

@@ -85,16 +85,16 @@ coalesced_rows<D> coalesce_rows(std::span<const std::uint64_t> rows, std::size_t
 
 /// Throws for a row width @p dim that does not divide a shard of @p size elements or a row
 /// past its end; @p what and @p suffix name the call, joined only for the message.
-inline void check_rows(std::span<const std::uint64_t> rows, std::size_t dim, std::size_t size,
-                       std::string_view what, std::string_view suffix = {}) {
+inline void check_rows(std::span<const std::uint64_t> rows, std::size_t dim, std::size_t size, std::string_view what,
+                       std::string_view suffix = {}) {
   if (dim == 0 || size % dim != 0)
     throw error(errc::shape_mismatch, std::string(what) + std::string(suffix) + ": rows of " + std::to_string(dim) +
                                           " floats do not tile a shard of " + std::to_string(size));
   const std::uint64_t limit = size / dim;
   for (std::size_t i = 0; i < rows.size(); ++i)
     if (rows[i] >= limit)
-      throw error(errc::invalid_argument, std::string(what) + std::string(suffix) + ": row " + std::to_string(rows[i]) + " (key " +
-                                              std::to_string(i) + ") is out of range for a shard of " +
+      throw error(errc::invalid_argument, std::string(what) + std::string(suffix) + ": row " + std::to_string(rows[i]) +
+                                              " (key " + std::to_string(i) + ") is out of range for a shard of " +
                                               std::to_string(limit) + " rows");
 }
 
@@ -118,9 +118,9 @@ void copy_rows_out(const D& device, const float* values, std::span<const std::ui
   } else {
     typename D::template vector<std::uint64_t> r(rows.begin(), rows.end());
     typename D::template vector<float> o(rows.size() * dim);
-    thrust::for_each_n(device.policy(), thrust::counting_iterator<std::size_t>(0), rows.size() * dim,
-                       gather_rows_kernel{thrust::raw_pointer_cast(o.data()), values,
-                                          thrust::raw_pointer_cast(r.data()), dim});
+    thrust::for_each_n(
+        device.policy(), thrust::counting_iterator<std::size_t>(0), rows.size() * dim,
+        gather_rows_kernel{thrust::raw_pointer_cast(o.data()), values, thrust::raw_pointer_cast(r.data()), dim});
     thrust::copy(o.begin(), o.end(), out);
   }
   device.synchronize();

@@ -34,7 +34,7 @@ namespace dsgd::update::detail {
 /// with the lock held, `ready_locked(worker, step)` (may this worker read at this step now?)
 /// and `reason_locked(worker, step)` (what it is waiting for, for the deadline's message).
 template <class Derived, Device D, class O>
-  requires Optimizer<O, D>
+requires Optimizer<O, D>
 class shard_storage {
  public:
   /// The values of a shard as device vector; shared so that a pin keeps one version alive.
@@ -65,8 +65,7 @@ class shard_storage {
   /// Waits until the rule lets @p worker read at @p step, copies a consistent snapshot of the
   /// shard into @p out (raw pointer into device memory) and returns the shard's step.
   /// @throws dsgd::error errc::timed_out past @p deadline, naming what it waited for
-  std::uint64_t pull(std::size_t worker, std::uint64_t step, float* out,
-                     clock_type::time_point deadline) {
+  std::uint64_t pull(std::size_t worker, std::uint64_t step, float* out, clock_type::time_point deadline) {
     std::unique_lock lock(mutex_);
     check_worker(worker, "pull");
     if (!cv_.wait_until(lock, deadline, [&] { return self().ready_locked(worker, step); }))
@@ -99,8 +98,8 @@ class shard_storage {
   /// (host memory, rows.size() x dim floats). @returns the shard's step.
   /// @throws dsgd::error errc::invalid_argument for a row past the shard, errc::shape_mismatch
   ///         for a @p dim that does not divide it, errc::timed_out past @p deadline
-  std::uint64_t pull_rows(std::size_t worker, std::uint64_t step, std::span<const std::uint64_t> rows,
-                          std::size_t dim, float* out, clock_type::time_point deadline) {
+  std::uint64_t pull_rows(std::size_t worker, std::uint64_t step, std::span<const std::uint64_t> rows, std::size_t dim,
+                          float* out, clock_type::time_point deadline) {
     check_rows(rows, dim, "pull_rows");
     std::unique_lock lock(mutex_);
     check_worker(worker, "pull_rows");
@@ -178,8 +177,8 @@ class shard_storage {
     std::lock_guard lock(mutex_);
     const auto n = values_->size();
     if (s.values.size() != n)
-      throw error(errc::shape_mismatch, "shard restore: " + std::to_string(s.values.size()) +
-                                            " values for a shard of " + std::to_string(n));
+      throw error(errc::shape_mismatch,
+                  "shard restore: " + std::to_string(s.values.size()) + " values for a shard of " + std::to_string(n));
     typename O::template state<D> slots(device_, n);
     if constexpr (checkpointable_state<typename O::template state<D>>) {
       slots.visit([&](const char* name, auto& slot) {
@@ -238,8 +237,8 @@ class shard_storage {
   // @p what and @p suffix name the call ("async" "::push"), joined only for the message.
   void check_worker(std::size_t worker, std::string_view what, std::string_view suffix = {}) const {
     if (worker >= workers_)
-      throw error(errc::invalid_argument, std::string(what) + std::string(suffix) + ": worker " + std::to_string(worker) +
-                                              " is out of range (the shard has " +
+      throw error(errc::invalid_argument, std::string(what) + std::string(suffix) + ": worker " +
+                                              std::to_string(worker) + " is out of range (the shard has " +
                                               std::to_string(workers_) + " workers)");
   }
   std::size_t active_workers() const noexcept {

@@ -72,14 +72,9 @@ inline bool exited_with(const std::optional<int>& status, int code) {
 inline std::vector<std::string> counter_args(const std::string& rule, std::size_t steps, int step_ms,
                                              std::chrono::milliseconds step_timeout,
                                              const std::vector<std::string>& more = {}) {
-  std::vector<std::string> args{"--rule",
-                                rule,
-                                "--steps",
-                                std::to_string(steps),
-                                "--step-ms",
-                                std::to_string(step_ms),
-                                "--step-timeout-ms",
-                                std::to_string(step_timeout.count())};
+  std::vector<std::string> args{"--rule", rule, "--steps", std::to_string(steps)};
+  args.insert(args.end(),
+              {"--step-ms", std::to_string(step_ms), "--step-timeout-ms", std::to_string(step_timeout.count())});
   args.insert(args.end(), more.begin(), more.end());
   return args;
 }

@@ -56,22 +56,12 @@ struct temp_dir {
 constexpr unsigned long long last_step = 938;
 
 std::vector<std::string> job_args(const std::filesystem::path& logdir) {
-  std::vector<std::string> args{"--model",
-                                "softmax",
-                                "--rule",
-                                "sync",
-                                "--epochs",
-                                "2",
-                                "--lr",
-                                "0.04",
-                                "--decay",
-                                "0.6",
-                                "--target",
-                                "0.80",
-                                "--startup-timeout",
-                                "60",
-                                "--recovery-timeout",
-                                "120"};
+  // Unformatted: clang-format would put each option and each value on a line of its own.
+  // clang-format off
+  std::vector<std::string> args{"--model", "softmax", "--rule", "sync", "--epochs", "2", "--lr", "0.04",
+                                "--decay", "0.6", "--target", "0.80", "--startup-timeout", "60",
+                                "--recovery-timeout", "120"};
+  // clang-format on
   if (!logdir.empty())
     args.insert(args.end(),
                 {"--logdir", logdir.string(), "--save-steps", "100", "--save-secs", "0", "--summary-steps", "100"});

@@ -1,7 +1,7 @@
 // SPDX-FileCopyrightText: Copyright (c) 2026 The dsgd authors
 // SPDX-License-Identifier: Apache-2.0
 //
-// The main job (examples/03_cluster) as real processes on 127.0.0.1, each with its own
+// The main job (dsgd-train) as real processes on 127.0.0.1, each with its own
 // TF_CONFIG, checkpointing into a --logdir: ps:0 is killed with SIGKILL mid-run and started
 // again with the same role. Every worker re-creates its session by itself, the chief has both
 // ps tasks restore the last checkpoint written before the kill, and the job completes at its

@@ -9,7 +9,7 @@
 # deadline fires while the round trip stays far below them, and the job trains to its target;
 # a sync step cannot be shorter than one delay, so the job runs at most 1000 / DELAY_MS steps/s.
 # Checked first: a TCP round trip from h2 to h1 takes at least the delay, to h4 far less.
-#   delayed_link_test.sh 03_CLUSTER DSGD_LAUNCH HARNESS DELAY_MS [03_cluster options...]
+#   delayed_link_test.sh DSGD_TRAIN DSGD_LAUNCH HARNESS DELAY_MS [dsgd-train options...]
 # Exits 77 (skipped) without root or iproute2 (or, without netem, /dev/net/tun), 0 when every
 # task exits 0 (the chief only when it reached the --target accuracy) and the bounds hold.
 set -euo pipefail

@@ -9,7 +9,7 @@
 # h1,h2,h3,h4), which starts that host's share of the job with the cluster every launcher derives
 # alike; the names resolve through the /etc/hosts the harness gives each namespace, so binding
 # and dialling go through the resolver too.
-#   main_job_test.sh 03_CLUSTER DSGD_LAUNCH HARNESS [03_cluster options...]
+#   main_job_test.sh DSGD_TRAIN DSGD_LAUNCH HARNESS [dsgd-train options...]
 # Exits 77 (skipped) without root or iproute2, 0 when every task exits 0 (the chief only when it
 # reached the --target accuracy), 1 otherwise.
 set -euo pipefail

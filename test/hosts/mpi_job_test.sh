@@ -2,12 +2,12 @@
 # SPDX-FileCopyrightText: Copyright (c) 2026 The dsgd authors
 # SPDX-License-Identifier: Apache-2.0
 #
-# The main job under Open MPI: `mpirun -np 4` starts four copies of 03_cluster, which take their
+# The main job under Open MPI: `mpirun -np 4` starts four copies of dsgd-train, which take their
 # roles from OMPI_COMM_WORLD_RANK and OMPI_COMM_WORLD_SIZE (ranks 0-1 the ps tasks, 2-3 the
 # workers, rank r on port BASE + r of localhost) and train to the target. Unless the caller set
 # OMP_NUM_THREADS, no rank is given one: the four share this host's cores, so each must take its
 # share by itself (cluster::share_cores) and say so.
-#   mpi_job_test.sh 03_CLUSTER [03_cluster options...]
+#   mpi_job_test.sh DSGD_TRAIN [dsgd-train options...]
 # Exits 77 (skipped) when Open MPI's mpirun is not installed.
 set -euo pipefail
 example=$1

@@ -10,7 +10,7 @@
 #  2. a name that never resolves: the worker (without recovery) gives up at its startup deadline
 #     with an error naming the task, the name and the resolver's answer.
 # The namespaces' resolver is loopback (nothing listens), so no DNS query leaves them.
-#   naming_test.sh 03_CLUSTER HARNESS
+#   naming_test.sh DSGD_TRAIN HARNESS
 # Exits 77 (skipped) without root or iproute2.
 set -euo pipefail
 example=$1 harness=$2

@@ -6,7 +6,7 @@
 # slurmctld, slurmd, all in a private directory, on free loopback ports, the node named
 # localhost), submits examples/slurm/train.sbatch with sbatch --wait, and checks that the job
 # and its step exit 0 and the chief reached the target accuracy.
-#   slurm_job_test.sh 03_CLUSTER SBATCH_SCRIPT [EPOCHS] [TARGET]
+#   slurm_job_test.sh DSGD_TRAIN SBATCH_SCRIPT [EPOCHS] [TARGET]
 # Exits 77 (skipped) without root or without slurmctld, slurmd, munged and sbatch.
 set -euo pipefail
 program=$1 script=$2 epochs=${3:-10} target=${4:-0.88}

@@ -2,7 +2,7 @@
 # SPDX-FileCopyrightText: Copyright (c) 2026 The dsgd authors
 # SPDX-License-Identifier: Apache-2.0
 #
-# elastic_job_test: the main job (examples/03_cluster, the Fashion-MNIST MLP, sync) as an elastic
+# elastic_job_test: the main job (dsgd-train, the Fashion-MNIST MLP, sync) as an elastic
 # job under dsgd-launch --workers 2:3 (docs/reliability.md, "Elastic workers"): it starts with
 # worker:0 (the chief) and worker:1; once it trains, SIGUSR1 to the launcher adds worker:2 in the
 # free slot; once the steps go on with it, worker:1 is killed with SIGKILL and leaves. The job

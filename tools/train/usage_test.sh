@@ -2,8 +2,8 @@
 # SPDX-FileCopyrightText: Copyright (c) 2026 The dsgd authors
 # SPDX-License-Identifier: Apache-2.0
 #
-# usage_test.sh 03_CLUSTER
-# 03_cluster's command line: --help prints the usage and exits 0; every bad option exits 2
+# usage_test.sh DSGD_TRAIN
+# dsgd-train's command line: --help prints the usage and exits 0; every bad option exits 2
 # with a message that names it, before any connection is made (the one case that needs the
 # cluster gets a TF_CONFIG whose tasks nobody serves).
 set -uo pipefail
@@ -13,7 +13,7 @@ failures=0
 out=$("$program" --help 2>&1)
 status=$?
 if [[ $status -ne 0 ]]; then echo "FAIL: --help exited $status"; failures=$((failures + 1)); fi
-for want in "usage: 03_cluster" "--logdir DIR" "--save-steps N" "--keep K" "Exit status:"; do
+for want in "usage: dsgd-train" "--logdir DIR" "--save-steps N" "--keep K" "Exit status:"; do
   grep -qF -- "$want" <<<"$out" || { echo "FAIL: --help does not mention: $want"; failures=$((failures + 1)); }
 done
 
@@ -25,13 +25,13 @@ expect_usage_error() {
   msg=$("$program" "$@" 2>&1 >/dev/null)
   status=$?
   if [[ $status -ne 2 ]]; then
-    echo "FAIL: 03_cluster $*: exit $status, expected 2 ($msg)"
+    echo "FAIL: dsgd-train $*: exit $status, expected 2 ($msg)"
     failures=$((failures + 1))
   elif ! grep -qF -- "$want" <<<"$msg"; then
-    echo "FAIL: 03_cluster $*: message does not name '$want': $msg"
+    echo "FAIL: dsgd-train $*: message does not name '$want': $msg"
     failures=$((failures + 1))
   else
-    echo "ok: 03_cluster $* -> $msg"
+    echo "ok: dsgd-train $* -> $msg"
   fi
 }
 
@@ -69,6 +69,7 @@ expect_usage_error "--recovery-timeout -1:" --recovery-timeout -1
 expect_usage_error "--startup-timeout 0:" --startup-timeout 0
 expect_usage_error "--base-port 70000: expected a whole number from 1 to 65535" --base-port 70000
 expect_usage_error "--num-ps x:" --num-ps x
+expect_usage_error "unexpected argument extra" --epochs 1 extra
 # Known only once the cluster is: 2 backups of 2 workers. Nothing listens on these ports; the
 # error comes before any connection.
 export TF_CONFIG='{"cluster":{"ps":["127.0.0.1:9"],"worker":["127.0.0.1:10","127.0.0.1:11"]},"task":{"type":"worker","index":0}}'

@@ -38,13 +38,18 @@ ALLOWED = {
     "checkpoint": {"placement", "tensor", "core"},
     # Adapters present a user's model (Eigen, libtorch) as variables: they may use everything
     # below the trainer, and nothing includes them (rule 5).
-    "adapt": {"train", "server", "transport", "checkpoint", "update", "compress", "optim", "placement",
+    "adapt": {"train", "server", "client", "protocol", "transport", "checkpoint", "update", "compress", "optim", "placement",
               "cluster", "tensor", "device", "data", "core"},
     "model": {"tensor", "device", "optim", "core"},
-    "server": {"transport", "checkpoint", "update", "compress", "optim", "placement", "cluster",
+    # The wire protocol between ps tasks and workers lies below both; the ps side (server) and
+    # the worker side (client) never include each other.
+    "protocol": {"transport", "compress", "placement", "cluster", "tensor", "device", "core"},
+    "server": {"protocol", "transport", "checkpoint", "update", "compress", "optim", "placement",
+               "cluster", "tensor", "device", "core"},
+    "client": {"protocol", "transport", "checkpoint", "compress", "optim", "placement", "cluster",
                "tensor", "device", "core"},
-    "train": {"server", "transport", "checkpoint", "update", "compress", "optim", "placement",
-              "cluster", "tensor", "device", "data", "core"},
+    "train": {"server", "client", "protocol", "transport", "checkpoint", "update", "compress",
+              "optim", "placement", "cluster", "tensor", "device", "data", "core"},
     "top": None,  # anything
 }
 POLICIES = {"device", "optim", "update", "compress", "placement"}

@@ -34,10 +34,10 @@
 // needs more descriptors than that fails with a message saying how many.
 //
 // Exits with status 1 when a pulled value or byte is wrong, or (--smoke) a row is not sane.
+#include <dsgd/client/ps_client.hpp>
 #include <dsgd/optim/sgd.hpp>
 #include <dsgd/placement/partitioned.hpp>
 #include <dsgd/server/parameter_server.hpp>
-#include <dsgd/server/ps_client.hpp>
 #include <dsgd/update/async.hpp>
 #include <dsgd/update/sync_average.hpp>
 
@@ -444,13 +444,13 @@ class ps_fleet final : public fleet {
     for (std::size_t i = 0; i < w; ++i) workers.push_back("127.0.0.1:" + std::to_string(1 + i));
     const dsgd::cluster::cluster_spec spec({{"ps", addresses}, {"worker", workers}});
     plan_ = dsgd::placement::partitioned::fixed_size(p).place({{"v", dsgd::shape{floats_}}}, p);
-    dsgd::server::client_options c;
+    dsgd::client::client_options c;
     c.connection.token = "bench";
     c.connection.shared_memory.enabled = shared_memory_;
     c.connection.checksum_payloads = dsgd::transport::payload_checksums::never;
     c.connection.log = [](std::string_view) {};
     for (std::size_t i = 0; i < w; ++i) {
-      clients_.push_back(std::make_unique<dsgd::server::ps_client>(spec, dsgd::cluster::task_id{"worker", int(i)}, c));
+      clients_.push_back(std::make_unique<dsgd::client::ps_client>(spec, dsgd::cluster::task_id{"worker", int(i)}, c));
       clients_.back()->connect();
       clients_.back()->register_worker(plan_, i, i == 0);
       values_[i].assign(floats_, 0.f);
@@ -466,8 +466,8 @@ class ps_fleet final : public fleet {
   void run(std::size_t first, std::size_t last, std::size_t steps) override {
     constexpr bool sync = std::same_as<Rule, dsgd::update::sync_average>;
     std::vector<std::span<const float>> g{std::span<const float>(grad_)};
-    std::vector<dsgd::server::push_operation> pushes(last - first);
-    std::vector<dsgd::server::pull_operation> pulls(last - first);
+    std::vector<dsgd::client::push_operation> pushes(last - first);
+    std::vector<dsgd::client::pull_operation> pulls(last - first);
     std::vector<std::vector<std::span<float>>> dst(last - first);
     for (std::size_t i = first; i < last; ++i) dst[i - first] = {std::span<float>(values_[i])};
     for (std::size_t step = 0; step < steps; ++step) {
@@ -535,7 +535,7 @@ class ps_fleet final : public fleet {
   std::vector<std::uint64_t> steps_;
   std::vector<server_process> servers_;
   dsgd::placement::plan plan_;
-  std::vector<std::unique_ptr<dsgd::server::ps_client>> clients_;
+  std::vector<std::unique_ptr<dsgd::client::ps_client>> clients_;
 };
 
 // Runs @p steps steps of every worker on @p threads threads; @returns the seconds from the

@@ -22,12 +22,12 @@
 // bytes cross a veth link between two hosts, where no shared memory is used.
 //
 // Exits with status 1 when a pulled value or an echoed byte is wrong.
+#include <dsgd/client/ps_client.hpp>
 #include <dsgd/detail/crc32c.hpp>
 #include <dsgd/device/cpu.hpp>
 #include <dsgd/optim/sgd.hpp>
 #include <dsgd/placement/round_robin.hpp>
 #include <dsgd/server/parameter_server.hpp>
-#include <dsgd/server/ps_client.hpp>
 #include <dsgd/update/async.hpp>
 
 #include "../../test/support/tls_certs.hpp"  // certificates for --tls, made at run time
@@ -281,14 +281,14 @@ class ps_pair {
         throw;
       }
     }();
-    dsgd::server::client_options c;
+    dsgd::client::client_options c;
     c.connection.token = "bench";
     c.connection.chunk_bytes = v.chunk_bytes;
     c.connection.shared_memory = {v.shared_memory, v.ring_bytes};
     c.connection.checksum_payloads =
         v.checksum ? dsgd::transport::payload_checksums::always : dsgd::transport::payload_checksums::never;
     if (v.tls) c.connection.tls = bench_tls("worker");
-    client_ = std::make_unique<dsgd::server::ps_client>(spec, dsgd::cluster::task_id{"worker", 0}, c);
+    client_ = std::make_unique<dsgd::client::ps_client>(spec, dsgd::cluster::task_id{"worker", 0}, c);
     plan_ = dsgd::placement::round_robin{}.place({{"v", dsgd::shape{floats}}}, 1);
     client_->connect();
     client_->register_worker(plan_, 0, true);
@@ -329,7 +329,7 @@ class ps_pair {
   std::uint64_t pushes_ = 0;
   std::unique_ptr<async_ps> ps_;
   std::thread thread_;
-  std::unique_ptr<dsgd::server::ps_client> client_;
+  std::unique_ptr<dsgd::client::ps_client> client_;
   dsgd::placement::plan plan_;
 };
 

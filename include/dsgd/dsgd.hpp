@@ -76,13 +76,14 @@
 
 #include <dsgd/checkpoint/saver.hpp>
 
-#include <dsgd/server/client_operations.hpp>
-#include <dsgd/server/client_options.hpp>
+#include <dsgd/client/operations.hpp>
+#include <dsgd/client/options.hpp>
+#include <dsgd/client/ps_client.hpp>
+#include <dsgd/client/residuals.hpp>
+#include <dsgd/protocol/messages.hpp>
 #include <dsgd/server/parameter_server.hpp>
-#include <dsgd/server/protocol.hpp>
-#include <dsgd/server/ps_client.hpp>
 #include <dsgd/server/ps_options.hpp>
-#include <dsgd/server/residuals.hpp>
+#include <dsgd/server/reply_sink.hpp>
 #include <dsgd/server/shard_table.hpp>
 
 #include <dsgd/data/fashion_mnist.hpp>

@@ -185,7 +185,7 @@ class trainer {
   /// Chief: every ps task writes its part of checkpoint step() (train::worker::save_shards).
   void save_shards(const std::filesystem::path& dir) { as_worker("save_shards()").save_shards(dir); }
   /// @returns this worker's error-feedback residuals (train::worker::residuals).
-  server::residuals residuals() { return as_worker("residuals()").residuals(); }
+  client::residuals residuals() { return as_worker("residuals()").residuals(); }
   /// Re-creates this task's session after a recoverable failure (train::worker::recover).
   void recover(std::vector<tensor<D>>& variables,
                const std::optional<std::pair<std::filesystem::path, std::uint64_t>>& checkpoint = std::nullopt,

@@ -90,8 +90,8 @@ void write_checkpoint(const fs::path& dir, bool with_slot) {
   s.commit(7, dsgd::placement::round_robin{}.place({{"w", {4}}}, 1));
 }
 
-dsgd::server::shard_layout w_layout() {
-  dsgd::server::shard_layout l;
+dsgd::protocol::shard_layout w_layout() {
+  dsgd::protocol::shard_layout l;
   l.name = "w";
   l.extents = {4};
   l.rows = 4;
@@ -157,7 +157,7 @@ BOOST_AUTO_TEST_CASE(a_ps_restores_every_slot_and_counter_a_version_2_checkpoint
   temp_dir dir;
   {
     // What a ps with exponential_decay<momentum> writes: the values, the velocity and the step.
-    std::vector<std::pair<dsgd::server::shard_layout, dsgd::update::shard_state>> shards(1);
+    std::vector<std::pair<dsgd::protocol::shard_layout, dsgd::update::shard_state>> shards(1);
     shards[0].first = w_layout();
     shards[0].second = {9, w_values, {{"velocity", w_velocity}}, {{"schedule_step", 9}}};
     dsgd::server::detail::write_shard_checkpoint(dir.path, 7, 0, 1, shards);

@@ -6,11 +6,11 @@
 // shard's values however many workers pull it, the worker's in-place widening of a reply into
 // its destination (the values within bf16 / fp16 rounding), and malformed replies refused as
 // bad_frame before a byte is written. compress_cluster_test trains through them over TCP.
+#include <dsgd/client/detail/compressed_pull.hpp>
+#include <dsgd/client/detail/push_encoder.hpp>
 #include <dsgd/compress/selection.hpp>
 #include <dsgd/optim/sgd.hpp>
 #include <dsgd/placement/round_robin.hpp>
-#include <dsgd/server/detail/compressed_pull_client.hpp>
-#include <dsgd/server/detail/push_encoder.hpp>
 #include <dsgd/server/shard_table.hpp>
 #include <dsgd/train/trainer_options.hpp>
 #include <dsgd/update/async.hpp>
@@ -32,10 +32,11 @@
 BOOST_AUTO_TEST_SUITE(compressed_pull_test)
 
 using namespace std::chrono_literals;
-namespace ds = dsgd::server;
+namespace client = dsgd::client;
+namespace protocol = dsgd::protocol;
 namespace c = dsgd::compress;
 namespace cd = dsgd::compress::detail;
-using ds::message;
+using protocol::message;
 using namespace dsgd::test;
 
 namespace {
@@ -48,10 +49,10 @@ const std::vector<float> w0{0.1f, -2.7f, 3.3f, 1e-3f, 5.55f, -6.1f, 7.7f, 1234.5
 const std::vector<float> b0{0.3f, -0.7f, 65504.f};
 const c::selection pulls{.all = c::bf16{}, .variables = {{"b", c::fp16{}}}};
 
-ds::register_request registration(const std::string& task, std::uint32_t replica, const c::selection& p) {
+protocol::register_request registration(const std::string& task, std::uint32_t replica, const c::selection& p) {
   auto r = w_and_b_registration(task, replica, replica == 0);
-  r.compression = ds::detail::describe_codecs({}, r.layouts);
-  r.pull_compression = ds::detail::describe_codecs(p, r.layouts);
+  r.compression = client::detail::describe_codecs({}, r.layouts);
+  r.pull_compression = client::detail::describe_codecs(p, r.layouts);
   return r;
 }
 
@@ -68,8 +69,8 @@ Table registered(recording_sink& out, std::uint32_t replicas, const c::selection
 }
 
 // A worker's slot awaiting a pull of @p dest in encoding @p e.
-ds::detail::request_slot slot_for(std::vector<float>& dest, c::encoding e) {
-  ds::detail::request_slot s;
+client::detail::request_slot slot_for(std::vector<float>& dest, c::encoding e) {
+  client::detail::request_slot s;
   s.reply_into = boost::asio::buffer(dest.data(), dest.size() * sizeof(float));
   s.reply_encoding = e;
   return s;
@@ -83,11 +84,11 @@ dsgd::error_code receive(std::vector<float>& dest, c::encoding e, const sent& re
   h.payload_length = reply.payload.size();
   h.total_length = reply.payload.size();
   dsgd::error_code ec;
-  auto into = ds::detail::pull_destination(slot, reply.type(), h, ec);
+  auto into = client::detail::pull_destination(slot, reply.type(), h, ec);
   if (ec) return ec;
   BOOST_REQUIRE_EQUAL(into.size(), reply.payload.size());
   std::memcpy(into.data(), reply.payload.data(), into.size());
-  if (reply.type() == message::compressed_pull_reply) ds::detail::widen_pull_reply(slot);
+  if (reply.type() == message::compressed_pull_reply) client::detail::widen_pull_reply(slot);
   return {};
 }
 
@@ -235,7 +236,7 @@ BOOST_AUTO_TEST_CASE(malformed_compressed_replies_are_bad_frame) {
   h.chunk_offset = 8;
   h.payload_length = 8;
   dsgd::error_code ec;
-  ds::detail::pull_destination(slot, message::compressed_pull_reply, h, ec);
+  client::detail::pull_destination(slot, message::compressed_pull_reply, h, ec);
   BOOST_TEST(ec == dsgd::make_error_code(dsgd::errc::bad_frame));
 }
 
@@ -255,10 +256,10 @@ BOOST_AUTO_TEST_CASE(pull_selections_take_only_value_encodings) {
   auto plan = dsgd::placement::round_robin{}.place(model, 1);
   std::vector<float> w(12);
   const auto& s = plan.shards()[0];
-  auto r = ds::detail::pull_request(plan, s, 0, 3, w, pulls);
+  auto r = client::detail::pull_request(plan, s, 0, 3, w, pulls);
   BOOST_TEST((static_cast<message>(r.h.type) == message::compressed_pull));
   BOOST_TEST((r.reply_encoding == c::encoding::bf16));
-  r = ds::detail::pull_request(plan, s, 0, 3, w, {});
+  r = client::detail::pull_request(plan, s, 0, 3, w, {});
   BOOST_TEST((static_cast<message>(r.h.type) == message::pull));
   BOOST_TEST((r.reply_encoding == c::encoding::none));
 }

@@ -5,10 +5,10 @@
 // at registration (a mismatch is a named error), a sync step's mean of two compressed pushes
 // decoded into the accumulator, an async push decoded and applied, and malformed payloads
 // refused as bad_frame naming the variable, with nothing applied or counted.
+#include <dsgd/client/detail/push_encoder.hpp>
 #include <dsgd/compress/selection.hpp>
 #include <dsgd/optim/sgd.hpp>
 #include <dsgd/placement/round_robin.hpp>
-#include <dsgd/server/detail/push_encoder.hpp>
 #include <dsgd/server/shard_table.hpp>
 #include <dsgd/update/async.hpp>
 #include <dsgd/update/sync_average.hpp>
@@ -31,9 +31,10 @@
 BOOST_AUTO_TEST_SUITE(compressed_push_test)
 
 using namespace std::chrono_literals;
-namespace ds = dsgd::server;
+namespace client = dsgd::client;
+namespace protocol = dsgd::protocol;
 namespace c = dsgd::compress;
-using ds::message;
+using protocol::message;
 using namespace dsgd::test;
 
 namespace {
@@ -49,9 +50,9 @@ const std::vector<float> w0{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
 const std::vector<float> b0{1, 1, 1};
 const c::selection chosen{.all = c::bf16{}, .variables = {{"w", c::top_k{0.4f}}}};
 
-ds::register_request registration(const std::string& task, std::uint32_t replica, const c::selection& s) {
+protocol::register_request registration(const std::string& task, std::uint32_t replica, const c::selection& s) {
   auto r = w_and_b_registration(task, replica, replica == 0);
-  r.compression = ds::detail::describe_codecs(s, r.layouts);
+  r.compression = client::detail::describe_codecs(s, r.layouts);
   return r;
 }
 

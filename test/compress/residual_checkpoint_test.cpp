@@ -6,12 +6,12 @@
 // next push of the restored worker is byte for byte the one the uninterrupted worker sends; a
 // damaged file, or one of another selection, is a named checkpoint_corrupt error, and a step
 // the worker wrote nothing for, or a file of another placement, leaves the residuals alone.
+#include <dsgd/client/detail/push_encoder.hpp>
+#include <dsgd/client/detail/residual_file.hpp>
+#include <dsgd/client/ps_client.hpp>
 #include <dsgd/compress/selection.hpp>
 #include <dsgd/placement/partitioned.hpp>
 #include <dsgd/placement/round_robin.hpp>
-#include <dsgd/server/detail/push_encoder.hpp>
-#include <dsgd/server/detail/residual_file.hpp>
-#include <dsgd/server/ps_client.hpp>
 
 #include <support/temp_dir.hpp>
 
@@ -27,7 +27,7 @@
 
 BOOST_AUTO_TEST_SUITE(residual_checkpoint_test)
 
-namespace ds = dsgd::server;
+namespace client = dsgd::client;
 namespace c = dsgd::compress;
 
 namespace {
@@ -41,7 +41,7 @@ struct temp_dir : dsgd::test::temp_dir {
 };
 
 // The bytes of every request the encoder makes for one push of @p grads (per variable).
-std::vector<std::vector<std::byte>> push(ds::detail::push_encoder& e, const dsgd::placement::plan& plan,
+std::vector<std::vector<std::byte>> push(client::detail::push_encoder& e, const dsgd::placement::plan& plan,
                                          const std::vector<std::vector<float>>& grads, std::uint64_t step) {
   std::vector<std::vector<std::byte>> out;
   for (std::size_t i = 0; i < plan.shards().size(); ++i) {
@@ -63,13 +63,13 @@ std::vector<std::vector<float>> gradients(std::mt19937& rng) {
 
 // Has @p e track @p plan, push seed @p seed's gradients once and write its residuals as
 // worker:0's file of checkpoint step 1 in @p dir. @returns that file.
-std::filesystem::path write_one_push(ds::detail::push_encoder& e, const dsgd::placement::plan& plan,
+std::filesystem::path write_one_push(client::detail::push_encoder& e, const dsgd::placement::plan& plan,
                                      const temp_dir& dir, unsigned seed) {
   std::mt19937 rng(seed);
   e.track(plan, chosen);
   push(e, plan, gradients(rng), 0);
-  const auto path = ds::detail::residual_path(dir.path, 1, "worker:0");
-  ds::detail::write_residuals(path, e.save());
+  const auto path = client::detail::residual_path(dir.path, 1, "worker:0");
+  client::detail::write_residuals(path, e.save());
   return path;
 }
 
@@ -83,17 +83,17 @@ BOOST_AUTO_TEST_CASE(a_restored_residual_is_bit_identical_and_the_next_push_is_t
   const auto plan = dsgd::placement::round_robin{}.place(model, 2);
   temp_dir dir;
   std::mt19937 rng(7);
-  ds::detail::push_encoder running;
+  client::detail::push_encoder running;
   running.track(plan, chosen);
   for (std::uint64_t step = 0; step < 5; ++step) push(running, plan, gradients(rng), step);
-  const auto path = ds::detail::residual_path(dir.path, 5, "worker:1");
+  const auto path = client::detail::residual_path(dir.path, 5, "worker:1");
   BOOST_TEST(path.filename().string() == "ckpt-5.worker-1.residual");
-  ds::detail::write_residuals(path, running.save());
+  client::detail::write_residuals(path, running.save());
 
   // A fresh worker (a restarted process has nothing but the file) takes the residuals back.
-  ds::detail::push_encoder restarted;
+  client::detail::push_encoder restarted;
   restarted.track(plan, chosen);
-  restarted.restore(ds::detail::read_residuals(path, 520), plan, path.filename().string());
+  restarted.restore(client::detail::read_residuals(path, 520), plan, path.filename().string());
   bool some_nonzero = false;
   for (std::size_t i = 0; i < plan.shards().size(); ++i) {
     BOOST_TEST(same_bits(restarted.residual(i), running.residual(i)), "shard " << i);
@@ -102,7 +102,7 @@ BOOST_AUTO_TEST_CASE(a_restored_residual_is_bit_identical_and_the_next_push_is_t
   BOOST_TEST(some_nonzero);  // top_k and two_bit left gradient mass unsent: there was something to keep
 
   // The next push, and the one after, are byte for byte what the uninterrupted worker sends.
-  ds::detail::push_encoder zero;  // what a restart without the residual would send
+  client::detail::push_encoder zero;  // what a restart without the residual would send
   zero.track(plan, chosen);
   for (std::uint64_t step = 5; step < 7; ++step) {
     const auto g = gradients(rng);
@@ -115,7 +115,7 @@ BOOST_AUTO_TEST_CASE(a_restored_residual_is_bit_identical_and_the_next_push_is_t
 BOOST_AUTO_TEST_CASE(damaged_or_foreign_residual_files_are_named_errors) {
   const auto plan = dsgd::placement::round_robin{}.place(model, 2);
   temp_dir dir;
-  ds::detail::push_encoder e;
+  client::detail::push_encoder e;
   const auto path = write_one_push(e, plan, dir, 3);
   // A flipped byte: the checksum names the file.
   {
@@ -124,18 +124,18 @@ BOOST_AUTO_TEST_CASE(damaged_or_foreign_residual_files_are_named_errors) {
     f.put('\x7f');
   }
   try {
-    ds::detail::read_residuals(path, 520);
+    client::detail::read_residuals(path, 520);
     BOOST_FAIL("a damaged residual file was read");
   } catch (const dsgd::error& err) {
     BOOST_TEST((err.code() == dsgd::errc::checkpoint_corrupt));
     BOOST_TEST(std::string(err.what()) == "ckpt-1.worker-0.residual: checksum mismatch");
   }
   // Another selection (w as two_bit): the shard and both codecs are named.
-  ds::detail::write_residuals(path, e.save());
-  ds::detail::push_encoder other;
+  client::detail::write_residuals(path, e.save());
+  client::detail::push_encoder other;
   other.track(plan, {.all = c::two_bit{0.05f}});
   try {
-    other.restore(ds::detail::read_residuals(path, 520), plan, "ckpt-1.worker-0.residual");
+    other.restore(client::detail::read_residuals(path, 520), plan, "ckpt-1.worker-0.residual");
     BOOST_FAIL("a residual of another codec was restored");
   } catch (const dsgd::error& err) {
     BOOST_TEST((err.code() == dsgd::errc::checkpoint_corrupt));
@@ -145,7 +145,7 @@ BOOST_AUTO_TEST_CASE(damaged_or_foreign_residual_files_are_named_errors) {
         err.what());
   }
   // More floats than the plan has are refused before they are read.
-  BOOST_CHECK_THROW(ds::detail::read_residuals(path, 100), dsgd::error);
+  BOOST_CHECK_THROW(client::detail::read_residuals(path, 100), dsgd::error);
 }
 
 // A job restored onto another number of ps tasks may cut its variables into other shards: a
@@ -154,16 +154,16 @@ BOOST_AUTO_TEST_CASE(damaged_or_foreign_residual_files_are_named_errors) {
 BOOST_AUTO_TEST_CASE(a_residual_file_of_another_placement_is_left_alone) {
   const auto plan = dsgd::placement::round_robin{}.place(model, 2);
   temp_dir dir;
-  ds::detail::push_encoder e;
+  client::detail::push_encoder e;
   const auto path = write_one_push(e, plan, dir, 5);
   const auto other = dsgd::placement::partitioned::fixed_size(4).place(model, 2);
   BOOST_REQUIRE(other.shards().size() != plan.shards().size());
-  ds::detail::push_encoder restarted;
+  client::detail::push_encoder restarted;
   restarted.track(other, chosen);
   BOOST_TEST(!restarted.restore_file(other, path));
   for (std::size_t i = 0; i < other.shards().size(); ++i) BOOST_TEST(restarted.residual(i).empty());
   // The same placement takes it.
-  ds::detail::push_encoder same;
+  client::detail::push_encoder same;
   same.track(plan, chosen);
   BOOST_TEST(same.restore_file(plan, path));
 }
@@ -172,18 +172,18 @@ BOOST_AUTO_TEST_CASE(a_client_saves_and_restores_its_residuals_by_task_and_step)
   const auto plan = dsgd::placement::round_robin{}.place(model, 2);
   temp_dir dir;
   const auto spec = dsgd::cluster::cluster_spec({{"ps", {"127.0.0.1:1", "127.0.0.1:2"}}, {"worker", {"127.0.0.1:3"}}});
-  ds::client_options o;
+  client::client_options o;
   o.connection.log = [](std::string_view) {};
   o.compression = chosen;
-  ds::ps_client a(spec, {"worker", 0}, o);
+  client::ps_client a(spec, {"worker", 0}, o);
   BOOST_TEST(a.residuals(plan).save(dir.path, 12));
   BOOST_TEST(std::filesystem::exists(dir.path / "ckpt-12.worker-0.residual"));
-  ds::ps_client b(spec, {"worker", 0}, o);
+  client::ps_client b(spec, {"worker", 0}, o);
   BOOST_TEST(b.residuals(plan).restore(dir.path, 12));
   BOOST_TEST(!b.residuals(plan).restore(dir.path, 13));  // nothing written for step 13
   // Without a codec that keeps a residual there is no worker state, and no file.
   o.compression = {.all = c::bf16{}};
-  ds::ps_client plain(spec, {"worker", 0}, o);
+  client::ps_client plain(spec, {"worker", 0}, o);
   BOOST_TEST(!plain.residuals(plan).kept());
   BOOST_TEST(!plain.residuals(plan).save(dir.path, 14));
   BOOST_TEST(!std::filesystem::exists(dir.path / "ckpt-14.worker-0.residual"));

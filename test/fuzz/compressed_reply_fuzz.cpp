@@ -1,7 +1,7 @@
 // SPDX-FileCopyrightText: Copyright (c) 2026 The dsgd authors
 // SPDX-License-Identifier: Apache-2.0
 //
-// Fuzz target for a worker's receipt of a pull reply (<dsgd/server/detail/compressed_pull_client.hpp>):
+// Fuzz target for a worker's receipt of a pull reply (<dsgd/client/detail/compressed_pull.hpp>):
 // the chunks of a plain or compressed (fp16, bf16) reply, with arbitrary headers, arriving for
 // a request that asked for either. Every chunk either gets a destination inside the request's
 // floats (a compressed one inside their back half) or is refused as bad_frame; nothing is
@@ -13,15 +13,16 @@
 // length, then chunks: u64 LE offset, u16 LE length, that many bytes.
 #include "fuzz_support.hpp"
 
+#include <dsgd/client/detail/compressed_pull.hpp>
 #include <dsgd/compress/detail/bytes.hpp>
-#include <dsgd/server/detail/compressed_pull_client.hpp>
 
 #include <bit>
 #include <cstring>
 #include <string>
 #include <vector>
 
-namespace ds = dsgd::server;
+namespace client = dsgd::client;
+namespace protocol = dsgd::protocol;
 namespace c = dsgd::compress;
 namespace cd = dsgd::compress::detail;
 
@@ -30,12 +31,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   dsgd::fuzz::input_reader in({data, size});
   const std::uint8_t mode = in.byte();
   const c::encoding asked = mode % 3 == 0 ? c::encoding::none : mode % 3 == 1 ? c::encoding::fp16 : c::encoding::bf16;
-  const auto type = (mode / 3) % 2 ? ds::message::compressed_pull_reply : ds::message::pull_reply;
+  const auto type = (mode / 3) % 2 ? protocol::message::compressed_pull_reply : protocol::message::pull_reply;
   const std::size_t n = in.le<std::uint16_t>() % 1025;
   const auto total = in.le<std::uint64_t>();
   // The request's floats, with a guard float on each side.
   std::vector<float> dest(n + 2, -7.f);
-  ds::detail::request_slot slot;
+  client::detail::request_slot slot;
   slot.reply_into = boost::asio::buffer(dest.data() + 1, n * sizeof(float));
   slot.reply_encoding = asked;
   auto* lo = reinterpret_cast<std::byte*>(dest.data() + 1);
@@ -50,7 +51,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     h.chunk_offset = in.le<std::uint64_t>();
     h.payload_length = in.le<std::uint16_t>();
     dsgd::error_code ec;
-    auto into = ds::detail::pull_destination(slot, type, h, ec);
+    auto into = client::detail::pull_destination(slot, type, h, ec);
     if (ec) {
       dsgd::fuzz::check(ec == dsgd::make_error_code(dsgd::errc::bad_frame), "a refused chunk is not bad_frame");
       refused = true;
@@ -59,7 +60,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     dsgd::fuzz::check(into.size() == h.payload_length, "a destination of another size than the chunk");
     auto* at = static_cast<std::byte*>(into.data());
     dsgd::fuzz::check(into.size() == 0 || (at >= lo && at + into.size() <= hi), "a destination outside the floats");
-    const bool compressed = type == ds::message::compressed_pull_reply;
+    const bool compressed = type == protocol::message::compressed_pull_reply;
     dsgd::fuzz::check(compressed == (asked != c::encoding::none), "a reply of the other kind was taken");
     dsgd::fuzz::check(!compressed || into.size() == 0 || at >= lo + 2 * n, "a compressed chunk in the front half");
     auto bytes = in.bytes(into.size());
@@ -72,10 +73,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       }
   }
   dsgd::fuzz::check(dest.front() == -7.f && dest.back() == -7.f, "a chunk wrote outside the floats");
-  if (refused || type != ds::message::compressed_pull_reply) return 0;
+  if (refused || type != protocol::message::compressed_pull_reply) return 0;
   for (bool w : written)
     if (!w) return 0;  // not every chunk arrived: the reply is not complete, nothing to widen
-  ds::detail::widen_pull_reply(slot);
+  client::detail::widen_pull_reply(slot);
   dsgd::fuzz::check(dest.front() == -7.f && dest.back() == -7.f, "widening wrote outside the floats");
   for (std::size_t i = 0; i < n; ++i) {
     const auto v = cd::load<std::uint16_t>(shadow.data() + 2 * i);

@@ -1,7 +1,7 @@
 // SPDX-FileCopyrightText: Copyright (c) 2026 The dsgd authors
 // SPDX-License-Identifier: Apache-2.0
 //
-// Fuzz target for <dsgd/server/protocol.hpp>: control messages (Boost.Serialization) decoded
+// Fuzz target for <dsgd/protocol/messages.hpp>: control messages (Boost.Serialization) decoded
 // from arbitrary bytes by decode_control(), as a ps task decodes what an authenticated peer
 // sent. A decode either succeeds or throws dsgd::error(errc::bad_frame); it must never trust a
 // length or count in the bytes further than the bytes themselves go (the tracker in
@@ -11,12 +11,12 @@
 // checkpoint_request), then the control payload.
 #include "fuzz_support.hpp"
 
-#include <dsgd/server/protocol.hpp>
+#include <dsgd/protocol/messages.hpp>
 
 #include <string>
 #include <string_view>
 
-namespace s = dsgd::server;
+namespace protocol = dsgd::protocol;
 
 namespace {
 
@@ -25,15 +25,15 @@ template <class M>
 void decode_as(std::string_view payload, const char* what) {
   M m;
   try {
-    m = s::decode_control<M>(payload, what);
+    m = protocol::decode_control<M>(payload, what);
   } catch (const dsgd::error& e) {
     dsgd::fuzz::check(e.code() == dsgd::errc::bad_frame, "decode_control threw another errc");
     dsgd::fuzz::check(std::string(e.what()).find(what) != std::string::npos,
                       "decode_control's error does not name the message");
     return;
   }
-  const auto again = s::encode_control(m);
-  dsgd::fuzz::check(s::encode_control(s::decode_control<M>(again, what)) == again,
+  const auto again = protocol::encode_control(m);
+  dsgd::fuzz::check(protocol::encode_control(protocol::decode_control<M>(again, what)) == again,
                     "a decoded message does not survive encode and decode");
 }
 
@@ -47,16 +47,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (payload.size() > dsgd::transport::limits{}.max_control_bytes) return 0;
   switch (data[0] % 4) {
     case 0:
-      decode_as<s::register_request>(payload, "register_request");
+      decode_as<protocol::register_request>(payload, "register_request");
       break;
     case 1:
-      decode_as<s::error_reply>(payload, "error_reply");
+      decode_as<protocol::error_reply>(payload, "error_reply");
       break;
     case 2:
-      decode_as<s::shard_layout>(payload, "shard_layout");
+      decode_as<protocol::shard_layout>(payload, "shard_layout");
       break;
     default:
-      decode_as<s::checkpoint_request>(payload, "checkpoint_request");
+      decode_as<protocol::checkpoint_request>(payload, "checkpoint_request");
       break;
   }
   return 0;
@@ -65,7 +65,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 std::vector<std::string> dsgd::fuzz::seeds() {
   std::vector<std::string> out;
   auto add = [&](char type, const std::string& payload) { out.push_back(std::string(1, type) + payload); };
-  s::register_request r;
+  protocol::register_request r;
   r.task = "worker:1";
   r.replica = 1;
   r.fingerprint = 0x1234567890abcdefull;
@@ -73,16 +73,16 @@ std::vector<std::string> dsgd::fuzz::seeds() {
   r.shards = 2;
   r.layouts.push_back({0, 0, "emb", {1000, 16}, 0, 500});
   r.layouts.push_back({0, 1, "emb", {1000, 16}, 500, 500});
-  add(0, s::encode_control(r));
+  add(0, protocol::encode_control(r));
   r.chief = true;
   r.layouts.clear();
-  add(0, s::encode_control(r));
-  add(0, s::encode_control(s::register_request{}));
-  add(1, s::encode_control(s::error_reply{static_cast<std::int32_t>(dsgd::errc::placement_mismatch),
-                                          "placement mismatch: worker:1 computed another plan"}));
-  add(1, s::encode_control(s::error_reply{}));
-  add(2, s::encode_control(s::shard_layout{3, 0, "dense/kernel", {784, 256}, 0, 784}));
-  add(2, s::encode_control(s::shard_layout{}));
-  add(3, s::encode_control(s::checkpoint_request{"ckpt/run-1"}));
+  add(0, protocol::encode_control(r));
+  add(0, protocol::encode_control(protocol::register_request{}));
+  add(1, protocol::encode_control(protocol::error_reply{static_cast<std::int32_t>(dsgd::errc::placement_mismatch),
+                                                        "placement mismatch: worker:1 computed another plan"}));
+  add(1, protocol::encode_control(protocol::error_reply{}));
+  add(2, protocol::encode_control(protocol::shard_layout{3, 0, "dense/kernel", {784, 256}, 0, 784}));
+  add(2, protocol::encode_control(protocol::shard_layout{}));
+  add(3, protocol::encode_control(protocol::checkpoint_request{"ckpt/run-1"}));
   return out;
 }

@@ -32,7 +32,8 @@ namespace membership_test_detail {
 
 using namespace std::chrono_literals;
 namespace ds = dsgd::server;
-using ds::message;
+namespace protocol = dsgd::protocol;
+using protocol::message;
 using table = ds::shard_table<dsgd::update::sync_average, dsgd::optim::sgd>;
 
 using dsgd::test::control_of;

@@ -2,7 +2,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // Tests for trainer::overlap and trainer::push_pull (<dsgd/trainer.hpp>) and the in-parts pull
-// and push of <dsgd/server/ps_client.hpp> behind them: clusters of 2 ps tasks and 2 workers as threads of this
+// and push of <dsgd/client/ps_client.hpp> behind them: clusters of 2 ps tasks and 2 workers as threads of this
 // process, training a small dense network. The trainer's two roles, train::ps_task and
 // train::worker, run over transport::inproc (no sockets); dsgd::trainer itself is TCP only.
 #include <dsgd/model/feed_forward.hpp>

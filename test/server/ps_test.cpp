@@ -1,17 +1,17 @@
 // SPDX-FileCopyrightText: Copyright (c) 2026 The dsgd authors
 // SPDX-License-Identifier: Apache-2.0
 //
-// Tests for <dsgd/server/parameter_server.hpp> and <dsgd/server/ps_client.hpp>: ps tasks and
+// Tests for <dsgd/server/parameter_server.hpp> and <dsgd/client/ps_client.hpp>: ps tasks and
 // workers as threads of this process. The server and client logic runs over transport::inproc
 // (no sockets); cases that should hold for both transports run over each; the cases about TCP
 // itself (a ps started after its worker on a real port, raw sockets at the frame deadline, shared
 // memory) stay on loopback TCP.
+#include <dsgd/client/ps_client.hpp>
 #include <dsgd/cluster/endpoint.hpp>
 #include <dsgd/optim/sgd.hpp>
 #include <dsgd/placement/greedy_by_bytes.hpp>
 #include <dsgd/placement/round_robin.hpp>
 #include <dsgd/server/parameter_server.hpp>
-#include <dsgd/server/ps_client.hpp>
 #include <dsgd/update/async.hpp>
 #include <dsgd/update/sync_average.hpp>
 
@@ -47,6 +47,8 @@ BOOST_AUTO_TEST_SUITE(ps_test)
 
 using namespace std::chrono_literals;
 namespace ds = dsgd::server;
+namespace client = dsgd::client;
+namespace protocol = dsgd::protocol;
 using inproc = dsgd::transport::inproc;
 using tcp = dsgd::transport::asio_tcp;
 template <class T>
@@ -59,7 +61,7 @@ template <class T>
 using net = dsgd::test::test_net<T>;
 
 // ps_client is the TCP client; local_endpoint() is TCP's only, local_address() every transport's.
-static_assert(std::is_same_v<ds::ps_client, ds::basic_ps_client<tcp>>);
+static_assert(std::is_same_v<client::ps_client, client::basic_ps_client<tcp>>);
 template <class Ps>
 concept has_local_endpoint = requires(const Ps& ps) {
   ps.local_endpoint();
@@ -71,8 +73,8 @@ static_assert(requires(const sync_ps_over<inproc>& ps) {
 
 namespace {
 
-ds::client_options client(std::string token = "secret") {
-  ds::client_options o;
+client::client_options client_opts(std::string token = "secret") {
+  client::client_options o;
   o.connection.token = std::move(token);
   o.requests.startup_timeout = 10s;
   o.requests.request_timeout = 30s;
@@ -83,7 +85,7 @@ ds::client_options client(std::string token = "secret") {
 // Connects each of @p clients, then registers the k-th as replica k of @p plan (replica 0, the
 // chief, creates the variables).
 void connect_and_register(const dsgd::placement::plan& plan,
-                          std::initializer_list<ds::basic_ps_client<inproc>*> clients) {
+                          std::initializer_list<client::basic_ps_client<inproc>*> clients) {
   for (auto* c : clients) c->connect();
   std::uint32_t replica = 0;
   for (auto* c : clients) {
@@ -169,14 +171,14 @@ class scripted_ps {
         },
         [this, c, payload](dsgd::error_code ec, dsgd::transport::frame_header h) {
           if (ec) return;
-          const auto kind = static_cast<ds::message>(h.type);
-          auto reply = ds::detail::reply_header(h, ds::message::reply_ok);
-          if (kind == ds::message::wait_ready) {
+          const auto kind = static_cast<protocol::message>(h.type);
+          auto reply = ds::detail::reply_header(h, protocol::message::reply_ok);
+          if (kind == protocol::message::wait_ready) {
             reply.step = stamps_[std::min(answered_.load(), stamps_.size() - 1)];
             ++answered_;
           }
           const auto counts =
-              kind == ds::message::register_worker ? boost::asio::buffer(counts_) : boost::asio::const_buffer{};
+              kind == protocol::message::register_worker ? boost::asio::buffer(counts_) : boost::asio::const_buffer{};
           c->async_send(reply, counts, [](dsgd::error_code) {});
           serve(c, payload);
         });
@@ -211,8 +213,8 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(sync_workers_equal_single_process_sgd, T, dsgd::te
   // Reference: SGD with the mean of the three workers' gradients.
   auto expected = dsgd::test::mean_gradient_sgd(init, 3, steps, 0.1f, grad);
   auto run = dsgd::test::run_sync_steps(3, plan, init, steps, grad, [&](std::size_t k) {
-    return std::make_unique<ds::basic_ps_client<T>>(spec, dsgd::cluster::task_id{"worker", int(k)}, client(),
-                                                    n.transport());
+    return std::make_unique<client::basic_ps_client<T>>(spec, dsgd::cluster::task_id{"worker", int(k)}, client_opts(),
+                                                        n.transport());
   });
   for (std::size_t k = 0; k < 3; ++k) BOOST_TEST(run.failures[k].empty(), "worker " << k << ": " << run.failures[k]);
   for (const auto& f : run.finals)
@@ -250,7 +252,7 @@ BOOST_AUTO_TEST_CASE(a_worker_started_before_its_ps_waits_for_it) {
     accept_next();
     ctx.run();
   });
-  ds::ps_client c(spec, {"worker", 0}, client());
+  client::ps_client c(spec, {"worker", 0}, client_opts());
   BOOST_CHECK_NO_THROW(c.connect());
   late.join();
   BOOST_TEST(cut == cut_attempts, "connect() succeeded after " << cut << " cut attempts, not through its retries");
@@ -261,9 +263,9 @@ BOOST_AUTO_TEST_CASE(a_worker_started_before_its_ps_waits_for_it) {
 BOOST_AUTO_TEST_CASE(the_startup_deadline_names_every_missing_ps) {
   net<inproc> n;
   auto spec = n.spec(2, 1);
-  auto o = client();
+  auto o = client_opts();
   o.requests.startup_timeout = 250ms;
-  ds::basic_ps_client<inproc> c(spec, {"worker", 0}, o, n.transport());
+  client::basic_ps_client<inproc> c(spec, {"worker", 0}, o, n.transport());
   auto start = std::chrono::steady_clock::now();
   BOOST_CHECK_EXCEPTION(c.connect(), dsgd::error, [&](const dsgd::error& e) {
     std::string w = e.what();
@@ -279,10 +281,10 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(a_wrong_token_is_rejected_and_the_ps_keeps_serving
   net<T> n;
   auto spec = n.spec(1, 2);
   running_ps<T> ps(spec, 0, n.transport());
-  ds::basic_ps_client<T> bad(spec, {"worker", 1}, client("wrong"), n.transport());
+  client::basic_ps_client<T> bad(spec, {"worker", 1}, client_opts("wrong"), n.transport());
   BOOST_CHECK_EXCEPTION(bad.connect(), dsgd::error,
                         [](const dsgd::error& e) { return e.code() == dsgd::errc::handshake_failed; });
-  ds::basic_ps_client<T> good(spec, {"worker", 0}, client(), n.transport());
+  client::basic_ps_client<T> good(spec, {"worker", 0}, client_opts(), n.transport());
   BOOST_CHECK_NO_THROW(good.connect());
 }
 
@@ -293,8 +295,8 @@ BOOST_AUTO_TEST_CASE(a_placement_mismatch_is_detected_at_connect_time_naming_bot
   std::vector<dsgd::placement::variable_info> big_first{{"w", {100}}, {"b", {1}}, {"c", {1}}};
   auto mine = dsgd::placement::round_robin{}.place(big_first, 2);
   auto theirs = dsgd::placement::greedy_by_bytes{}.place(big_first, 2);
-  ds::basic_ps_client<inproc> a(spec, {"worker", 0}, client(), n.transport()),
-      b(spec, {"worker", 1}, client(), n.transport());
+  client::basic_ps_client<inproc> a(spec, {"worker", 0}, client_opts(), n.transport()),
+      b(spec, {"worker", 1}, client_opts(), n.transport());
   a.connect();
   b.connect();
   a.register_worker(mine, 0, true);
@@ -311,8 +313,8 @@ BOOST_AUTO_TEST_CASE(a_dead_worker_in_sync_is_a_named_error_within_the_step_dead
   auto spec = n.spec(1, 2);
   running_ps<inproc> ps(spec, 0, n.transport(), 200ms);
   auto plan = dsgd::placement::round_robin{}.place({{"w", {2}}}, 1);
-  ds::basic_ps_client<inproc> a(spec, {"worker", 0}, client(), n.transport()),
-      b(spec, {"worker", 1}, client(), n.transport());
+  client::basic_ps_client<inproc> a(spec, {"worker", 0}, client_opts(), n.transport()),
+      b(spec, {"worker", 1}, client_opts(), n.transport());
   connect_and_register(plan, {&a, &b});
   std::vector<float> w{1.f, 1.f};
   std::vector<std::span<const float>> init{w};
@@ -344,8 +346,8 @@ void a_ps_lost_while_its_step_is_held(int dies, bool held_too) {
       std::make_unique<running_ps<inproc>>(spec, 0, n.transport(), 20s),
       std::make_unique<running_ps<inproc>>(spec, 1, n.transport(), 20s)};
   auto plan = dsgd::placement::round_robin{}.place({{"a", {2}}, {"b", {2}}}, 2);  // a on ps:0, b on ps:1
-  ds::basic_ps_client<inproc> w0(spec, {"worker", 0}, client(), n.transport()),
-      w1(spec, {"worker", 1}, client(), n.transport());
+  client::basic_ps_client<inproc> w0(spec, {"worker", 0}, client_opts(), n.transport()),
+      w1(spec, {"worker", 1}, client_opts(), n.transport());
   connect_and_register(plan, {&w0, &w1});
   std::vector<float> va(2, 1.f), vb(2, 1.f);
   std::vector<std::span<const float>> both{va, vb}, only_a{va, {}};
@@ -402,10 +404,11 @@ void async_pushes_in_many_chunks(bool through_shared_memory) {
   constexpr std::size_t elements = 50'000;  // 200 kB: 13 chunks of 16 KiB per push
   constexpr int pushes = 30;
   auto run = dsgd::test::run_async_pushes(2, pushes, elements, [&](std::size_t k) {
-    auto co = client();
+    auto co = client_opts();
     co.connection.chunk_bytes = 16 << 10;
     co.connection.shared_memory.enabled = through_shared_memory;
-    return std::make_unique<ds::basic_ps_client<T>>(spec, dsgd::cluster::task_id{"worker", int(k)}, co, n.transport());
+    return std::make_unique<client::basic_ps_client<T>>(spec, dsgd::cluster::task_id{"worker", int(k)}, co,
+                                                        n.transport());
   });
   serving.join();
   for (std::size_t k = 0; k < 2; ++k) BOOST_TEST(run.failures[k].empty(), "worker " << k << ": " << run.failures[k]);
@@ -437,7 +440,7 @@ BOOST_AUTO_TEST_CASE(a_worker_registering_again_learns_which_pushes_arrived_and_
   auto plan = dsgd::placement::round_robin{}.place({{"a", {2}}, {"b", {2}}}, 2);  // a on ps:0, b on ps:1
   std::vector<float> a(2, 0.f), b(2, 0.f), g(2, -1.f);
   {
-    ds::basic_ps_client<inproc> first(spec, {"worker", 0}, client(), n.transport());
+    client::basic_ps_client<inproc> first(spec, {"worker", 0}, client_opts(), n.transport());
     first.connect();
     first.register_worker(plan, 0, true);
     BOOST_TEST(first.pushes_received() == 0u);
@@ -449,7 +452,7 @@ BOOST_AUTO_TEST_CASE(a_worker_registering_again_learns_which_pushes_arrived_and_
 
     // A second process of the same task: the ps tasks close the first one's connections and
     // report what arrived.
-    ds::basic_ps_client<inproc> second(spec, {"worker", 0}, client(), n.transport());
+    client::basic_ps_client<inproc> second(spec, {"worker", 0}, client_opts(), n.transport());
     second.connect();
     second.register_worker(plan, 0, true);
     BOOST_TEST(second.pushes_received() == 1u);  // push 1 reached a only
@@ -480,7 +483,7 @@ BOOST_AUTO_TEST_CASE(a_chief_that_never_initialises_is_a_named_error_at_the_read
   sync_ps_over<inproc> ps(spec, 0, o, {}, n.transport());
   dsgd::test::serving serving(ps);
   {
-    ds::basic_ps_client<inproc> c(spec, {"worker", 1}, client(), n.transport());
+    client::basic_ps_client<inproc> c(spec, {"worker", 1}, client_opts(), n.transport());
     c.connect();
     c.register_worker(dsgd::placement::round_robin{}.place({{"w", {3}}}, 1), 1, false);
     const auto start = std::chrono::steady_clock::now();
@@ -527,7 +530,7 @@ BOOST_AUTO_TEST_CASE(a_header_whose_payload_never_follows_is_dropped_at_the_fram
     boost::asio::write(sock, boost::asio::buffer(t::detail::ring_answer::encode(false)));
     boost::asio::read(sock, boost::asio::buffer(ps_answer));
     t::frame_header h;
-    h.type = static_cast<std::uint16_t>(ds::message::register_worker);
+    h.type = static_cast<std::uint16_t>(protocol::message::register_worker);
     h.flags = t::frame_flags::control;
     h.payload_length = h.total_length = 100;
     boost::asio::write(sock, boost::asio::buffer(t::encode(h)));
@@ -540,7 +543,7 @@ BOOST_AUTO_TEST_CASE(a_header_whose_payload_never_follows_is_dropped_at_the_fram
     BOOST_TEST((after >= 400ms), "closed before the frame deadline");
     BOOST_TEST((after < 10s));
   }
-  ds::ps_client good(spec, {"worker", 0}, client());  // the ps still serves
+  client::ps_client good(spec, {"worker", 0}, client_opts());  // the ps still serves
   BOOST_CHECK_NO_THROW(good.connect());
   ps.stop();
   serving.join();
@@ -555,7 +558,7 @@ BOOST_AUTO_TEST_CASE(wait_ready_asks_again_until_every_ps_task_answers_the_same_
   auto transport = n.transport();
   scripted_ps ps0(transport, 0, 1, {5, 5, 7});  // still the old session twice, then the new
   scripted_ps ps1(transport, 1, 1, {7});
-  ds::basic_ps_client<inproc> c(spec, {"worker", 0}, client(), n.transport());
+  client::basic_ps_client<inproc> c(spec, {"worker", 0}, client_opts(), n.transport());
   c.connect();
   c.register_worker(dsgd::placement::round_robin{}.place({{"w", {4}}, {"b", {3}}}, 2), 0, false);
   c.wait_ready();
@@ -570,9 +573,9 @@ BOOST_AUTO_TEST_CASE(wait_ready_names_each_stamp_when_the_sessions_never_agree) 
   auto transport = n.transport();
   scripted_ps ps0(transport, 0, 1, {5});
   scripted_ps ps1(transport, 1, 1, {7});
-  auto o = client();
+  auto o = client_opts();
   o.requests.startup_timeout = 300ms;
-  ds::basic_ps_client<inproc> c(spec, {"worker", 0}, o, n.transport());
+  client::basic_ps_client<inproc> c(spec, {"worker", 0}, o, n.transport());
   c.connect();
   c.register_worker(dsgd::placement::round_robin{}.place({{"w", {4}}, {"b", {3}}}, 2), 0, false);
   const auto start = std::chrono::steady_clock::now();
@@ -597,7 +600,7 @@ BOOST_AUTO_TEST_CASE(the_chiefs_shutdown_makes_join_return) {
     ps.join();
     returned = true;
   });
-  ds::basic_ps_client<inproc> c(spec, {"worker", 0}, client(), n.transport());
+  client::basic_ps_client<inproc> c(spec, {"worker", 0}, client_opts(), n.transport());
   c.connect();
   c.register_worker(dsgd::placement::round_robin{}.place({{"w", {1}}}, 1), 0, true);
   c.finish();
@@ -623,7 +626,7 @@ BOOST_AUTO_TEST_CASE(the_chiefs_shutdown_of_many_ps_completes_as_each_closes_aft
       ps.push_back(std::make_unique<running_ps<inproc>>(spec, i, n.transport()));
       vars.push_back({"v" + std::to_string(i), {1}});
     }
-    ds::basic_ps_client<inproc> c(spec, {"worker", 0}, client(), n.transport());
+    client::basic_ps_client<inproc> c(spec, {"worker", 0}, client_opts(), n.transport());
     c.connect();
     c.register_worker(dsgd::placement::round_robin{}.place(vars, tasks), 0, true);
     c.finish();

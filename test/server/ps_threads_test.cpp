@@ -6,10 +6,10 @@
 // that every thread serves several connections and every connection is served by several threads
 // in turn. The shards must come out as they do on one thread: every push applied once, no pull
 // torn, sync steps exact; a worker that vanishes costs the others nothing.
+#include <dsgd/client/ps_client.hpp>
 #include <dsgd/optim/sgd.hpp>
 #include <dsgd/placement/round_robin.hpp>
 #include <dsgd/server/parameter_server.hpp>
-#include <dsgd/server/ps_client.hpp>
 #include <dsgd/update/async.hpp>
 #include <dsgd/update/sync_average.hpp>
 
@@ -37,6 +37,7 @@ BOOST_AUTO_TEST_SUITE(ps_threads_test)
 
 using namespace std::chrono_literals;
 namespace ds = dsgd::server;
+namespace client = dsgd::client;
 using tcp = dsgd::transport::asio_tcp;
 using async_ps = ds::parameter_server<dsgd::update::async, dsgd::optim::sgd>;
 using sync_ps = ds::parameter_server<dsgd::update::sync_average, dsgd::optim::sgd>;
@@ -90,8 +91,8 @@ typename Ps::options ps_options(std::size_t threads, link how) {
   return o;
 }
 
-ds::client_options client(std::size_t k, link how) {
-  ds::client_options o;
+client::client_options client_opts(std::size_t k, link how) {
+  client::client_options o;
   configure(o, how, "worker" + std::to_string(k));
   o.connection.chunk_bytes = 16 << 10;  // several chunks per push: reads interleave across threads
   o.requests.startup_timeout = 20s;
@@ -117,7 +118,7 @@ BOOST_DATA_TEST_CASE(async_pushes_from_many_workers_are_each_applied_once_and_ne
   dsgd::test::serving serving(ps);
 
   auto run = dsgd::test::run_async_pushes(workers, pushes, elements, [&](std::size_t k) {
-    return std::make_unique<ds::ps_client>(spec, dsgd::cluster::task_id{"worker", int(k)}, client(k, how));
+    return std::make_unique<client::ps_client>(spec, dsgd::cluster::task_id{"worker", int(k)}, client_opts(k, how));
   });
   serving.join();
   serving.rethrow_failure();
@@ -147,7 +148,7 @@ BOOST_DATA_TEST_CASE(sync_steps_across_threaded_ps_tasks_equal_single_process_sg
   auto grad = [](std::size_t k, std::uint64_t s, float w) { return 0.5f * w + float(k) - float(s) * 0.1f; };
   auto expected = dsgd::test::mean_gradient_sgd(init, workers, steps, 0.1f, grad);
   auto run = dsgd::test::run_sync_steps(workers, plan, init, steps, grad, [&](std::size_t k) {
-    return std::make_unique<ds::ps_client>(spec, dsgd::cluster::task_id{"worker", int(k)}, client(k, how));
+    return std::make_unique<client::ps_client>(spec, dsgd::cluster::task_id{"worker", int(k)}, client_opts(k, how));
   });
   for (std::size_t k = 0; k < workers; ++k)
     BOOST_TEST(run.failures[k].empty(), "worker " << k << ": " << run.failures[k]);
@@ -176,7 +177,8 @@ BOOST_DATA_TEST_CASE(workers_that_vanish_cost_the_others_nothing, boost::unit_te
   auto failures = dsgd::test::on_threads(workers, [&](std::size_t k) {
     const bool lost = k >= 2;  // workers 2 and 3 vanish
     std::vector<float> w(elements, 1.f), g(elements, 1.f);
-    auto c = std::make_unique<ds::ps_client>(spec, dsgd::cluster::task_id{"worker", int(k)}, client(k, link::socket));
+    auto c = std::make_unique<client::ps_client>(spec, dsgd::cluster::task_id{"worker", int(k)},
+                                                 client_opts(k, link::socket));
     dsgd::test::join_cluster(*c, plan, k, {w});
     for (int i = 0; i < (lost ? pushes / 3 : pushes); ++i) {
       std::vector<std::span<const float>> src{g};

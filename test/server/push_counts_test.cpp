@@ -26,8 +26,9 @@ BOOST_AUTO_TEST_SUITE(push_counts_test)
 
 using namespace std::chrono_literals;
 namespace ds = dsgd::server;
+namespace protocol = dsgd::protocol;
 namespace ck = dsgd::checkpoint;
-using ds::message;
+using protocol::message;
 
 namespace {
 
@@ -55,14 +56,14 @@ const auto counter_plan = dsgd::placement::round_robin{}.place({{"c", {1}}}, 1);
 std::uint64_t register_replica(counting_table& t, recording_sink& out, ds::peer_id p, std::uint32_t replica) {
   const auto task = dsgd::test::replica_task(replica);
   t.connect(p, task);
-  ds::register_request r{task, replica, replica == 0, counter_plan.fingerprint(), counter_plan.describe(), 1, {}};
+  protocol::register_request r{task, replica, replica == 0, counter_plan.fingerprint(), counter_plan.describe(), 1, {}};
   r.layouts.push_back({0, 0, "c", {1}, 0, 1});
-  BOOST_REQUIRE(send_frame(t, out, p, message::register_worker, 0, ds::encode_control(r)) == message::reply_ok);
+  BOOST_REQUIRE(send_frame(t, out, p, message::register_worker, 0, protocol::encode_control(r)) == message::reply_ok);
   BOOST_REQUIRE_EQUAL(out.replies.back().payload.size(), 8u);
   return dsgd::transport::detail::load_le<std::uint64_t>(out.replies.back().payload.data());
 }
 
-ds::shard_layout rows(std::uint64_t first, std::uint64_t n) { return {0, 0, "e", {6, 2}, first, n}; }
+protocol::shard_layout rows(std::uint64_t first, std::uint64_t n) { return {0, 0, "e", {6, 2}, first, n}; }
 
 }  // namespace
 
@@ -79,7 +80,7 @@ BOOST_AUTO_TEST_CASE(a_restore_sets_the_push_counts_to_those_the_checkpoint_hold
   const std::vector<float> minus_one{-1.f};
   for (int i = 0; i < 3; ++i) send_frame(t, out, 1, message::push, 0, bytes(minus_one));
   send_frame(t, out, 2, message::push, 0, bytes(minus_one));
-  const auto where = ds::encode_control(ds::checkpoint_request{dir.path.string()});
+  const auto where = protocol::encode_control(protocol::checkpoint_request{dir.path.string()});
   BOOST_REQUIRE(send_frame(t, out, 1, message::save, 4, where) == message::reply_ok);
   ck::saver(dir.path).commit(4, counter_plan);
   // Pushes after the checkpoint, which the restore rolls back.
@@ -102,8 +103,8 @@ BOOST_AUTO_TEST_CASE(counts_restore_by_range_and_are_zero_where_a_checkpoint_hol
   dsgd::test::temp_dir dir("dsgd_push_counts_");
   // e [6, 2] written by two ps tasks as rows [0, 3) and [3, 6), with counts for 2 replicas.
   std::vector<float> values(6, 0.f);
-  std::vector<std::pair<ds::shard_layout, dsgd::update::shard_state>> first{{rows(0, 3), {7, values, {}, {}}}};
-  std::vector<std::pair<ds::shard_layout, dsgd::update::shard_state>> second{{rows(3, 3), {7, values, {}, {}}}};
+  std::vector<std::pair<protocol::shard_layout, dsgd::update::shard_state>> first{{rows(0, 3), {7, values, {}, {}}}};
+  std::vector<std::pair<protocol::shard_layout, dsgd::update::shard_state>> second{{rows(3, 3), {7, values, {}, {}}}};
   const std::vector<std::vector<std::uint64_t>> first_counts{{5, std::uint64_t{1} << 40}};
   const std::vector<std::vector<std::uint64_t>> second_counts{{4, 6}};
   ds::detail::write_shard_checkpoint(dir.path, 7, 0, 2, first, first_counts);
@@ -122,7 +123,7 @@ BOOST_AUTO_TEST_CASE(counts_restore_by_range_and_are_zero_where_a_checkpoint_hol
   // Without counts (a checkpoint of format version 2 or 1, or of a single process): zero, and
   // zero too for a shard only part of whose rows have counts.
   dsgd::test::temp_dir old("dsgd_push_counts_");
-  std::vector<std::pair<ds::shard_layout, dsgd::update::shard_state>> whole{
+  std::vector<std::pair<protocol::shard_layout, dsgd::update::shard_state>> whole{
       {rows(0, 6), {7, std::vector<float>(12, 0.f), {}, {}}}};
   ds::detail::write_shard_checkpoint(old.path, 7, 0, 1, whole);
   ck::saver(old.path).commit(7, dsgd::placement::round_robin{}.place({{"e", {6, 2}}}, 1));

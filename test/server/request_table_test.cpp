@@ -1,10 +1,10 @@
 // SPDX-FileCopyrightText: Copyright (c) 2026 The dsgd authors
 // SPDX-License-Identifier: Apache-2.0
 //
-// Tests for <dsgd/server/detail/request_table.hpp>: a worker's completion slots, without a
+// Tests for <dsgd/client/detail/request_table.hpp>: a worker's completion slots, without a
 // socket: each completes once, failures keep their message, replies land in their own slots
 // in any order, unknown ids are reported, and a lost connection fails only its own requests.
-#include <dsgd/server/detail/request_table.hpp>
+#include <dsgd/client/detail/request_table.hpp>
 
 #include <boost/test/unit_test.hpp>
 
@@ -14,9 +14,10 @@
 
 BOOST_AUTO_TEST_SUITE(request_table_test)
 
-namespace server = dsgd::server;
-using server::detail::request_table;
-using server::detail::slot_state;
+namespace client = dsgd::client;
+namespace protocol = dsgd::protocol;
+using client::detail::request_table;
+using client::detail::slot_state;
 
 BOOST_AUTO_TEST_SUITE(request_table_suite)
 
@@ -30,17 +31,17 @@ BOOST_AUTO_TEST_CASE(a_slot_completes_once_and_is_freed_when_taken) {
   BOOST_TEST(!t.take(0, 7).has_value());  // pending: nothing to take, the slot stays
   BOOST_TEST(t.size(0) == 1u);
 
-  BOOST_TEST(t.answer(0, 7, {server::message::pull_reply, 12}));
+  BOOST_TEST(t.answer(0, 7, {protocol::message::pull_reply, 12}));
   BOOST_TEST(t.done(0, 7));
   // A second answer, or a failure, finds it no longer pending and changes nothing.
-  BOOST_TEST(!t.answer(0, 7, {server::message::push_dropped, 99}));
+  BOOST_TEST(!t.answer(0, 7, {protocol::message::push_dropped, 99}));
   BOOST_TEST(!t.fail(0, 7, make_error_code(dsgd::errc::peer_lost), "late"));
   BOOST_TEST(t.pending(0, 7) == nullptr);
 
   auto got = t.take(0, 7);
   BOOST_REQUIRE(got.has_value());
   BOOST_TEST((got->state == slot_state::answered));
-  BOOST_TEST((got->answer.type == server::message::pull_reply));
+  BOOST_TEST((got->answer.type == protocol::message::pull_reply));
   BOOST_TEST(got->answer.step == 12u);
   BOOST_TEST(t.size(0) == 0u);
 }
@@ -68,8 +69,8 @@ BOOST_AUTO_TEST_CASE(a_failure_keeps_its_code_and_message) {
   BOOST_TEST((got->code == dsgd::errc::shape_mismatch));
   BOOST_TEST(got->what == "ps:1: w[4,2]: 3 floats, not 8");
 
-  server::detail::request_parts parts;
-  parts.parts.push_back({1, 3, server::message::push, 0, false, {}});
+  client::detail::request_parts parts;
+  parts.parts.push_back({1, 3, protocol::message::push, 0, false, {}});
   parts.settle(parts.parts[0], std::move(*got));
   BOOST_REQUIRE(parts.first_error.has_value());
   BOOST_TEST((parts.first_error->code() == dsgd::errc::shape_mismatch));
@@ -87,10 +88,10 @@ BOOST_AUTO_TEST_CASE(out_of_order_replies_land_in_their_own_slots) {
     BOOST_REQUIRE(s != nullptr);
     BOOST_TEST(s->reply_into.data() == static_cast<void*>(into[id - 10].data()));
     static_cast<float*>(s->reply_into.data())[0] = float(id);
-    BOOST_TEST(t.answer(0, id, {server::message::pull_reply, id * 100}));
+    BOOST_TEST(t.answer(0, id, {protocol::message::pull_reply, id * 100}));
   }
-  server::detail::request_parts parts;
-  for (std::uint64_t id = 10; id < 13; ++id) parts.parts.push_back({0, id, server::message::pull, 0, false, {}});
+  client::detail::request_parts parts;
+  for (std::uint64_t id = 10; id < 13; ++id) parts.parts.push_back({0, id, protocol::message::pull, 0, false, {}});
   BOOST_TEST(parts.pending());
   for (auto& p : parts.parts) parts.settle(p, std::move(*t.take(0, p.id)));
   for (std::uint64_t id = 10; id < 13; ++id) {
@@ -126,7 +127,7 @@ BOOST_AUTO_TEST_CASE(a_lost_connection_fails_its_pending_slots_and_no_other) {
   t.open(1, 2);
   t.open(1, 3);
   t.open(2, 4);
-  t.answer(1, 3, {server::message::reply_ok, 8});  // answered before the loss: it stays so
+  t.answer(1, 3, {protocol::message::reply_ok, 8});  // answered before the loss: it stays so
   BOOST_TEST(t.fail_connection(1, make_error_code(dsgd::errc::peer_lost), "connection to ps:1 lost") == 1u);
   auto lost = t.take(1, 2);
   BOOST_REQUIRE(lost.has_value());
@@ -147,9 +148,9 @@ BOOST_AUTO_TEST_CASE(an_orphaned_slot_takes_no_reply_and_is_freed_on_completion)
   t.open(0, 1);
   t.open(0, 2);
   t.answer(0, 2, {});
-  server::detail::request_parts parts;
-  parts.parts.push_back({0, 1, server::message::pull, 0, false, {}});
-  parts.parts.push_back({0, 2, server::message::pull, 0, false, {}});
+  client::detail::request_parts parts;
+  parts.parts.push_back({0, 1, protocol::message::pull, 0, false, {}});
+  parts.parts.push_back({0, 2, protocol::message::pull, 0, false, {}});
   parts.abandon(t);  // a timeout: nothing of it may land any more
   BOOST_TEST(!parts.pending());
   BOOST_TEST(t.size(0) == 1u);             // the answered slot is freed now
@@ -160,15 +161,15 @@ BOOST_AUTO_TEST_CASE(an_orphaned_slot_takes_no_reply_and_is_freed_on_completion)
 
 BOOST_AUTO_TEST_CASE(parts_count_dropped_pushes_and_keep_the_first_error) {
   request_table t(1);
-  server::detail::request_parts parts;
+  client::detail::request_parts parts;
   for (std::uint64_t id = 1; id <= 4; ++id) {
     t.open(0, id);
-    parts.parts.push_back({0, id, server::message::push, 0, false, {}});
+    parts.parts.push_back({0, id, protocol::message::push, 0, false, {}});
   }
-  t.answer(0, 1, {server::message::push_dropped, 5});
+  t.answer(0, 1, {protocol::message::push_dropped, 5});
   t.fail(0, 2, make_error_code(dsgd::errc::aborted), "first");
   t.fail(0, 3, make_error_code(dsgd::errc::peer_lost), "second");
-  t.answer(0, 4, {server::message::reply_ok, 6});
+  t.answer(0, 4, {protocol::message::reply_ok, 6});
   for (auto& p : parts.parts) parts.settle(p, std::move(*t.take(0, p.id)));
   BOOST_TEST(parts.dropped == 1u);
   BOOST_TEST(parts.lowest_step == 5u);

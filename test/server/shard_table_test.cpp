@@ -32,7 +32,8 @@ BOOST_AUTO_TEST_SUITE(shard_table_test)
 
 using namespace std::chrono_literals;
 namespace ds = dsgd::server;
-using ds::message;
+namespace protocol = dsgd::protocol;
+using protocol::message;
 using namespace dsgd::test;
 
 namespace {
@@ -242,7 +243,7 @@ BOOST_AUTO_TEST_CASE(a_restore_starts_a_generation_and_aborts_older_peers) {
   std::filesystem::remove_all(dir);
   recording_sink out;
   auto t = registered<sync_table>(out, 2);
-  deliver(t, out, 1, {message::save, 0, 0, 5, control_of(ds::checkpoint_request{dir.string()})});
+  deliver(t, out, 1, {message::save, 0, 0, 5, control_of(protocol::checkpoint_request{dir.string()})});
   BOOST_REQUIRE_EQUAL(out.replies.size(), 1u);
   BOOST_TEST((out.take()[0].type() == message::reply_ok));
   dsgd::checkpoint::saver(dir).commit(5, dsgd::placement::round_robin{}.place(model, 1));
@@ -252,7 +253,7 @@ BOOST_AUTO_TEST_CASE(a_restore_starts_a_generation_and_aborts_older_peers) {
   out.take();
   BOOST_TEST(t.parked() == 1u);
 
-  deliver(t, out, 1, {message::restore, 0, 0, 5, control_of(ds::checkpoint_request{dir.string()})});
+  deliver(t, out, 1, {message::restore, 0, 0, 5, control_of(protocol::checkpoint_request{dir.string()})});
   BOOST_TEST(t.generation() == 1u);
   auto r = out.take();
   BOOST_REQUIRE_EQUAL(r.size(), 2u);

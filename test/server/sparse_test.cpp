@@ -2,16 +2,16 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // Tests for the sparse rows of <dsgd/server/parameter_server.hpp> and
-// <dsgd/server/ps_client.hpp> (pull_rows, push_rows: embedding tables): ps tasks and workers as
+// <dsgd/client/ps_client.hpp> (pull_rows, push_rows: embedding tables): ps tasks and workers as
 // threads of this process over transport::inproc (no sockets). Only the case through
 // dsgd::trainer, which always runs over TCP, uses loopback TCP.
+#include <dsgd/client/ps_client.hpp>
 #include <dsgd/optim/adagrad.hpp>
 #include <dsgd/optim/momentum.hpp>
 #include <dsgd/optim/sgd.hpp>
 #include <dsgd/placement/partitioned.hpp>
 #include <dsgd/placement/round_robin.hpp>
 #include <dsgd/server/parameter_server.hpp>
-#include <dsgd/server/ps_client.hpp>
 #include <dsgd/trainer.hpp>
 #include <dsgd/update/async.hpp>
 #include <dsgd/update/bounded_staleness.hpp>
@@ -34,9 +34,11 @@ BOOST_AUTO_TEST_SUITE(sparse_test)
 
 using namespace std::chrono_literals;
 namespace ds = dsgd::server;
+namespace client = dsgd::client;
 namespace dp = dsgd::placement;
+namespace protocol = dsgd::protocol;
 using inproc = dsgd::transport::inproc;
-using client_type = ds::basic_ps_client<inproc>;
+using client_type = client::basic_ps_client<inproc>;
 
 static_assert(dsgd::update::sparse_apply<dsgd::optim::sgd>::available);
 static_assert(dsgd::update::sparse_apply<dsgd::optim::momentum>::available);
@@ -44,8 +46,8 @@ static_assert(!dsgd::update::sparse_apply<dsgd::optim::adagrad>::available);
 
 namespace {
 
-ds::client_options client() {
-  ds::client_options o;
+client::client_options client_opts() {
+  client::client_options o;
   o.connection.token = "secret";
   o.requests.startup_timeout = 10s;
   o.requests.request_timeout = 30s;
@@ -84,7 +86,8 @@ struct running_ps {
 std::unique_ptr<client_type> join_cluster(const dsgd::test::test_net<inproc>& net,
                                           const dsgd::cluster::cluster_spec& spec, const dp::plan& plan, std::size_t k,
                                           const std::vector<std::vector<float>>& init) {
-  auto c = std::make_unique<client_type>(spec, dsgd::cluster::task_id{"worker", int(k)}, client(), net.transport());
+  auto c =
+      std::make_unique<client_type>(spec, dsgd::cluster::task_id{"worker", int(k)}, client_opts(), net.transport());
   dsgd::test::join_cluster(*c, plan, k, init);
   return c;
 }
@@ -500,7 +503,7 @@ struct raw_peer {
   std::uint64_t id = 0;
 };
 
-dsgd::transport::frame_header request(ds::message m, std::uint32_t variable = 0) {
+dsgd::transport::frame_header request(protocol::message m, std::uint32_t variable = 0) {
   dsgd::transport::frame_header h;
   h.type = static_cast<std::uint16_t>(m);
   h.variable = variable;
@@ -508,48 +511,50 @@ dsgd::transport::frame_header request(ds::message m, std::uint32_t variable = 0)
 }
 
 std::string error_of(const std::pair<dsgd::transport::frame_header, std::string>& reply) {
-  if (reply.first.type != static_cast<std::uint16_t>(ds::message::reply_error)) return "(no error)";
-  return ds::decode_control<ds::error_reply>(reply.second, "reply_error").message;
+  if (reply.first.type != static_cast<std::uint16_t>(protocol::message::reply_error)) return "(no error)";
+  return protocol::decode_control<protocol::error_reply>(reply.second, "reply_error").message;
 }
 
 BOOST_AUTO_TEST_CASE(the_ps_checks_every_sparse_request_itself_and_answers_with_the_reason) {
   auto spec = net.spec(1, 1);
   running_ps<dsgd::update::async, dsgd::optim::sgd> ps(spec, 0, net, {1.f}, 8);
   raw_peer peer(spec, net);
-  ds::shard_layout layout{0, 0, "emb", {10, 4}, 0, 10};
-  auto reg = ds::encode_control(ds::register_request{"worker:0", 0, true, 1, "emb[10, 4]@0+0:40", 1, {layout}});
-  auto h = request(ds::message::register_worker);
+  protocol::shard_layout layout{0, 0, "emb", {10, 4}, 0, 10};
+  auto reg =
+      protocol::encode_control(protocol::register_request{"worker:0", 0, true, 1, "emb[10, 4]@0+0:40", 1, {layout}});
+  auto h = request(protocol::message::register_worker);
   h.flags = dsgd::transport::frame_flags::control;
-  BOOST_REQUIRE_EQUAL(peer.call(h, {boost::asio::buffer(reg)}).first.type, std::uint16_t(ds::message::reply_ok));
+  BOOST_REQUIRE_EQUAL(peer.call(h, {boost::asio::buffer(reg)}).first.type, std::uint16_t(protocol::message::reply_ok));
   std::vector<float> init(40);
   for (std::size_t i = 0; i < init.size(); ++i) init[i] = float(i);
-  BOOST_REQUIRE_EQUAL(peer.call(request(ds::message::init_shard), {boost::asio::buffer(init)}).first.type,
-                      std::uint16_t(ds::message::reply_ok));
+  BOOST_REQUIRE_EQUAL(peer.call(request(protocol::message::init_shard), {boost::asio::buffer(init)}).first.type,
+                      std::uint16_t(protocol::message::reply_ok));
 
   // Keys then rows of 4 floats: 8 + 16 bytes per key. 30 bytes is not a whole number of them.
   std::vector<char> ragged(30, 0);
-  auto e = error_of(peer.call(request(ds::message::sparse_push), {boost::asio::buffer(ragged)}));
+  auto e = error_of(peer.call(request(protocol::message::sparse_push), {boost::asio::buffer(ragged)}));
   BOOST_TEST(e.find("30 payload bytes are not a whole number of keys with their rows (8 + 4 x 4 bytes each)") !=
                  std::string::npos,
              e);
   std::vector<std::uint64_t> key{3};
-  e = error_of(peer.call(request(ds::message::sparse_pull, 5), {boost::asio::buffer(key)}));
+  e = error_of(peer.call(request(protocol::message::sparse_pull, 5), {boost::asio::buffer(key)}));
   BOOST_TEST(e.find("sparse_pull of variable 5 shard 0, which ps:0 does not hold") != std::string::npos, e);
   std::vector<std::uint64_t> nine(9, 1);
-  e = error_of(peer.call(request(ds::message::sparse_pull), {boost::asio::buffer(nine)}));
+  e = error_of(peer.call(request(protocol::message::sparse_pull), {boost::asio::buffer(nine)}));
   BOOST_TEST(e.find("9 keys exceed the cap of 8") != std::string::npos, e);
   std::vector<std::uint64_t> past{2, 10};
-  e = error_of(peer.call(request(ds::message::sparse_pull), {boost::asio::buffer(past)}));
+  e = error_of(peer.call(request(protocol::message::sparse_pull), {boost::asio::buffer(past)}));
   BOOST_TEST(e.find("row 10 (key 1 of 2) out of range for emb [10, 4] on ps:0 (holds rows 0-9)") != std::string::npos,
              e);
 
   // A good push (key 3 twice: the rows add up) and pull on the same connection.
   std::vector<std::uint64_t> keys{3, 3};
   std::vector<float> rows{1, 1, 1, 1, 2, 2, 2, 2};
-  auto pushed = peer.call(request(ds::message::sparse_push), {boost::asio::buffer(keys), boost::asio::buffer(rows)});
-  BOOST_TEST(pushed.first.type == std::uint16_t(ds::message::push_applied));
-  auto pulled = peer.call(request(ds::message::sparse_pull), {boost::asio::buffer(key)});
-  BOOST_REQUIRE_EQUAL(pulled.first.type, std::uint16_t(ds::message::pull_reply));
+  auto pushed =
+      peer.call(request(protocol::message::sparse_push), {boost::asio::buffer(keys), boost::asio::buffer(rows)});
+  BOOST_TEST(pushed.first.type == std::uint16_t(protocol::message::push_applied));
+  auto pulled = peer.call(request(protocol::message::sparse_pull), {boost::asio::buffer(key)});
+  BOOST_REQUIRE_EQUAL(pulled.first.type, std::uint16_t(protocol::message::pull_reply));
   BOOST_REQUIRE_EQUAL(pulled.second.size(), 4 * sizeof(float));
   float row3[4];
   std::memcpy(row3, pulled.second.data(), sizeof row3);

@@ -13,7 +13,7 @@
 #include <dsgd/optim/sgd.hpp>
 #include <dsgd/placement/plan.hpp>
 #include <dsgd/placement/round_robin.hpp>
-#include <dsgd/server/protocol.hpp>
+#include <dsgd/protocol/messages.hpp>
 #include <dsgd/server/shard_table.hpp>
 #include <dsgd/transport/frame.hpp>
 #include <dsgd/update/async.hpp>
@@ -49,7 +49,7 @@ struct sent_reply {
   std::vector<std::byte> payload;
   std::shared_ptr<const void> keep_alive;
 
-  server::message type() const { return static_cast<server::message>(header.type); }
+  protocol::message type() const { return static_cast<protocol::message>(header.type); }
   // The payload as floats (a plain pull's reply).
   std::vector<float> floats() const {
     std::vector<float> v(payload.size() / sizeof(float));
@@ -57,8 +57,8 @@ struct sent_reply {
     return v;
   }
   // The payload as the error_reply of a reply_error.
-  server::error_reply error() const {
-    return server::decode_control<server::error_reply>(
+  protocol::error_reply error() const {
+    return protocol::decode_control<protocol::error_reply>(
         std::string_view(reinterpret_cast<const char*>(payload.data()), payload.size()), "reply_error");
   }
 };
@@ -89,7 +89,7 @@ static_assert(server::reply_sink<recording_sink>);
 // One request as a worker sends it: chunk is the most payload bytes per frame; with chunks_sent,
 // only that many chunks go (a request cut off by a lost connection).
 struct table_request {
-  server::message type;
+  protocol::message type;
   std::uint32_t variable = 0;
   std::uint32_t shard = 0;
   std::uint64_t step = 0;
@@ -106,8 +106,8 @@ inline std::uint64_t next_request_id = 1;
 // would close), after which nothing more is delivered.
 template <class Table>
 error_code deliver(Table& t, recording_sink& out, server::peer_id p, const table_request& f) {
-  const auto* info = server::find_message(static_cast<std::uint16_t>(f.type));
-  const bool control = info && info->payload == server::payload_kind::control;
+  const auto* info = protocol::find_message(static_cast<std::uint16_t>(f.type));
+  const bool control = info && info->payload == protocol::payload_kind::control;
   const std::uint64_t id = next_request_id++;
   std::size_t at = 0, sent = 0;
   do {
@@ -148,7 +148,7 @@ std::vector<std::byte> bytes_of(const R& r) {
 // @p m serialized as a control payload.
 template <class M>
 std::vector<std::byte> control_of(const M& m) {
-  return bytes_of(server::encode_control(m));
+  return bytes_of(protocol::encode_control(m));
 }
 
 // The task of training replica @p replica: the chief is replica 0, worker:k replica k + 1.
@@ -158,9 +158,9 @@ inline std::string replica_task(std::uint32_t replica) {
 
 // @p task's registration as @p replica (@p chief: it creates the variables) for @p model placed
 // round robin on one ps task, whose shards are @p layouts.
-inline server::register_request registration_of(const std::string& task, std::uint32_t replica, bool chief,
-                                                const std::vector<placement::variable_info>& model,
-                                                std::vector<server::shard_layout> layouts) {
+inline protocol::register_request registration_of(const std::string& task, std::uint32_t replica, bool chief,
+                                                  const std::vector<placement::variable_info>& model,
+                                                  std::vector<protocol::shard_layout> layouts) {
   const auto plan = placement::round_robin{}.place(model, 1);
   const auto shards = static_cast<std::uint32_t>(layouts.size());
   return {task, replica, chief, plan.fingerprint(), plan.describe(), shards, std::move(layouts), {}, {}};
@@ -171,8 +171,8 @@ inline const std::vector<placement::variable_info> w_and_b{{"w", {4, 3}}, {"b", 
 
 // registration_of() for the shards of w_and_b, or of @p model (a variable of 4 rows of 3 and a
 // vector: w_and_b under other names, or with b of another length).
-inline server::register_request w_and_b_registration(const std::string& task, std::uint32_t replica, bool chief,
-                                                     const std::vector<placement::variable_info>& model = w_and_b) {
+inline protocol::register_request w_and_b_registration(const std::string& task, std::uint32_t replica, bool chief,
+                                                       const std::vector<placement::variable_info>& model = w_and_b) {
   const auto b_rows = model[1].shape.extents()[0];
   return registration_of(task, replica, chief, model,
                          {{0, 0, model[0].name, {4, 3}, 0, 4}, {1, 0, model[1].name, {b_rows}, 0, b_rows}});
@@ -192,9 +192,9 @@ typename Table::options quiet_options() {
 
 // Connects peer @p p as @p r.task and sends its registration @p r. @returns destination()'s error.
 template <class Table>
-error_code join(Table& t, recording_sink& out, server::peer_id p, const server::register_request& r) {
+error_code join(Table& t, recording_sink& out, server::peer_id p, const protocol::register_request& r) {
   t.connect(p, r.task);
-  return deliver(t, out, p, {server::message::register_worker, 0, 0, 0, control_of(r)});
+  return deliver(t, out, p, {protocol::message::register_worker, 0, 0, 0, control_of(r)});
 }
 
 // ps:0's table of @p replicas replicas with options @p o, peer r + 1 registered as replica r
@@ -211,7 +211,7 @@ Table registered_table(recording_sink& out, std::uint32_t replicas, const typena
 template <class Table>
 void init_shards(Table& t, recording_sink& out, const std::vector<std::vector<float>>& values) {
   for (std::uint32_t v = 0; v < values.size(); ++v)
-    deliver_accepted(t, out, 1, {server::message::init_shard, v, 0, 0, bytes_of(values[v])});
+    deliver_accepted(t, out, 1, {protocol::message::init_shard, v, 0, 0, bytes_of(values[v])});
 }
 
 }  // namespace dsgd::test

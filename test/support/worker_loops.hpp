@@ -11,9 +11,9 @@
 //    (worker, step, value), and end with the values after the last step.
 #pragma once
 
+#include <dsgd/client/ps_client.hpp>
 #include <dsgd/placement/plan.hpp>
 #include <dsgd/placement/round_robin.hpp>
-#include <dsgd/server/ps_client.hpp>
 
 #include <algorithm>
 #include <atomic>
@@ -65,7 +65,7 @@ struct async_pushes_result {
 };
 
 // @p workers threads, each with the client @p make_client(k) (a std::unique_ptr to a connected
-// or unconnected server::basic_ps_client, whose identity is worker:k), push @p pushes times a
+// or unconnected client::basic_ps_client, whose identity is worker:k), push @p pushes times a
 // variable of @p elements floats initialised to 1 by worker 0; worker 0 shuts the cluster down.
 template <class MakeClient>
 async_pushes_result run_async_pushes(std::size_t workers, int pushes, std::size_t elements, MakeClient make_client) {

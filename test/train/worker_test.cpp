@@ -78,7 +78,7 @@ BOOST_AUTO_TEST_CASE(a_worker_refuses_a_ps_task_a_task_the_spec_lacks_and_a_bad_
   bad.requests.startup_timeout = 0ms;
   msg = dsgd::test::error_of([&] { worker(spec, {"worker", 0}, bad); }, dsgd::errc::invalid_argument);
   BOOST_TEST(dsgd::test::contains(msg, "trainer_options.requests.startup_timeout"));
-  dsgd::server::client_options c{o.connection, {.request_timeout = 0ms}};
+  dsgd::client::client_options c{o.connection, {.request_timeout = 0ms}};
   msg = dsgd::test::error_of([&] { worker(spec, {"worker", 0}, c); }, dsgd::errc::invalid_argument);
   BOOST_TEST(dsgd::test::contains(msg, "client_options.requests.request_timeout"));
 }

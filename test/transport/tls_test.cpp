@@ -4,10 +4,10 @@
 // Tests for TLS in the TCP transport (<dsgd/transport/tls.hpp>, tcp_options::tls) over loopback
 // TCP, with a CA, task certificates and a rogue CA made at run time (test/support/tls_certs.hpp).
 // Connections are driven from one io_context on the test thread, every wait bounded.
+#include <dsgd/client/ps_client.hpp>
 #include <dsgd/optim/sgd.hpp>
 #include <dsgd/placement/round_robin.hpp>
 #include <dsgd/server/parameter_server.hpp>
-#include <dsgd/server/ps_client.hpp>
 #include <dsgd/transport/asio_tcp.hpp>
 #include <dsgd/transport/tls.hpp>
 #include <dsgd/update/async.hpp>
@@ -49,7 +49,7 @@ using dsgd::test::run_until;
 using namespace std::chrono_literals;
 
 static_assert(std::is_same_v<decltype(t::tcp_options{}.tls), std::optional<t::tls_options>>);
-static_assert(std::is_same_v<decltype(dsgd::server::client_options{}.connection.tls), std::optional<t::tls_options>>);
+static_assert(std::is_same_v<decltype(dsgd::client::client_options{}.connection.tls), std::optional<t::tls_options>>);
 
 namespace {
 
@@ -359,6 +359,7 @@ BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_CASE(a_ps_and_a_worker_push_and_pull_over_tls) {
   namespace ds = dsgd::server;
+  namespace client = dsgd::client;
   using async_ps = ds::parameter_server<dsgd::update::async, dsgd::optim::sgd>;
   auto spec = dsgd::test::loopback_cluster(1, 1);
   async_ps::options po;
@@ -374,7 +375,7 @@ BOOST_AUTO_TEST_CASE(a_ps_and_a_worker_push_and_pull_over_tls) {
   constexpr std::size_t n = 300'000;  // 1.2 MB: several 256 KiB chunks each way
   std::vector<float> w(n, 1.f), g(n, 2.f);
   try {
-    ds::client_options co;
+    client::client_options co;
     co.connection.token = "secret";
     co.requests.startup_timeout = 10s;
     co.requests.request_timeout = 30s;
@@ -382,7 +383,7 @@ BOOST_AUTO_TEST_CASE(a_ps_and_a_worker_push_and_pull_over_tls) {
     co.connection.log = [](std::string_view) {};
     co.connection.tls = tls_for("worker0");
     co.connection.tls->peer_names = t::peer_name_check::task_identity;
-    ds::ps_client c(spec, {"worker", 0}, co);
+    client::ps_client c(spec, {"worker", 0}, co);
     c.connect();
     auto plan = dsgd::placement::round_robin{}.place({{"w", {n}}}, 1);
     c.register_worker(plan, 0, true);

@@ -12,7 +12,7 @@
 #include <dsgd/cluster/replicas.hpp>
 #include <dsgd/detail/log.hpp>
 #include <dsgd/device/cpu.hpp>
-#include <dsgd/server/protocol.hpp>
+#include <dsgd/protocol/messages.hpp>
 #include <dsgd/server/ps_options.hpp>
 #include <dsgd/server/shard_table.hpp>
 #include <dsgd/transport/asio_tcp_policy.hpp>

@@ -12,10 +12,11 @@
 
 #include <dsgd/cluster/cluster_spec.hpp>
 #include <dsgd/device/cpu.hpp>
+#include <dsgd/protocol/messages.hpp>
 #include <dsgd/server/detail/shard_replies.hpp>
 #include <dsgd/server/detail/shard_requests.hpp>
-#include <dsgd/server/protocol.hpp>
 #include <dsgd/server/ps_options.hpp>
+#include <dsgd/server/reply_sink.hpp>
 #include <dsgd/update/concepts.hpp>
 #include <dsgd/update/sync_average.hpp>
 
@@ -34,18 +35,6 @@
 #include <vector>
 
 namespace dsgd::server {
-
-/// A shard_table's replies go to a sink: `send(peer, reply)` writes a reply (nothing when the
-/// peer is gone); `is_open(peer)`; `supersede(peer)` closes a connection whose replica has
-/// registered on another (the owner then calls disconnect(peer, false, ...)); `shut_down(peer,
-/// reply)` writes the reply to the chief's shutdown, then closes everything.
-template <class S>
-concept reply_sink = requires(S& s, const S& cs, peer_id p, outgoing_reply r) {
-  s.send(p, std::move(r));
-  { cs.is_open(p) } -> std::convertible_to<bool>;
-  s.supersede(p);
-  s.shut_down(p, std::move(r));
-};
 
 /// The shards of one ps task and the answers to every request for them. Single-threaded: its
 /// owner calls it from one thread (the ps's io_context).
@@ -116,7 +105,9 @@ class shard_table : detail::shard_requests<U, O, D> {
               ") was refused at authentication: " + why);
     if (!stalled_by_refusals()) return;
     std::erase_if(this->parked_, [&](const auto& r) {
-      if (r.kind != message::pull && r.kind != message::compressed_pull && r.kind != message::sparse_pull) return false;
+      if (r.kind != protocol::message::pull && r.kind != protocol::message::compressed_pull &&
+          r.kind != protocol::message::sparse_pull)
+        return false;
       this->reply_error(out, r.from, r.request, make_error_code(errc::handshake_failed), cannot_complete(r.request));
       return true;
     });
@@ -132,17 +123,17 @@ class shard_table : detail::shard_requests<U, O, D> {
     auto found = this->peers_.find(p);
     if (found == this->peers_.end()) return base::fail(ec);  // not connected
     auto& s = found->second;
-    const auto* info = decode_request(h.type);
-    s.kind = info ? std::optional<message>(info->kind) : std::nullopt;
-    switch (info ? info->payload : payload_kind::none) {
-      case payload_kind::control:
+    const auto* info = protocol::decode_request(h.type);
+    s.kind = info ? std::optional<protocol::message>(info->kind) : std::nullopt;
+    switch (info ? info->payload : protocol::payload_kind::none) {
+      case protocol::payload_kind::control:
         s.control.resize(h.payload_length);
         return std::as_writable_bytes(std::span(s.control));
-      case payload_kind::dense:
+      case protocol::payload_kind::dense:
         return this->dense_destination(s, *s.kind, h, ec);
-      case payload_kind::sparse:
+      case protocol::payload_kind::sparse:
         return this->sparse_destination(s, *s.kind, h, ec);
-      case payload_kind::compressed:
+      case protocol::payload_kind::compressed:
         return this->compressed_destination(s, h, ec);
       default:
         if (h.payload_length != 0) ec = make_error_code(errc::bad_frame);
@@ -159,7 +150,7 @@ class shard_table : detail::shard_requests<U, O, D> {
     if (found == this->peers_.end()) return;  // disconnected meanwhile
     auto& s = found->second;
     if (!h.last_chunk()) {
-      if (s.kind == message::push) this->push_chunk(s, h);
+      if (s.kind == protocol::message::push) this->push_chunk(s, h);
       return;
     }
     try {
@@ -194,7 +185,7 @@ class shard_table : detail::shard_requests<U, O, D> {
         ++it;
         continue;
       }
-      if (it->kind == message::shutdown) {
+      if (it->kind == protocol::message::shutdown) {
         this->log(this->self_ + ": shutting down without " + this->unfinished() + " having finished");
         auto r = std::move(*it);
         this->parked_.erase(it);
@@ -237,44 +228,45 @@ class shard_table : detail::shard_requests<U, O, D> {
   template <reply_sink S>
   void dispatch(peer_id p, peer_state& s, const transport::frame_header& h, S& out) {
     if (!s.kind) throw error(errc::bad_frame, "unknown message type " + std::to_string(h.type));
-    const message kind = *s.kind;
-    if (kind != message::register_worker && !s.registered)
-      throw error(errc::invalid_argument, std::string(to_string(kind)) + " before register_worker");
-    if (kind != message::register_worker && s.generation != this->session_.generation()) throw this->aborted(s);
+    const protocol::message kind = *s.kind;
+    if (kind != protocol::message::register_worker && !s.registered)
+      throw error(errc::invalid_argument, std::string(protocol::to_string(kind)) + " before register_worker");
+    if (kind != protocol::message::register_worker && s.generation != this->session_.generation())
+      throw this->aborted(s);
     switch (kind) {
-      case message::register_worker:
+      case protocol::message::register_worker:
         return on_register(p, s, h, out);
-      case message::init_shard:
+      case protocol::message::init_shard:
         this->init(s, h);
-        this->reply(out, p, h, message::reply_ok);
+        this->reply(out, p, h, protocol::message::reply_ok);
         return retry_parked(out);
-      case message::wait_ready:
-      case message::pull:
-      case message::compressed_pull:
-      case message::shutdown:
+      case protocol::message::wait_ready:
+      case protocol::message::pull:
+      case protocol::message::compressed_pull:
+      case protocol::message::shutdown:
         return park_or_answer(p, kind, h, {}, out);
-      case message::push:
+      case protocol::message::push:
         return after_push(p, h, this->push(s, h), out);
-      case message::sparse_pull:
+      case protocol::message::sparse_pull:
         return park_or_answer(p, kind, h, this->sparse_pull_rows(s, h), out);
-      case message::sparse_push:
+      case protocol::message::sparse_push:
         return after_push(p, h, this->sparse_push(s, h), out);
-      case message::compressed_push:
+      case protocol::message::compressed_push:
         return after_push(p, h, this->compressed_push(s, h), out);
-      case message::finish:
+      case protocol::message::finish:
         for (auto& [k, shard] : this->shards_) shard->finish(s.replica);
         this->finished_.insert(s.replica);
         this->members_.finished(s.replica, s.identity, this->global_step());
-        this->reply(out, p, h, message::reply_ok);
+        this->reply(out, p, h, protocol::message::reply_ok);
         return retry_parked(out);
-      case message::save:
+      case protocol::message::save:
         this->save(s, h);
-        return this->reply(out, p, h, message::reply_ok);
-      case message::restore:
+        return this->reply(out, p, h, protocol::message::reply_ok);
+      case protocol::message::restore:
         return on_restore(p, s, h, out);
-      case message::open_session:
+      case protocol::message::open_session:
         this->session_.open(h.step);
-        this->reply(out, p, h, message::reply_ok);
+        this->reply(out, p, h, protocol::message::reply_ok);
         return retry_parked(out);
       default:
         throw error(errc::bad_frame, "unknown message type " + std::to_string(h.type));
@@ -298,16 +290,16 @@ class shard_table : detail::shard_requests<U, O, D> {
     }
     auto counts = this->complete_registration(s, r);
     auto bytes = std::as_bytes(std::span(*counts));
-    out.send(p, {detail::reply_header(h, message::reply_ok), bytes, std::move(counts)});
+    out.send(p, {detail::reply_header(h, protocol::message::reply_ok), bytes, std::move(counts)});
   }
 
   template <reply_sink S>
   void after_push(peer_id p, const transport::frame_header& h, std::pair<update::push_outcome, std::uint64_t> done,
                   S& out) {
     auto [outcome, step] = done;
-    auto type = outcome == update::push_outcome::applied       ? message::push_applied
-                : outcome == update::push_outcome::accumulated ? message::push_accumulated
-                                                               : message::push_dropped;
+    auto type = outcome == update::push_outcome::applied       ? protocol::message::push_applied
+                : outcome == update::push_outcome::accumulated ? protocol::message::push_accumulated
+                                                               : protocol::message::push_dropped;
     this->reply(out, p, h, type, step);
     if (outcome == update::push_outcome::applied) retry_parked(out);
   }
@@ -315,7 +307,7 @@ class shard_table : detail::shard_requests<U, O, D> {
   template <reply_sink S>
   void on_restore(peer_id p, peer_state& s, const transport::frame_header& h, S& out) {
     this->restore(s, h);
-    this->reply(out, p, h, message::reply_ok);
+    this->reply(out, p, h, protocol::message::reply_ok);
     // Requests of workers registered before a restore that re-created the session read values
     // that are gone (none are parked after a restore onto a fresh ps task).
     std::erase_if(this->parked_, [&](const auto& r) {
@@ -331,12 +323,13 @@ class shard_table : detail::shard_requests<U, O, D> {
   // Answers a wait_ready, pull, sparse_pull or shutdown now if allowed, else parks it until a
   // push, a finish or its deadline.
   template <reply_sink S>
-  void park_or_answer(peer_id p, message kind, const transport::frame_header& h, std::vector<std::uint64_t> rows,
-                      S& out) {
+  void park_or_answer(peer_id p, protocol::message kind, const transport::frame_header& h,
+                      std::vector<std::uint64_t> rows, S& out) {
     if (try_answer(p, kind, h, rows, out)) return;
     const auto& serving = this->opts_.serving;
-    auto timeout = kind == message::wait_ready ? serving.ready_timeout : serving.step_timeout;
-    if ((kind == message::pull || kind == message::compressed_pull || kind == message::sparse_pull) &&
+    auto timeout = kind == protocol::message::wait_ready ? serving.ready_timeout : serving.step_timeout;
+    if ((kind == protocol::message::pull || kind == protocol::message::compressed_pull ||
+         kind == protocol::message::sparse_pull) &&
         stalled_by_refusals())
       throw error(errc::handshake_failed, cannot_complete(h));
     this->parked_.push_back({p, kind, h, update::clock_type::now() + timeout, std::move(rows)});
@@ -360,22 +353,22 @@ class shard_table : detail::shard_requests<U, O, D> {
   }
 
   template <reply_sink S>
-  bool try_answer(peer_id p, message kind, const transport::frame_header& h, const std::vector<std::uint64_t>& rows,
-                  S& out) {
-    if (kind == message::shutdown) {
+  bool try_answer(peer_id p, protocol::message kind, const transport::frame_header& h,
+                  const std::vector<std::uint64_t>& rows, S& out) {
+    if (kind == protocol::message::shutdown) {
       // Elastic: once no member is left unfinished (the slots never held, or departed, are not).
       if (this->members_.elastic() ? this->members_.members() > 0 : this->finished_.size() < this->replicas_)
         return false;
       shut_down(p, h, out);
       return true;
     }
-    if (kind == message::wait_ready) {
+    if (kind == protocol::message::wait_ready) {
       if (!this->ready() || !this->session_.is_open()) return false;  // answered in a session only
-      this->reply(out, p, h, message::reply_ok, this->session_.stamp());
+      this->reply(out, p, h, protocol::message::reply_ok, this->session_.stamp());
       return true;
     }
-    auto reply = kind == message::sparse_pull ? this->try_pull_rows(this->peers_.at(p), h, rows)
-                                              : this->try_pull(this->peers_.at(p), h);
+    auto reply = kind == protocol::message::sparse_pull ? this->try_pull_rows(this->peers_.at(p), h, rows)
+                                                        : this->try_pull(this->peers_.at(p), h);
     if (!reply) return false;
     out.send(p, std::move(*reply));
     return true;
@@ -387,23 +380,24 @@ class shard_table : detail::shard_requests<U, O, D> {
 
   // A pull's reply if the rule lets @p s read now.
   std::optional<outgoing_reply> try_pull(const peer_state& s, const transport::frame_header& h) {
-    if (static_cast<message>(h.type) == message::compressed_pull)
+    if (static_cast<protocol::message>(h.type) == protocol::message::compressed_pull)
       return this->pull_encodings_.reply(pulled_shard(h), this->layouts_, h, s.replica, this->opts_.pull_compression,
                                          this->self_);
-    return detail::pull_reply(pulled_shard(h), s.replica, h.step, detail::reply_header(h, message::pull_reply));
+    return detail::pull_reply(pulled_shard(h), s.replica, h.step,
+                              detail::reply_header(h, protocol::message::pull_reply));
   }
   // A sparse_pull's reply (@p rows local to the shard) if the rule lets @p s read now.
   std::optional<outgoing_reply> try_pull_rows(const peer_state& s, const transport::frame_header& h,
                                               const std::vector<std::uint64_t>& rows) {
     const std::size_t dim = this->layouts_.at(base::key(h.variable, h.shard)).row_elements();
     return detail::rows_reply(pulled_shard(h), s.replica, h.step, rows, dim,
-                              detail::reply_header(h, message::pull_reply));
+                              detail::reply_header(h, protocol::message::pull_reply));
   }
 
   template <reply_sink S>
   void shut_down(peer_id p, const transport::frame_header& h, S& out) {
     this->log(this->self_ + ": shutdown requested by " + this->peers_.at(p).identity);
-    out.shut_down(p, {detail::reply_header(h, message::reply_ok), {}, nullptr});
+    out.shut_down(p, {detail::reply_header(h, protocol::message::reply_ok), {}, nullptr});
   }
 };
 

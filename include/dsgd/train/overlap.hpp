@@ -6,9 +6,9 @@
 /// by variable (worker::overlapped(), trainer::overlapped()).
 #pragma once
 
+#include <dsgd/client/ps_client.hpp>
 #include <dsgd/error.hpp>
 #include <dsgd/placement/plan.hpp>
-#include <dsgd/server/ps_client.hpp>
 #include <dsgd/tensor/tensor.hpp>
 #include <dsgd/tensor/view.hpp>
 #include <dsgd/update/concepts.hpp>
@@ -27,10 +27,10 @@
 namespace dsgd::train {
 
 /// The operation ps_client::start_pull() returns, whatever the client names it.
-using pull_operation = decltype(std::declval<server::ps_client&>().start_pull(
+using pull_operation = decltype(std::declval<client::ps_client&>().start_pull(
     std::declval<const placement::plan&>(), std::uint64_t{}, std::declval<std::span<const std::span<float>>>()));
 /// The operation ps_client::start_push() returns, whatever the client names it.
-using push_operation = decltype(std::declval<server::ps_client&>().start_push(
+using push_operation = decltype(std::declval<client::ps_client&>().start_push(
     std::declval<const placement::plan&>(), std::uint64_t{}, std::declval<std::span<const std::span<const float>>>(),
     bool{}));
 

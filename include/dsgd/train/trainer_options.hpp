@@ -3,10 +3,10 @@
 //
 /// @file
 /// dsgd::trainer_options: the settings of every task of a training cluster, and the parts each
-/// role takes from them (server::ps_options for a ps task, server::client_options for a worker).
+/// role takes from them (server::ps_options for a ps task, client::client_options for a worker).
 #pragma once
 
-#include <dsgd/server/client_options.hpp>
+#include <dsgd/client/options.hpp>
 #include <dsgd/server/ps_options.hpp>
 #include <dsgd/transport/asio_tcp.hpp>
 
@@ -32,7 +32,7 @@ struct trainer_options {
   /// start) and request deadlines. A request_timeout of 0 (the default) is derived from the ps
   /// deadlines: max(serving.step_timeout, serving.ready_timeout) + 30 s, so that a slow step is
   /// reported by the ps with its reason before the worker gives up.
-  server::request_options requests{.startup_timeout = std::chrono::milliseconds{120'000},
+  client::request_options requests{.startup_timeout = std::chrono::milliseconds{120'000},
                                    .request_timeout = std::chrono::milliseconds{0}};
   O optimizer{};  ///< how a ps applies a combined gradient
   U rule{};       ///< how a ps combines gradients
@@ -56,7 +56,7 @@ void validate(const trainer_options<P, U, O>& o, std::string_view path = "traine
   compress::validate_pull(o.pull_compression, std::string(path) + ".pull_compression");
   auto requests = o.requests;
   if (requests.request_timeout.count() == 0) requests.request_timeout = std::chrono::milliseconds{1};  // derived
-  server::validate(requests, std::string(path) + ".requests");
+  client::validate(requests, std::string(path) + ".requests");
 }
 
 /// @returns what a ps task of a cluster set up with @p o serves with: its connection, serving,
@@ -69,8 +69,8 @@ server::ps_options<U, O> ps_options_of(const trainer_options<P, U, O>& o) {
 /// @returns what a worker of a cluster set up with @p o connects with: its connection and request
 /// settings, a request_timeout of 0 derived from the ps deadlines (see trainer_options::requests).
 template <class P, class U, class O>
-server::client_options client_options_of(const trainer_options<P, U, O>& o) {
-  server::client_options c{o.connection, o.requests, o.compression, o.pull_compression};
+client::client_options client_options_of(const trainer_options<P, U, O>& o) {
+  client::client_options c{o.connection, o.requests, o.compression, o.pull_compression};
   if (c.requests.request_timeout.count() == 0)
     c.requests.request_timeout = std::max(o.serving.step_timeout, o.serving.ready_timeout) + std::chrono::seconds(30);
   return c;

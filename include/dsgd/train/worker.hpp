@@ -6,6 +6,9 @@
 /// variables, connects to the ps tasks, and pulls values and pushes gradients every step.
 #pragma once
 
+#include <dsgd/client/options.hpp>
+#include <dsgd/client/ps_client.hpp>
+#include <dsgd/client/residuals.hpp>
 #include <dsgd/cluster/cluster_spec.hpp>
 #include <dsgd/cluster/replicas.hpp>
 #include <dsgd/detail/log.hpp>
@@ -14,9 +17,6 @@
 #include <dsgd/placement/concepts.hpp>
 #include <dsgd/placement/plan.hpp>
 #include <dsgd/placement/round_robin.hpp>
-#include <dsgd/server/client_options.hpp>
-#include <dsgd/server/ps_client.hpp>
-#include <dsgd/server/residuals.hpp>
 #include <dsgd/tensor/tensor.hpp>
 #include <dsgd/tensor/view.hpp>
 #include <dsgd/train/detail/exchange.hpp>
@@ -75,7 +75,7 @@ class worker {
   using placement_type = P;
   using update_rule_type = U;
   using transport_type = T;
-  using client_type = server::basic_ps_client<T>;  ///< its connections to the ps tasks
+  using client_type = client::basic_ps_client<T>;  ///< its connections to the ps tasks
   using overlap_type = train::overlap<worker>;
   using checkpoint_at = std::pair<std::filesystem::path, std::uint64_t>;  ///< a checkpoint: dir, step
   using view_overlap_type = train::overlap<worker, variable_views>;       ///< overlapped() of views
@@ -84,7 +84,7 @@ class worker {
   /// @p placement (nothing is connected before create_variables()).
   /// @throws dsgd::error errc::invalid_argument naming a bad option ("client_options...") or a
   ///         ps task, errc::bad_cluster_spec for a task the spec lacks or a spec without ps
-  worker(cluster::cluster_spec spec, cluster::task_id task, server::client_options client, P placement = {},
+  worker(cluster::cluster_spec spec, cluster::task_id task, client::client_options client, P placement = {},
          D device = {}, T transport = T{})
       : worker(std::move(spec), std::move(task), std::move(client), std::move(placement), std::move(device),
                "client_options", std::move(transport)) {}
@@ -179,8 +179,8 @@ class worker {
   /// slots and counters of its shards); checkpoint::saver::commit() then makes it a checkpoint.
   void save_shards(const std::filesystem::path& dir) { client_->save(std::filesystem::absolute(dir), step_); }
   /// @returns this worker's error-feedback residuals (top_k, two_bit) per shard of its plan,
-  /// to save with a checkpoint or take back from one (server::residuals).
-  server::residuals residuals() { return client_->residuals(plan_); }
+  /// to save with a checkpoint or take back from one (client::residuals).
+  client::residuals residuals() { return client_->residuals(plan_); }
 
   /// Re-creates this task's session after a recoverable failure (a ps lost and restarted, a
   /// restore by the chief): reconnects to every ps task it lost (retrying until the startup
@@ -263,7 +263,7 @@ class worker {
 
   // The public constructors' common part; @p path names client options in errors (none: the
   // trainer_options constructor validated them).
-  worker(cluster::cluster_spec spec, cluster::task_id task, server::client_options client, P placement, D device,
+  worker(cluster::cluster_spec spec, cluster::task_id task, client::client_options client, P placement, D device,
          const char* path, T transport);
 
   // The variables pull() and push() skip: those read and written by rows.

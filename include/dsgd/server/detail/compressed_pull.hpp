@@ -11,8 +11,8 @@
 
 #include <dsgd/compress/selection.hpp>
 #include <dsgd/error.hpp>
+#include <dsgd/protocol/messages.hpp>
 #include <dsgd/server/detail/shard_replies.hpp>
-#include <dsgd/server/protocol.hpp>
 #include <dsgd/transport/frame.hpp>
 #include <dsgd/update/concepts.hpp>
 
@@ -32,7 +32,7 @@ namespace dsgd::server::detail {
 /// an empty list (a worker that set no pull codecs) means "none" for every shard.
 /// @throws dsgd::error(errc::invalid_argument) "pull compression mismatch", naming the first
 ///         variable that differs and both choices
-inline void check_pull_compression(const compress::selection& mine, const register_request& r,
+inline void check_pull_compression(const compress::selection& mine, const protocol::register_request& r,
                                    const std::string& self) {
   for (std::size_t i = 0; i < r.layouts.size(); ++i) {
     const auto ours = compress::describe(mine.of(r.layouts[i].name));
@@ -71,7 +71,7 @@ class pull_encodings {
   /// @throws dsgd::error(errc::invalid_argument) when the shard's agreed pull codec is none
   ///         (the worker registered for plain pulls of it), errc::not_found without a layout
   template <class Shard>
-  std::optional<outgoing_reply> reply(Shard& shard, const std::map<std::uint64_t, shard_layout>& layouts,
+  std::optional<outgoing_reply> reply(Shard& shard, const std::map<std::uint64_t, protocol::shard_layout>& layouts,
                                       const transport::frame_header& request, std::size_t replica,
                                       const compress::selection& pulls, const std::string& self) {
     const std::uint64_t key = (std::uint64_t{request.variable} << 32) | request.shard;
@@ -84,7 +84,7 @@ class pull_encodings {
       throw error(errc::invalid_argument, "compressed_pull of " + l->second.describe() + " shard " +
                                               std::to_string(request.shard) + " from " + self +
                                               ", whose pulls of it are plain (none)");
-    auto header = reply_header(request, message::compressed_pull_reply);
+    auto header = reply_header(request, protocol::message::compressed_pull_reply);
     const std::uint64_t step = request.step;
     if constexpr (update::pins_values<Shard>) {
       auto pinned = shard.try_pin(replica, step);

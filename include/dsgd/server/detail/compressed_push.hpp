@@ -9,7 +9,7 @@
 
 #include <dsgd/compress/selection.hpp>
 #include <dsgd/error.hpp>
-#include <dsgd/server/protocol.hpp>
+#include <dsgd/protocol/messages.hpp>
 #include <dsgd/update/concepts.hpp>
 
 #include <cstddef>
@@ -21,7 +21,7 @@
 namespace dsgd::server::detail {
 
 /// @returns "dense0/kernel [784, 256] shard 1 (push to ps:0)": how a decoder's errors name a shard.
-inline std::string pushed_shard(const shard_layout& l, const std::string& self) {
+inline std::string pushed_shard(const protocol::shard_layout& l, const std::string& self) {
   return l.describe() + " shard " + std::to_string(l.shard) + " (push to " + self + ")";
 }
 
@@ -29,7 +29,8 @@ inline std::string pushed_shard(const shard_layout& l, const std::string& self) 
 /// them; a worker of a version without compression sends none, meaning "none" for every shard.
 /// @throws dsgd::error(errc::invalid_argument) "compression mismatch", naming the first
 ///         variable that differs and both choices
-inline void check_compression(const compress::selection& mine, const register_request& r, const std::string& self) {
+inline void check_compression(const compress::selection& mine, const protocol::register_request& r,
+                              const std::string& self) {
   for (std::size_t i = 0; i < r.layouts.size(); ++i) {
     const auto ours = compress::describe(mine.of(r.layouts[i].name));
     const auto theirs = i < r.compression.size() ? r.compression[i] : std::string("none");

@@ -29,7 +29,7 @@
 #include <dsgd/checkpoint/saver.hpp>
 #include <dsgd/error.hpp>
 #include <dsgd/optim/concepts.hpp>
-#include <dsgd/server/protocol.hpp>
+#include <dsgd/protocol/messages.hpp>
 #include <dsgd/tensor/shape.hpp>
 
 #include <algorithm>
@@ -48,12 +48,12 @@
 namespace dsgd::server::detail {
 
 /// @returns the shape of the whole variable @p l is a shard of.
-inline dsgd::shape variable_shape(const shard_layout& l) {
+inline dsgd::shape variable_shape(const protocol::shard_layout& l) {
   return dsgd::shape(std::vector<std::size_t>(l.extents.begin(), l.extents.end()));
 }
 
 /// @returns the offset of the shard's first element in its variable.
-inline std::size_t shard_offset(const shard_layout& l) {
+inline std::size_t shard_offset(const protocol::shard_layout& l) {
   return static_cast<std::size_t>(l.first_row * l.row_elements());
 }
 
@@ -61,14 +61,14 @@ inline std::size_t shard_offset(const shard_layout& l) {
 /// @throws dsgd::error errc::bad_frame for a payload that does not decode, errc::invalid_argument
 ///         for an empty directory
 inline std::filesystem::path checkpoint_directory(std::span<const std::byte> control, const char* what) {
-  auto r = decode_control<checkpoint_request>(
+  auto r = protocol::decode_control<protocol::checkpoint_request>(
       std::string_view(reinterpret_cast<const char*>(control.data()), control.size()), what);
   if (r.directory.empty()) throw error(errc::invalid_argument, std::string(what) + ": no checkpoint directory");
   return r.directory;
 }
 
 /// @returns the name of the record holding the push counts of the shard @p l (format 3 on).
-inline std::string pushes_record(const shard_layout& l) {
+inline std::string pushes_record(const protocol::shard_layout& l) {
   return l.name + "/pushes_received/" + std::to_string(l.first_row) + "-" + std::to_string(l.first_row + l.rows);
 }
 
@@ -79,7 +79,7 @@ inline std::string pushes_record(const shard_layout& l) {
 /// @throws dsgd::error naming the directory when it cannot be written
 template <class State>
 void write_shard_checkpoint(const std::filesystem::path& dir, std::uint64_t step, std::size_t ps_task,
-                            std::size_t ps_tasks, const std::vector<std::pair<shard_layout, State>>& shards,
+                            std::size_t ps_tasks, const std::vector<std::pair<protocol::shard_layout, State>>& shards,
                             std::span<const std::vector<std::uint64_t>> pushes = {}) {
   std::vector<checkpoint::shard_data> records;
   // The counters' bits; each inner vector keeps its buffer when the outer one grows.
@@ -122,8 +122,8 @@ void write_shard_checkpoint(const std::filesystem::path& dir, std::uint64_t step
 ///         slot or counter of @p probe it lacks; errc::shape_mismatch when the variable's shape
 ///         there differs from the model's, naming both
 template <class State, class Probe>
-State read_shard_checkpoint(const checkpoint::checkpoint_reader& reader, const shard_layout& layout, Probe& probe,
-                            std::size_t elements, std::vector<std::string>& missing) {
+State read_shard_checkpoint(const checkpoint::checkpoint_reader& reader, const protocol::shard_layout& layout,
+                            Probe& probe, std::size_t elements, std::vector<std::string>& missing) {
   const auto shape = variable_shape(layout);
   if (reader.shape_of(layout.name) != shape)
     throw error(errc::shape_mismatch, "checkpoint " + std::to_string(reader.step()) + " holds " + layout.name +
@@ -162,7 +162,7 @@ State read_shard_checkpoint(const checkpoint::checkpoint_reader& reader, const s
 /// push may then be applied twice to some rows, never lost); zeros where the checkpoint holds
 /// no counts for all its rows (format versions before 3). A replica the record lacks counts 0.
 inline std::vector<std::uint64_t> read_pushes_received(const checkpoint::checkpoint_reader& reader,
-                                                       const shard_layout& layout, std::size_t replicas) {
+                                                       const protocol::shard_layout& layout, std::size_t replicas) {
   std::vector<std::uint64_t> lowest(replicas, ~std::uint64_t{0});
   const std::string prefix = layout.name + "/pushes_received/";
   const std::uint64_t begin = layout.first_row, end = layout.first_row + layout.rows;
@@ -209,7 +209,7 @@ struct restored_shards {
 /// read_shard_checkpoint() and read_pushes_received() do, for @p replicas replicas.
 template <class State, class Probe>
 restored_shards<State> read_shards(const checkpoint::checkpoint_reader& reader,
-                                   const std::map<std::uint64_t, shard_layout>& layouts, Probe& probe,
+                                   const std::map<std::uint64_t, protocol::shard_layout>& layouts, Probe& probe,
                                    std::size_t replicas) {
   restored_shards<State> out;
   std::vector<std::string> missing;

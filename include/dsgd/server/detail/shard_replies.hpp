@@ -9,7 +9,8 @@
 #pragma once
 
 #include <dsgd/error.hpp>
-#include <dsgd/server/protocol.hpp>
+#include <dsgd/protocol/messages.hpp>
+#include <dsgd/server/reply_sink.hpp>
 #include <dsgd/transport/frame.hpp>
 #include <dsgd/update/concepts.hpp>
 
@@ -24,7 +25,7 @@
 namespace dsgd::server::detail {
 
 /// The header of a reply of @p type to @p request: its request id, variable, shard and step.
-inline transport::frame_header reply_header(const transport::frame_header& request, message type) {
+inline transport::frame_header reply_header(const transport::frame_header& request, protocol::message type) {
   transport::frame_header h;
   h.type = static_cast<std::uint16_t>(type);
   h.request_id = request.request_id;

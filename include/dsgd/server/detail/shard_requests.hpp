@@ -12,16 +12,16 @@
 #include <dsgd/checkpoint/saver.hpp>
 #include <dsgd/cluster/cluster_spec.hpp>
 #include <dsgd/device/cpu.hpp>
+#include <dsgd/protocol/messages.hpp>
 #include <dsgd/server/detail/absent_replicas.hpp>
 #include <dsgd/server/detail/compressed_pull.hpp>
 #include <dsgd/server/detail/compressed_push.hpp>
 #include <dsgd/server/detail/membership.hpp>
-#include <dsgd/server/detail/session.hpp>
+#include <dsgd/server/detail/ps_session.hpp>
 #include <dsgd/server/detail/shard_checkpoint.hpp>
 #include <dsgd/server/detail/shard_replies.hpp>
 #include <dsgd/server/detail/sparse_layout.hpp>
 #include <dsgd/server/detail/table_peer.hpp>
-#include <dsgd/server/protocol.hpp>
 #include <dsgd/server/ps_options.hpp>
 #include <dsgd/update/concepts.hpp>
 
@@ -69,19 +69,19 @@ class shard_requests {
   bool ready() const { return placed_ && shards_.size() >= expected_shards_; }
 
   template <class S>
-  void reply(S& out, peer_id p, const transport::frame_header& request, message type) {
+  void reply(S& out, peer_id p, const transport::frame_header& request, protocol::message type) {
     out.send(p, {reply_header(request, type), {}, nullptr});
   }
   template <class S>
-  void reply(S& out, peer_id p, const transport::frame_header& request, message type, std::uint64_t step) {
+  void reply(S& out, peer_id p, const transport::frame_header& request, protocol::message type, std::uint64_t step) {
     auto h = reply_header(request, type);
     h.step = step;
     out.send(p, {h, {}, nullptr});
   }
   template <class S>
   void reply_error(S& out, peer_id p, const transport::frame_header& request, error_code ec, const std::string& what) {
-    auto body = std::make_shared<const std::string>(encode_control(error_reply{ec.value(), what}));
-    auto h = reply_header(request, message::reply_error);
+    auto body = std::make_shared<const std::string>(protocol::encode_control(protocol::error_reply{ec.value(), what}));
+    auto h = reply_header(request, protocol::message::reply_error);
     h.flags = transport::frame_flags::control;
     auto bytes = std::as_bytes(std::span(body->data(), body->size()));
     out.send(p, {h, bytes, std::move(body)});
@@ -89,11 +89,11 @@ class shard_requests {
 
   // --- where payloads go ------------------------------------------------------------------
 
-  std::span<std::byte> dense_destination(peer_state& s, message kind, const transport::frame_header& h,
+  std::span<std::byte> dense_destination(peer_state& s, protocol::message kind, const transport::frame_header& h,
                                          error_code& ec) {
     const std::size_t floats = h.total_length / sizeof(float);
     bool fits = h.total_length % sizeof(float) == 0;
-    if (fits && kind == message::push) {
+    if (fits && kind == protocol::message::push) {
       auto it = shards_.find(key(h.variable, h.shard));  // a push for a shard this ps does not hold
       fits = it != shards_.end() && it->second->size() == floats;
     } else if (fits) {
@@ -111,9 +111,9 @@ class shard_requests {
 
   // Checks a sparse request from its first header and sizes its buffer, or marks it rejected
   // (its payload is then read into a scratch chunk, the error answered at its last chunk).
-  std::span<std::byte> sparse_destination(peer_state& s, message kind, const transport::frame_header& h,
+  std::span<std::byte> sparse_destination(peer_state& s, protocol::message kind, const transport::frame_header& h,
                                           error_code& ec) {
-    const bool pull = kind == message::sparse_pull;
+    const bool pull = kind == protocol::message::sparse_pull;
     if (h.chunk_offset == 0) {
       s.rejected.reset();
       try {
@@ -150,7 +150,8 @@ class shard_requests {
   }
 
   // The shard layout a sparse request names (detail::sparse_request_shard).
-  const shard_layout& sparse_shard(const peer_state& s, message kind, const transport::frame_header& h) const {
+  const protocol::shard_layout& sparse_shard(const peer_state& s, protocol::message kind,
+                                             const transport::frame_header& h) const {
     const auto l = layouts_.find(key(h.variable, h.shard));
     const auto sh = shards_.find(key(h.variable, h.shard));
     return sparse_request_shard(kind, h, s.registered, l == layouts_.end() ? nullptr : &l->second,
@@ -159,8 +160,8 @@ class shard_requests {
 
   // --- requests -----------------------------------------------------------------------------
 
-  register_request check_registration(const peer_state& s) {
-    auto r = decode_control<register_request>(
+  protocol::register_request check_registration(const peer_state& s) {
+    auto r = protocol::decode_control<protocol::register_request>(
         std::string_view(reinterpret_cast<const char*>(s.control.data()), s.control.size()), "register_worker");
     if (r.task != s.identity)
       throw error(errc::handshake_failed,
@@ -183,7 +184,8 @@ class shard_requests {
   }
 
   // Registers @p s as @p r; @returns per shard of r.layouts its replica's pushes received (u64 LE).
-  std::shared_ptr<std::vector<std::uint64_t>> complete_registration(peer_state& s, const register_request& r) {
+  std::shared_ptr<std::vector<std::uint64_t>> complete_registration(peer_state& s,
+                                                                    const protocol::register_request& r) {
     s.replica = r.replica;
     s.registered = true;
     absent_.registered(r.replica);
@@ -260,16 +262,17 @@ class shard_requests {
   // A sparse_pull's keys as rows of its shard. @throws dsgd::error naming a bad request or row
   std::vector<std::uint64_t> sparse_pull_rows(peer_state& s, const transport::frame_header& h) {
     throw_if_rejected(s);
-    return local_rows(message::sparse_pull, sparse_shard(s, message::sparse_pull, h), s.keys_in, self_);
+    return local_rows(protocol::message::sparse_pull, sparse_shard(s, protocol::message::sparse_pull, h), s.keys_in,
+                      self_);
   }
 
   std::pair<update::push_outcome, std::uint64_t> sparse_push(peer_state& s, const transport::frame_header& h) {
     throw_if_rejected(s);
-    const auto& l = sparse_shard(s, message::sparse_push, h);
+    const auto& l = sparse_shard(s, protocol::message::sparse_push, h);
     const std::size_t n = s.sparse_keys;
     std::vector<std::uint64_t> keys(n);
     if (n) std::memcpy(keys.data(), s.sparse_in.data(), n * sizeof(std::uint64_t));
-    auto rows = local_rows(message::sparse_push, l, keys, self_);
+    auto rows = local_rows(protocol::message::sparse_push, l, keys, self_);
     const float* grads = s.sparse_in.data() + n * (sizeof(std::uint64_t) / sizeof(float));
     auto& shard = *shards_.at(key(h.variable, h.shard));
     auto outcome = shard.push_rows(s.replica, h.step, rows, l.row_elements(), grads,
@@ -311,7 +314,7 @@ class shard_requests {
   // and pushes received per replica, read together (the counts are those the values hold).
   void save(const peer_state& s, const transport::frame_header& h) {
     auto dir = checkpoint_directory(s.control, "save");
-    std::vector<std::pair<shard_layout, typename shard_type::saved_state>> held;
+    std::vector<std::pair<protocol::shard_layout, typename shard_type::saved_state>> held;
     std::vector<std::vector<std::uint64_t>> pushes;
     for (auto& [k, shard] : shards_) {
       held.emplace_back(layouts_.at(k), shard->save());
@@ -361,8 +364,8 @@ class shard_requests {
   }
 
   std::string why_waiting(const parked_request& r) const {
-    if (r.kind == message::wait_ready && ready()) return session_.not_opened(self_);
-    if (r.kind == message::wait_ready)
+    if (r.kind == protocol::message::wait_ready && ready()) return session_.not_opened(self_);
+    if (r.kind == protocol::message::wait_ready)
       return self_ + ": variables not initialised before the deadline (" + std::to_string(shards_.size()) + " of " +
              (placed_ ? std::to_string(expected_shards_) : std::string("?")) +
              " shards created; is the chief running?)";
@@ -384,7 +387,7 @@ class shard_requests {
   std::map<peer_id, peer_state> peers_;
   std::list<parked_request> parked_;
   std::map<std::uint64_t, std::unique_ptr<shard_type>> shards_;
-  std::map<std::uint64_t, shard_layout> layouts_;
+  std::map<std::uint64_t, protocol::shard_layout> layouts_;
   std::map<std::uint64_t, std::vector<std::uint64_t>> received_;  // shard -> pushes per replica
   pull_encodings pull_encodings_;                                 // compressed pulls' replies, encoded once per version
   std::set<std::size_t> finished_;

@@ -9,7 +9,7 @@
 #pragma once
 
 #include <dsgd/error.hpp>
-#include <dsgd/server/protocol.hpp>
+#include <dsgd/protocol/messages.hpp>
 #include <dsgd/transport/frame.hpp>
 
 #include <cstddef>
@@ -37,7 +37,8 @@ inline std::uint64_t to_le(std::uint64_t v) noexcept {
 /// Checks that the shard of @p l, holding @p shard_floats values, can serve sparse request
 /// @p what: rank 2 or more, whole rows.
 /// @throws dsgd::error naming the request, the variable and @p where (the ps task)
-inline void check_sparse_shard(message what, const shard_layout& l, std::size_t shard_floats, std::string_view where) {
+inline void check_sparse_shard(protocol::message what, const protocol::shard_layout& l, std::size_t shard_floats,
+                               std::string_view where) {
   const std::string prefix = std::string(to_string(what)) + " of " + l.describe() + " on " + std::string(where);
   if (l.extents.size() < 2)
     throw error(errc::invalid_argument, prefix +
@@ -53,9 +54,10 @@ inline void check_sparse_shard(message what, const shard_layout& l, std::size_t 
 /// header allows: from a registered peer (@p registered), of a shard ps task @p where holds
 /// (@p l: its layout, nullptr if none) and has initialised (@p shard_floats: its size, if so),
 /// and as check_sparse_shard(). @throws dsgd::error naming the request, the shard and @p where
-inline const shard_layout& sparse_request_shard(message what, const transport::frame_header& h, bool registered,
-                                                const shard_layout* l, std::optional<std::size_t> shard_floats,
-                                                std::string_view where) {
+inline const protocol::shard_layout& sparse_request_shard(protocol::message what, const transport::frame_header& h,
+                                                          bool registered, const protocol::shard_layout* l,
+                                                          std::optional<std::size_t> shard_floats,
+                                                          std::string_view where) {
   if (!registered) throw error(errc::invalid_argument, std::string(to_string(what)) + " before register_worker");
   if (!l || !shard_floats)
     throw error(errc::not_found, std::string(to_string(what)) + " of variable " + std::to_string(h.variable) +
@@ -69,9 +71,9 @@ inline const shard_layout& sparse_request_shard(message what, const transport::f
 ///          (sparse_pull: 8-byte keys; sparse_push: keys, then their rows).
 /// @throws dsgd::error errc::shape_mismatch for a payload that is not whole records,
 ///         errc::invalid_argument for more keys than @p max_rows (max_rows_per_request)
-inline std::uint64_t sparse_request_keys(message what, const shard_layout& l, std::uint64_t total_bytes,
-                                         std::size_t max_rows, std::string_view where) {
-  const bool pull = what == message::sparse_pull;
+inline std::uint64_t sparse_request_keys(protocol::message what, const protocol::shard_layout& l,
+                                         std::uint64_t total_bytes, std::size_t max_rows, std::string_view where) {
+  const bool pull = what == protocol::message::sparse_pull;
   const std::uint64_t dim = l.row_elements();
   const std::uint64_t record = pull ? sizeof(std::uint64_t) : sizeof(std::uint64_t) + dim * sizeof(float);
   const std::string prefix = std::string(to_string(what)) + " of " + l.describe() + " on " + std::string(where);
@@ -90,8 +92,8 @@ inline std::uint64_t sparse_request_keys(message what, const shard_layout& l, st
 /// @returns @p keys (rows of the whole variable, little-endian) as rows of the shard of @p l.
 /// @throws dsgd::error(errc::invalid_argument) naming the first key out of the shard's rows,
 ///         its position, the variable, @p where and the rows the shard holds
-inline std::vector<std::uint64_t> local_rows(message what, const shard_layout& l, std::span<const std::uint64_t> keys,
-                                             std::string_view where) {
+inline std::vector<std::uint64_t> local_rows(protocol::message what, const protocol::shard_layout& l,
+                                             std::span<const std::uint64_t> keys, std::string_view where) {
   std::vector<std::uint64_t> rows(keys.size());
   for (std::size_t i = 0; i < keys.size(); ++i) {
     const std::uint64_t k = from_le(keys[i]);

@@ -8,7 +8,8 @@
 #pragma once
 
 #include <dsgd/error.hpp>
-#include <dsgd/server/protocol.hpp>
+#include <dsgd/protocol/messages.hpp>
+#include <dsgd/server/reply_sink.hpp>
 #include <dsgd/transport/frame.hpp>
 #include <dsgd/update/concepts.hpp>
 
@@ -28,8 +29,8 @@ struct table_peer {
   std::size_t replica = 0;
   bool registered = false;
   bool chief = false;
-  std::uint64_t generation = 0;  ///< the table's generation when this peer registered
-  std::optional<message> kind;   ///< of the frame being received, decoded once by destination()
+  std::uint64_t generation = 0;           ///< the table's generation when this peer registered
+  std::optional<protocol::message> kind;  ///< of the frame being received, decoded once by destination()
   std::vector<std::byte> control;
   std::vector<float> incoming;            ///< init_shard values or a pushed gradient
   std::vector<std::uint32_t> compressed;  ///< a compressed push's payload (4-byte aligned)
@@ -44,7 +45,7 @@ struct table_peer {
 /// A request the rule makes wait, until a push, a finish or its deadline.
 struct parked_request {
   peer_id from;
-  message kind;
+  protocol::message kind;
   transport::frame_header request;
   update::clock_type::time_point deadline;
   std::vector<std::uint64_t> rows;  ///< a sparse_pull's rows, local to the shard

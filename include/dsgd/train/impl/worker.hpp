@@ -20,7 +20,7 @@
 namespace dsgd::train {
 
 template <Device D, Placement P, UpdateRule U, Transport T>
-worker<D, P, U, T>::worker(cluster::cluster_spec spec, cluster::task_id task, server::client_options client,
+worker<D, P, U, T>::worker(cluster::cluster_spec spec, cluster::task_id task, client::client_options client,
                            P placement, D device, const char* path, T transport)
     : spec_(std::move(spec)), task_(std::move(task)), placement_(std::move(placement)), device_(std::move(device)) {
   client.connection.log = dsgd::detail::or_stderr(std::move(client.connection.log));

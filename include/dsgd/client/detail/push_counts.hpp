@@ -5,7 +5,7 @@
 /// The worker's side of exactly-once pushes: per shard of its plan, how many pushes of its
 /// replica that shard has received, as the ps tasks said at registration and as pushes were
 /// answered since.
-// IWYU pragma: private, include <dsgd/server/ps_client.hpp>
+// IWYU pragma: private, include <dsgd/client/ps_client.hpp>
 #pragma once
 
 #include <dsgd/placement/plan.hpp>
@@ -16,7 +16,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace dsgd::server::detail {
+namespace dsgd::client::detail {
 
 /// One replica's pushes received, per shard of its plan. Not thread-safe, like the client.
 class push_counts {
@@ -63,4 +63,4 @@ class push_counts {
   std::vector<std::uint64_t> received_;
 };
 
-}  // namespace dsgd::server::detail
+}  // namespace dsgd::client::detail

@@ -2,33 +2,17 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 /// @file
-/// Sessions (protocol.hpp, "Sessions"), both sides: the chief's fresh stamp, a ps task's
-/// session (its generation, its last restore, the stamp the chief opened), and a worker's wait
-/// until every ps task answers the same stamp.
+/// Sessions (protocol/messages.hpp, "Sessions"), a ps task's side: its generation, its last
+/// restore, the stamp the chief opened (the workers' side is client/detail/session.hpp).
 // IWYU pragma: private
 #pragma once
 
-#include <dsgd/detail/retry.hpp>
 #include <dsgd/error.hpp>
-#include <dsgd/server/detail/request_table.hpp>
 
-#include <algorithm>
-#include <chrono>
-#include <cstddef>
 #include <cstdint>
-#include <random>
 #include <string>
-#include <vector>
 
 namespace dsgd::server::detail {
-
-/// @returns a fresh session stamp: random, never 0 (0 means no session is open).
-inline std::uint64_t new_session_stamp() {
-  std::random_device entropy;
-  std::uint64_t stamp = 0;
-  while (stamp == 0) stamp = (std::uint64_t{entropy()} << 32) ^ entropy();
-  return stamp;
-}
 
 /// A ps task's session: how many restores re-created it over existing shards (its generation;
 /// requests of workers registered in an older one are aborted), the checkpoint of the last, and
@@ -65,25 +49,5 @@ class ps_session {
   std::uint64_t restored_step_ = 0;
   std::uint64_t stamp_ = 0;
 };
-
-/// Worker: calls @p ask (every ps task's wait_ready answer, in ps order; step: its stamp) until
-/// all stamps agree, with backoff (dsgd::detail::retry_until).
-/// @throws dsgd::error errc::timed_out once they still differ at @p deadline, naming each ps
-///         task (@p name(i)) with its stamp; what @p ask throws
-template <class Ask, class Name>
-void await_one_session(Ask ask, Name name, const std::string& me, std::chrono::steady_clock::time_point deadline,
-                       std::chrono::milliseconds backoff, std::chrono::milliseconds max_backoff) {
-  std::vector<reply> replies;
-  const bool agreed = dsgd::detail::retry_until(deadline, backoff, max_backoff, [&] {
-    replies = ask();
-    return std::all_of(replies.begin(), replies.end(), [&](const reply& r) { return r.step == replies.front().step; });
-  });
-  if (agreed) return;
-  std::string stamps;
-  for (std::size_t i = 0; i < replies.size(); ++i)
-    stamps += (i ? ", " : "") + name(i) + " " + std::to_string(replies[i].step);
-  throw error(errc::timed_out, me + ": the ps tasks still hold different sessions at the deadline (" + stamps +
-                                   "): a chief's restore or initialisation reached only some of them");
-}
 
 }  // namespace dsgd::server::detail

@@ -2,22 +2,22 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 /// @file
-/// server::residuals: a worker's error-feedback residuals (compress::top_k, two_bit) as part of
+/// client::residuals: a worker's error-feedback residuals (compress::top_k, two_bit) as part of
 /// a checkpoint. A ps client hands one out (basic_ps_client::residuals(plan)); the worker and the
 /// trainer pass it on, so the monitored session saves and restores a worker's own state beside
 /// the ps tasks' data files.
 #pragma once
 
+#include <dsgd/client/detail/push_encoder.hpp>
+#include <dsgd/client/detail/residual_file.hpp>
 #include <dsgd/placement/plan.hpp>
-#include <dsgd/server/detail/push_encoder.hpp>
-#include <dsgd/server/detail/residual_file.hpp>
 
 #include <cstdint>
 #include <filesystem>
 #include <string>
 #include <utility>
 
-namespace dsgd::server {
+namespace dsgd::client {
 
 /// A view of one worker's residuals, per shard of its plan: it refers to the client's encoder
 /// and to the plan, and is used at once (it must not outlive the client or the plan).
@@ -52,4 +52,4 @@ class residuals {
   std::string task_;
 };
 
-}  // namespace dsgd::server
+}  // namespace dsgd::client

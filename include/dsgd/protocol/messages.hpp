@@ -9,7 +9,7 @@
 
 #include <dsgd/cluster/cluster_spec.hpp>
 #include <dsgd/error.hpp>
-#include <dsgd/server/detail/bounded_iarchive.hpp>
+#include <dsgd/protocol/detail/bounded_iarchive.hpp>
 #include <dsgd/transport/frame.hpp>
 
 #include <boost/archive/binary_oarchive.hpp>
@@ -25,7 +25,7 @@
 #include <string_view>
 #include <vector>
 
-namespace dsgd::server {
+namespace dsgd::protocol {
 
 /// frame_header::type values. Requests go worker -> ps; replies echo the request_id.
 ///
@@ -221,17 +221,6 @@ struct error_reply {
   }
 };
 
-/// Names one connection to a ps task's shard_table: chosen by the table's owner, never reused.
-using peer_id = std::uint64_t;
-
-/// A reply as a ps task sends it: the header, the payload, and what keeps the payload's bytes
-/// alive until they are written (nullptr when they need nothing).
-struct outgoing_reply {
-  transport::frame_header header;          ///< echoes the request's id, variable, shard
-  std::span<const std::byte> payload;      ///< raw floats, push counts or an error_reply
-  std::shared_ptr<const void> keep_alive;  ///< owns the payload's bytes until written
-};
-
 /// @returns @p m serialized as a control payload.
 template <class M>
 std::string encode_control(const M& m) {
@@ -258,4 +247,4 @@ M decode_control(std::string_view bytes, const char* what) {
   return m;
 }
 
-}  // namespace dsgd::server
+}  // namespace dsgd::protocol

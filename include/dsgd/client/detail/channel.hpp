@@ -2,18 +2,18 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 /// @file
-/// server::detail::client_channel: a worker's connections to the ps tasks and its requests on
+/// client::detail::client_channel: a worker's connections to the ps tasks and its requests on
 /// them: sending a request into its completion slot, running the I/O on the calling thread
 /// until an answer is in or its deadline passes, and the receive loop that completes the slots.
 /// Every call on a connection of the Transport, and its async_connect, is here.
 #pragma once
 
+#include <dsgd/client/detail/compressed_pull.hpp>
+#include <dsgd/client/detail/request_table.hpp>
+#include <dsgd/client/options.hpp>
 #include <dsgd/cluster/endpoint.hpp>
 #include <dsgd/error.hpp>
-#include <dsgd/server/client_options.hpp>
-#include <dsgd/server/detail/compressed_pull_client.hpp>
-#include <dsgd/server/detail/request_table.hpp>
-#include <dsgd/server/protocol.hpp>
+#include <dsgd/protocol/messages.hpp>
 #include <dsgd/transport/asio_tcp_policy.hpp>
 #include <dsgd/transport/concepts.hpp>
 
@@ -34,7 +34,7 @@
 #include <utility>
 #include <vector>
 
-namespace dsgd::server::detail {
+namespace dsgd::client::detail {
 
 /// @returns the bytes of @p s.
 inline boost::asio::const_buffer span_buffer(std::span<const float> s) {
@@ -46,7 +46,8 @@ inline boost::asio::mutable_buffer span_buffer(std::span<float> s) {
 }
 
 /// @returns the header of a request of @p type about shard @p shard of @p variable at @p step.
-inline transport::frame_header header(message type, std::size_t variable, std::uint32_t shard, std::uint64_t step) {
+inline transport::frame_header header(protocol::message type, std::size_t variable, std::uint32_t shard,
+                                      std::uint64_t step) {
   transport::frame_header h;
   h.type = static_cast<std::uint16_t>(type);
   h.variable = static_cast<std::uint32_t>(variable);
@@ -130,9 +131,9 @@ class client_channel {
   /// written when the I/O next runs). The reply, or the failure, completes the slot.
   void add(request_parts& f, const request& r) {
     const std::uint64_t id = ++next_id_;
-    f.parts.push_back({r.ps, id, static_cast<message>(r.h.type), r.h.variable, false, {}});
-    if (r.h.type == static_cast<std::uint16_t>(message::finish) ||
-        r.h.type == static_cast<std::uint16_t>(message::shutdown))
+    f.parts.push_back({r.ps, id, static_cast<protocol::message>(r.h.type), r.h.variable, false, {}});
+    if (r.h.type == static_cast<std::uint16_t>(protocol::message::finish) ||
+        r.h.type == static_cast<std::uint16_t>(protocol::message::shutdown))
       closing_[r.ps] = true;
     table_.open(r.ps, id, r.reply_into, r.reply_encoding);
     if (!is_open(r.ps)) {
@@ -340,13 +341,13 @@ class client_channel {
             ec = make_error_code(errc::bad_frame);  // a reply to nothing we asked
             return {};
           }
-          auto type = static_cast<message>(h.type);
+          auto type = static_cast<protocol::message>(h.type);
           // A pull's values (16-bit ones widened at the last chunk), or the push counts answering
           // register_worker (none for other oks).
-          if (type == message::pull_reply || type == message::compressed_pull_reply)
+          if (type == protocol::message::pull_reply || type == protocol::message::compressed_pull_reply)
             return pull_destination(*slot, type, h, ec);
-          if (type == message::reply_ok) return transport::chunk_destination(slot->reply_into, h, ec);
-          if (type == message::reply_error) {
+          if (type == protocol::message::reply_ok) return transport::chunk_destination(slot->reply_into, h, ec);
+          if (type == protocol::message::reply_error) {
             slot->control.resize(h.payload_length);
             return boost::asio::buffer(slot->control);
           }
@@ -359,13 +360,14 @@ class client_channel {
             return;
           }
           if (h.last_chunk()) {
-            auto type = static_cast<message>(h.type);
-            if (type != message::reply_error) {
-              if (auto* slot = table_.pending(ps, h.request_id); slot && type == message::compressed_pull_reply)
+            auto type = static_cast<protocol::message>(h.type);
+            if (type != protocol::message::reply_error) {
+              if (auto* slot = table_.pending(ps, h.request_id);
+                  slot && type == protocol::message::compressed_pull_reply)
                 widen_pull_reply(*slot);
               table_.answer(ps, h.request_id, {type, h.step});
             } else if (auto* slot = table_.pending(ps, h.request_id)) {
-              auto e = decode_control<error_reply>(
+              auto e = protocol::decode_control<protocol::error_reply>(
                   std::string_view(reinterpret_cast<const char*>(slot->control.data()), slot->control.size()),
                   "reply_error");
               table_.fail(ps, h.request_id, error_code(e.code, dsgd::category()),
@@ -391,4 +393,4 @@ class client_channel {
   std::chrono::steady_clock::time_point bound_ = std::chrono::steady_clock::time_point::max();
 };
 
-}  // namespace dsgd::server::detail
+}  // namespace dsgd::client::detail

@@ -2,14 +2,14 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 /// @file
-/// server::detail::request_table: a worker's requests awaiting their answers, one plain
+/// client::detail::request_table: a worker's requests awaiting their answers, one plain
 /// completion slot per request id and connection (no promise, no heap shared state), and the
 /// parts list an operation keeps of the requests it sent.
 #pragma once
 
 #include <dsgd/compress/concepts.hpp>
 #include <dsgd/error.hpp>
-#include <dsgd/server/protocol.hpp>
+#include <dsgd/protocol/messages.hpp>
 
 #include <boost/asio/buffer.hpp>
 
@@ -24,11 +24,11 @@
 #include <utility>
 #include <vector>
 
-namespace dsgd::server {
+namespace dsgd::client {
 
 /// The answer to one request.
 struct reply {
-  message type = message::reply_ok;
+  protocol::message type = protocol::message::reply_ok;
   std::uint64_t step = 0;
 };
 
@@ -209,7 +209,7 @@ struct request_parts {
   struct part {
     std::size_t ps = 0;        ///< its connection
     std::uint64_t id = 0;      ///< its request id there
-    message type{};            ///< what it asked
+    protocol::message type{};  ///< what it asked
     std::size_t variable = 0;  ///< the variable it is about
     bool collected = false;    ///< its answer or failure was taken
     reply result;              ///< its answer, once collected
@@ -237,7 +237,7 @@ struct request_parts {
     }
     p.result = s.answer;
     lowest_step = std::min(lowest_step, s.answer.step);
-    if (s.answer.type == message::push_dropped) ++dropped;
+    if (s.answer.type == protocol::message::push_dropped) ++dropped;
   }
 
   /// Gives up on every part not collected, orphaning their slots in @p table (the caller
@@ -252,4 +252,4 @@ struct request_parts {
 };
 
 }  // namespace detail
-}  // namespace dsgd::server
+}  // namespace dsgd::client

@@ -6,14 +6,14 @@
 /// reply's bytes go (the back half of the destination, sized by the shard, so that no reply
 /// can be longer), and the widening of the 16-bit values into the destination's floats in
 /// place, with no buffer of its own. push_encoder.hpp makes the requests.
-// IWYU pragma: private, include <dsgd/server/ps_client.hpp>
+// IWYU pragma: private, include <dsgd/client/ps_client.hpp>
 #pragma once
 
+#include <dsgd/client/detail/request_table.hpp>
 #include <dsgd/compress/detail/bytes.hpp>
 #include <dsgd/compress/selection.hpp>
 #include <dsgd/error.hpp>
-#include <dsgd/server/detail/request_table.hpp>
-#include <dsgd/server/protocol.hpp>
+#include <dsgd/protocol/messages.hpp>
 #include <dsgd/transport/concepts.hpp>
 
 #include <boost/asio/buffer.hpp>
@@ -21,15 +21,15 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace dsgd::server::detail {
+namespace dsgd::client::detail {
 
 /// Where a pull reply's chunk @p h goes for a request awaiting it in @p slot: a plain reply
 /// into the floats, a compressed one into their back half (2 bytes per float, checked against
 /// the destination's size before a byte is read, so no reply can be longer than its shard).
 /// A reply of the other kind than the request asked for is a bad frame.
-inline boost::asio::mutable_buffer pull_destination(const request_slot& slot, message type,
+inline boost::asio::mutable_buffer pull_destination(const request_slot& slot, protocol::message type,
                                                     const transport::frame_header& h, error_code& ec) {
-  const bool compressed = type == message::compressed_pull_reply;
+  const bool compressed = type == protocol::message::compressed_pull_reply;
   if (compressed != (slot.reply_encoding != compress::encoding::none)) {
     ec = make_error_code(errc::bad_frame);
     return {};
@@ -56,4 +56,4 @@ inline void widen_pull_reply(const request_slot& slot) {
   }
 }
 
-}  // namespace dsgd::server::detail
+}  // namespace dsgd::client::detail

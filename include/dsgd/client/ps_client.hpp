@@ -2,22 +2,22 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 /// @file
-/// server::basic_ps_client: a worker's connections to every ps task over a Transport, and the
-/// register / initialise / pull / push calls a training loop makes (server::ps_client: TCP).
+/// client::basic_ps_client: a worker's connections to every ps task over a Transport, and the
+/// register / initialise / pull / push calls a training loop makes (client::ps_client: TCP).
 #pragma once
 
+#include <dsgd/client/detail/channel.hpp>
+#include <dsgd/client/detail/push_counts.hpp>
+#include <dsgd/client/detail/request_table.hpp>
+#include <dsgd/client/detail/routing.hpp>
+#include <dsgd/client/detail/session.hpp>
+#include <dsgd/client/operations.hpp>
+#include <dsgd/client/options.hpp>
+#include <dsgd/client/residuals.hpp>
 #include <dsgd/detail/log.hpp>
 #include <dsgd/detail/retry.hpp>
 #include <dsgd/placement/plan.hpp>
-#include <dsgd/server/client_operations.hpp>
-#include <dsgd/server/client_options.hpp>
-#include <dsgd/server/detail/client_channel.hpp>
-#include <dsgd/server/detail/client_routing.hpp>
-#include <dsgd/server/detail/push_counts.hpp>
-#include <dsgd/server/detail/request_table.hpp>
-#include <dsgd/server/detail/session.hpp>
-#include <dsgd/server/protocol.hpp>
-#include <dsgd/server/residuals.hpp>
+#include <dsgd/protocol/messages.hpp>
 #include <dsgd/transport/asio_tcp_policy.hpp>
 #include <dsgd/transport/concepts.hpp>
 
@@ -32,7 +32,7 @@
 #include <utility>
 #include <vector>
 
-namespace dsgd::server {
+namespace dsgd::client {
 
 /// A worker's side of the cluster: one authenticated connection per ps task. Its I/O runs on
 /// the thread that calls it, inside the calls below, which block it, each with a deadline: a
@@ -40,7 +40,7 @@ namespace dsgd::server {
 /// between threads costs about as much as a small round trip). Between calls nothing is read;
 /// what was sent is in the socket or the shared ring already. One thread at a time may use it.
 ///
-/// @tparam T the Transport it connects over (Asio's basic_socket idiom: server::ps_client is
+/// @tparam T the Transport it connects over (Asio's basic_socket idiom: client::ps_client is
 ///         basic_ps_client<transport::asio_tcp>; transport::inproc runs tasks as threads)
 template <Transport T>
 class basic_ps_client {
@@ -118,7 +118,7 @@ class basic_ps_client {
     for (std::size_t i = 0; i < ps_tasks(); ++i) {
       bodies[i] = detail::registration_body(me_.to_string(), replica, chief, plan, i, opts_.compression,
                                             opts_.pull_compression, counts[i]);
-      detail::request r{i, detail::header(message::register_worker, 0, 0, 0), boost::asio::buffer(bodies[i]),
+      detail::request r{i, detail::header(protocol::message::register_worker, 0, 0, 0), boost::asio::buffer(bodies[i]),
                         boost::asio::buffer(counts[i])};
       r.h.flags = transport::frame_flags::control;
       batch.push_back(r);
@@ -128,10 +128,10 @@ class basic_ps_client {
   }
 
   /// @returns this worker's error-feedback residuals per shard of @p plan, to save with a
-  /// checkpoint or take back from one (server::residuals).
-  server::residuals residuals(const placement::plan& plan) {
+  /// checkpoint or take back from one (client::residuals).
+  client::residuals residuals(const placement::plan& plan) {
     track(plan);
-    return server::residuals(encoder_, plan, me_.to_string());
+    return client::residuals(encoder_, plan, me_.to_string());
   }
 
   /// @returns how many pushes of this replica every shard had received when it last registered:
@@ -150,12 +150,12 @@ class basic_ps_client {
     std::vector<detail::request> batch;
     detail::for_each_shard(plan, [&](const placement::shard& s, std::uint32_t index) {
       batch.push_back({s.ps_task,
-                       detail::header(message::init_shard, s.variable, index, step),
+                       detail::header(protocol::message::init_shard, s.variable, index, step),
                        detail::span_buffer(values[s.variable].subspan(s.offset, s.elements)),
                        {}});
     });
     channel_.run(batch);
-    broadcast(message::open_session, detail::new_session_stamp());
+    broadcast(protocol::message::open_session, detail::new_session_stamp());
   }
 
   /// Waits until every ps task answers wait_ready with the same session stamp (protocol.hpp,
@@ -163,8 +163,8 @@ class basic_ps_client {
   /// stamp past startup_timeout (or the recovery bound); what a ps answers past ready_timeout
   void wait_ready() {
     detail::await_one_session(
-        [this] { return broadcast(message::wait_ready); }, [this](std::size_t i) { return named(i); }, me_.to_string(),
-        std::min(channel_.bound(), std::chrono::steady_clock::now() + opts_.requests.startup_timeout),
+        [this] { return broadcast(protocol::message::wait_ready); }, [this](std::size_t i) { return named(i); },
+        me_.to_string(), std::min(channel_.bound(), std::chrono::steady_clock::now() + opts_.requests.startup_timeout),
         opts_.requests.initial_backoff, opts_.requests.max_backoff);
   }
 
@@ -299,8 +299,8 @@ class basic_ps_client {
     const std::size_t dim = detail::row_width(plan, variable);
     std::vector<detail::request> batch;
     for (auto& g : groups)
-      batch.push_back({g.ps, detail::header(message::sparse_pull, variable, g.index, step), detail::key_buffer(g, keys),
-                       detail::rows_destination(g, out, dim)});
+      batch.push_back({g.ps, detail::header(protocol::message::sparse_pull, variable, g.index, step),
+                       detail::key_buffer(g, keys), detail::rows_destination(g, out, dim)});
     auto replies = channel_.run(batch);  // one per shard of the variable: never none
     detail::scatter_rows(groups, out, dim);
     return std::ranges::min(replies, {}, &reply::step).step;
@@ -322,8 +322,10 @@ class basic_ps_client {
     std::vector<detail::request> batch;
     std::vector<std::size_t> shards;  // plan index of each request's shard
     for (auto& g : groups) {
-      detail::request r{
-          g.ps, detail::header(message::sparse_push, variable, g.index, step), detail::key_buffer(g, keys), {}};
+      detail::request r{g.ps,
+                        detail::header(protocol::message::sparse_push, variable, g.index, step),
+                        detail::key_buffer(g, keys),
+                        {}};
       r.payload_rows = detail::rows_source(g, grads, dim);
       batch.push_back(r);
       shards.push_back(g.plan_index);
@@ -334,7 +336,7 @@ class basic_ps_client {
   /// Chief only: every ps task writes its part of checkpoint @p step (values, optimizer slots
   /// and counters of the shards it holds) into @p dir, which all of them must reach; then
   /// checkpoint::saver::commit() makes it a checkpoint.
-  void save(const std::filesystem::path& dir, std::uint64_t step) { broadcast(message::save, step, dir); }
+  void save(const std::filesystem::path& dir, std::uint64_t step) { broadcast(protocol::message::save, step, dir); }
 
   /// Chief only: every ps task replaces its shards with checkpoint @p step in @p dir (read by name
   /// and range: it may come from another number of ps tasks), then a new session opens on all;
@@ -342,15 +344,15 @@ class basic_ps_client {
   /// @throws dsgd::error what a ps answers: errc::checkpoint_corrupt naming a damaged file,
   ///         errc::not_found or errc::shape_mismatch naming a variable
   void restore(const std::filesystem::path& dir, std::uint64_t step) {
-    broadcast(message::restore, step, dir);
-    broadcast(message::open_session, detail::new_session_stamp());
+    broadcast(protocol::message::restore, step, dir);
+    broadcast(protocol::message::open_session, detail::new_session_stamp());
   }
 
   /// Tells every ps task this worker has no more data (uneven data ends cleanly).
-  void finish() { broadcast(message::finish); }
+  void finish() { broadcast(protocol::message::finish); }
 
   /// Chief only: shuts every ps task down; their join() returns.
-  void shutdown_cluster() { broadcast(message::shutdown); }
+  void shutdown_cluster() { broadcast(protocol::message::shutdown); }
 
  private:
   // "ps:1 (10.0.0.2:2222)": how errors name a ps task.
@@ -359,8 +361,9 @@ class basic_ps_client {
   }
 
   // Sends @p type to every ps task (with @p dir: a checkpoint_request). @returns the answers.
-  std::vector<reply> broadcast(message type, std::uint64_t step = 0, const std::filesystem::path& dir = {}) {
-    const std::string body = dir.empty() ? std::string() : encode_control(checkpoint_request{dir.string()});
+  std::vector<reply> broadcast(protocol::message type, std::uint64_t step = 0, const std::filesystem::path& dir = {}) {
+    const std::string body =
+        dir.empty() ? std::string() : protocol::encode_control(protocol::checkpoint_request{dir.string()});
     std::vector<detail::request> batch;
     for (std::size_t i = 0; i < ps_tasks(); ++i) {
       detail::request r{i, detail::header(type, 0, 0, step), boost::asio::buffer(body), {}};
@@ -382,7 +385,7 @@ class basic_ps_client {
       if (!skip_received || received_.lacks(shards[k], lowest)) missing.push_back(batch[k]);
     auto replies = channel_.run(missing);
     received_.count(shards, skip_received, lowest);
-    return static_cast<std::size_t>(std::ranges::count(replies, message::push_dropped, &reply::type));
+    return static_cast<std::size_t>(std::ranges::count(replies, protocol::message::push_dropped, &reply::type));
   }
   // Pushes are counted, and encoded, per shard of @p plan (afresh for a plan of another size).
   void track(const placement::plan& plan) {
@@ -401,4 +404,4 @@ class basic_ps_client {
 /// The worker's client over TCP (transport::asio_tcp).
 using ps_client = basic_ps_client<transport::asio_tcp>;
 
-}  // namespace dsgd::server
+}  // namespace dsgd::client

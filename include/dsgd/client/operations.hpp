@@ -2,13 +2,13 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 /// @file
-/// server::pull_operation and server::push_operation: a pull or a push of a ps_client whose
+/// client::pull_operation and client::push_operation: a pull or a push of a ps_client whose
 /// requests go out in parts and whose answers are collected in parts, so that a worker overlaps
 /// them with its compute. Each holds only its own state; ps_client drives both.
 #pragma once
 
+#include <dsgd/client/detail/request_table.hpp>
 #include <dsgd/placement/plan.hpp>
-#include <dsgd/server/detail/request_table.hpp>
 #include <dsgd/transport/concepts.hpp>
 
 #include <cstddef>
@@ -16,7 +16,7 @@
 #include <span>
 #include <vector>
 
-namespace dsgd::server {
+namespace dsgd::client {
 
 template <Transport T>
 class basic_ps_client;
@@ -74,4 +74,4 @@ class push_operation {
   bool skip_received_ = false;
 };
 
-}  // namespace dsgd::server
+}  // namespace dsgd::client

@@ -2,7 +2,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 /// @file
-/// server::client_options: the settings of a worker's connections to the ps tasks, nested: the
+/// client::client_options: the settings of a worker's connections to the ps tasks, nested: the
 /// connection settings every task shares and the deadlines of the worker's requests.
 #pragma once
 
@@ -14,7 +14,7 @@
 #include <string>
 #include <string_view>
 
-namespace dsgd::server {
+namespace dsgd::client {
 
 /// How a worker connects and how long its requests may take.
 struct request_options {
@@ -60,4 +60,4 @@ inline void validate(const client_options& o, std::string_view path = "client_op
   compress::validate_pull(o.pull_compression, std::string(path) + ".pull_compression");
 }
 
-}  // namespace dsgd::server
+}  // namespace dsgd::client

@@ -5,15 +5,15 @@
 /// The worker's side of compression (compress/): per shard of its plan, the codec its
 /// variable's pushes use, the error-feedback residual and the buffer its payload is encoded
 /// into; the bytes its pushes have sent; and the request of a pull, plain or compressed.
-// IWYU pragma: private, include <dsgd/server/ps_client.hpp>
+// IWYU pragma: private, include <dsgd/client/ps_client.hpp>
 #pragma once
 
+#include <dsgd/client/detail/channel.hpp>
+#include <dsgd/client/detail/residual_file.hpp>
+#include <dsgd/client/detail/routing.hpp>
 #include <dsgd/compress/selection.hpp>
 #include <dsgd/placement/plan.hpp>
-#include <dsgd/server/detail/client_channel.hpp>
-#include <dsgd/server/detail/client_routing.hpp>
-#include <dsgd/server/detail/residual_file.hpp>
-#include <dsgd/server/protocol.hpp>
+#include <dsgd/protocol/messages.hpp>
 
 #include <boost/asio/buffer.hpp>
 
@@ -25,11 +25,11 @@
 #include <string>
 #include <vector>
 
-namespace dsgd::server::detail {
+namespace dsgd::client::detail {
 
 /// @returns for each of @p layouts the codec @p s gives its variable, as register_request says it.
 inline std::vector<std::string> describe_codecs(const compress::selection& s,
-                                                const std::vector<shard_layout>& layouts) {
+                                                const std::vector<protocol::shard_layout>& layouts) {
   std::vector<std::string> out;
   for (const auto& l : layouts) out.push_back(compress::describe(s.of(l.name)));
   return out;
@@ -43,7 +43,7 @@ inline request pull_request(const placement::plan& plan, const placement::shard&
   const auto into = dest.subspan(s.offset, s.elements);
   const bool plain = compress::id_of(c) == compress::encoding::none || into.empty();
   request r{s.ps_task,
-            header(plain ? message::pull : message::compressed_pull, s.variable, index, step),
+            header(plain ? protocol::message::pull : protocol::message::compressed_pull, s.variable, index, step),
             {},
             span_buffer(into),
             {}};
@@ -62,9 +62,9 @@ inline std::string registration_body(const std::string& me, std::size_t replica,
   auto codecs = describe_codecs(pushes, mine);
   auto pull_codecs = describe_codecs(pulls, mine);
   const auto shards = static_cast<std::uint32_t>(mine.size());
-  return encode_control(register_request{me, static_cast<std::uint32_t>(replica), chief, plan.fingerprint(),
-                                         plan.describe(), shards, std::move(mine), std::move(codecs),
-                                         std::move(pull_codecs)});
+  return protocol::encode_control(
+      protocol::register_request{me, static_cast<std::uint32_t>(replica), chief, plan.fingerprint(), plan.describe(),
+                                 shards, std::move(mine), std::move(codecs), std::move(pull_codecs)});
 }
 
 /// A worker's encoders, one per shard of its plan. The residual of a shard (top_k, two_bit)
@@ -88,7 +88,7 @@ class push_encoder {
     auto& slot = slots_.at(at);
     if (grad.empty() || compress::id_of(slot.codec) == compress::encoding::none) {
       bytes_ += grad.size_bytes();
-      return {ps, header(message::push, variable, index, step), span_buffer(grad), {}, {}};
+      return {ps, header(protocol::message::push, variable, index, step), span_buffer(grad), {}, {}};
     }
     if (compress::uses_residual(slot.codec) && slot.residual.size() != grad.size())
       slot.residual.assign(grad.size(), 0.f);
@@ -97,7 +97,7 @@ class push_encoder {
         compress::encode(slot.codec, grad, slot.residual, std::as_writable_bytes(std::span(slot.payload)));
     bytes_ += n;
     return {ps,
-            header(message::compressed_push, variable, index, step),
+            header(protocol::message::compressed_push, variable, index, step),
             boost::asio::buffer(slot.payload.data(), n),
             {},
             {}};
@@ -163,4 +163,4 @@ class push_encoder {
   std::uint64_t bytes_ = 0;
 };
 
-}  // namespace dsgd::server::detail
+}  // namespace dsgd::client::detail

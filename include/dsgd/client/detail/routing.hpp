@@ -10,7 +10,7 @@
 
 #include <dsgd/error.hpp>
 #include <dsgd/placement/plan.hpp>
-#include <dsgd/server/protocol.hpp>
+#include <dsgd/protocol/messages.hpp>
 #include <dsgd/transport/frame.hpp>
 
 #include <boost/asio/buffer.hpp>
@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-namespace dsgd::server::detail {
+namespace dsgd::client::detail {
 
 /// Calls f(shard, index of the shard within its variable) for every shard of @p plan, in plan
 /// order.
@@ -42,13 +42,13 @@ inline std::size_t row_width(const placement::plan& plan, std::size_t v) {
 }
 
 /// @returns what ps task @p ps must know of its shards of @p plan to serve sparse requests.
-inline std::vector<shard_layout> layouts(const placement::plan& plan, std::size_t ps) {
-  std::vector<shard_layout> out;
+inline std::vector<protocol::shard_layout> layouts(const placement::plan& plan, std::size_t ps) {
+  std::vector<protocol::shard_layout> out;
   for_each_shard(plan, [&](const placement::shard& s, std::uint32_t index) {
     if (s.ps_task != ps) return;
     const auto& v = plan.variables()[s.variable];
     std::size_t dim = row_width(plan, s.variable);
-    shard_layout l;
+    protocol::shard_layout l;
     l.variable = static_cast<std::uint32_t>(s.variable);
     l.shard = index;
     l.name = v.name;
@@ -166,4 +166,4 @@ inline boost::asio::const_buffer rows_source(row_group& g, std::span<const float
   return boost::asio::buffer(s.data(), s.size_bytes());
 }
 
-}  // namespace dsgd::server::detail
+}  // namespace dsgd::client::detail

@@ -10,7 +10,7 @@
 /// refuses any string length or element count larger than the bytes left in the payload (every
 /// element takes at least one byte), before anything is allocated: decoding costs memory in
 /// proportion to what the peer actually sent.
-// IWYU pragma: private, include <dsgd/server/protocol.hpp>
+// IWYU pragma: private, include <dsgd/protocol/messages.hpp>
 #pragma once
 
 #include <dsgd/error.hpp>
@@ -27,7 +27,7 @@
 #include <istream>
 #include <string>
 
-namespace dsgd::server::detail {
+namespace dsgd::protocol::detail {
 
 /// binary_iarchive (without header) over @p size bytes of @p in, with every length checked
 /// against the bytes left; a longer one throws dsgd::error(errc::bad_frame).
@@ -102,9 +102,9 @@ class bounded_iarchive : public boost::archive::binary_iarchive_impl<bounded_iar
   std::streamoff end_;
 };
 
-}  // namespace dsgd::server::detail
+}  // namespace dsgd::protocol::detail
 
 // As binary_iarchive: arrays of primitives (std::vector<std::uint64_t>) in one block, which is
 // how binary_oarchive writes them.
-BOOST_SERIALIZATION_REGISTER_ARCHIVE(dsgd::server::detail::bounded_iarchive)
-BOOST_SERIALIZATION_USE_ARRAY_OPTIMIZATION(dsgd::server::detail::bounded_iarchive)
+BOOST_SERIALIZATION_REGISTER_ARCHIVE(dsgd::protocol::detail::bounded_iarchive)
+BOOST_SERIALIZATION_USE_ARRAY_OPTIMIZATION(dsgd::protocol::detail::bounded_iarchive)

@@ -9,7 +9,7 @@
 /// step's other files do, so checkpoint::saver's pruning deletes it with its step. Layout,
 /// little-endian: "dsgdres1", u32 shards, then per plan shard u32 codec-name length, the name
 /// (compress::describe), u64 n, n f32 (n = 0: no residual yet); then the CRC-32C of all before.
-// IWYU pragma: private, include <dsgd/server/ps_client.hpp>
+// IWYU pragma: private, include <dsgd/client/ps_client.hpp>
 #pragma once
 
 #include <dsgd/checkpoint/detail/atomic_file.hpp>
@@ -26,7 +26,7 @@
 #include <string_view>
 #include <vector>
 
-namespace dsgd::server::detail {
+namespace dsgd::client::detail {
 
 /// One plan shard's part of a residual file: its codec's name and its residual.
 struct saved_residual {
@@ -107,4 +107,4 @@ inline std::vector<saved_residual> read_residuals(const std::filesystem::path& p
   return out;
 }
 
-}  // namespace dsgd::server::detail
+}  // namespace dsgd::client::detail

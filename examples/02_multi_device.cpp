@@ -30,9 +30,12 @@
 #include <dsgd/model/cublas.cuh>
 #endif
 
+#include <boost/program_options.hpp>
+
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <iostream>
 #include <memory>
 #include <string>
 #include <thread>
@@ -181,37 +184,49 @@ int train_on(const settings& s) {
                                                         (DSGD_HAS_CUDA ? " or cuda" : " (this build has no CUDA)"));
 }
 
+namespace po = boost::program_options;
+
+// The command line, on Boost.Program_options; @returns false after --help (the usage printed).
+bool parse(settings& s, int argc, char** argv) {
+  po::options_description d("usage: 02_multi_device [options]\noptions");
+  auto add = d.add_options();
+  add("model", po::value(&s.model)->value_name("M"), "mlp | softmax [mlp]");
+  add("devices", po::value(&s.devices)->value_name("D"), "cpu | cuda (a CUDA build: the GPUs in turn) [cpu]");
+  add("replicas", po::value(&s.replicas)->value_name("N"),
+      "replicas: cpu threads, or over the GPUs [2; cuda: one per GPU]");
+  add("epochs", po::value(&s.epochs)->value_name("N"), "passes over the training set [12]");
+  add("batch", po::value(&s.batch)->value_name("N"), "examples per replica and step [64]");
+  add("lr", po::value(&s.lr)->value_name("X"), "learning rate [0.05]");
+  add("momentum", po::value(&s.momentum)->value_name("X"), "momentum [0.9]");
+  add("decay", po::value(&s.decay)->value_name("X"), "learning rate multiplier per epoch [0.7]");
+  add("target", po::value(&s.target)->value_name("ACC"), "exit 1 below this test accuracy [0]");
+  add("help,h", "this text");
+  po::variables_map vm;
+  po::store(po::parse_command_line(argc, argv, d), vm);
+  if (vm.count("help")) {
+    std::cout << d;
+    return false;
+  }
+  po::notify(vm);
+  s.replicas_given = vm.count("replicas") > 0;
+  if (s.replicas == 0) throw dsgd::error(dsgd::errc::invalid_argument, "--replicas must be at least 1");
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   settings s;
   try {
-    for (int i = 1; i < argc; ++i) {
-      std::string a = argv[i];
-      auto value = [&]() -> std::string {
-        if (i + 1 >= argc) throw dsgd::error(dsgd::errc::invalid_argument, a + " needs a value");
-        return argv[++i];
-      };
-      if (a == "--model") s.model = value();
-      else if (a == "--devices") s.devices = value();
-      else if (a == "--replicas") s.replicas = std::stoul(value()), s.replicas_given = true;
-      else if (a == "--epochs") s.epochs = std::stoul(value());
-      else if (a == "--batch") s.batch = std::stoul(value());
-      else if (a == "--lr") s.lr = std::stof(value());
-      else if (a == "--momentum") s.momentum = std::stof(value());
-      else if (a == "--decay") s.decay = std::stof(value());
-      else if (a == "--target") s.target = std::stod(value());
-      else throw dsgd::error(dsgd::errc::invalid_argument, "unknown option " + a);
-    }
-    if (s.replicas == 0) throw dsgd::error(dsgd::errc::invalid_argument, "--replicas must be at least 1");
+    if (!parse(s, argc, argv)) return 0;
     if (s.model == "mlp") return train_on<mlp_model>(s);
     if (s.model == "softmax") return train_on<softmax_model>(s);
     throw dsgd::error(dsgd::errc::invalid_argument, "--model " + s.model + ": expected mlp or softmax");
-  } catch (const dsgd::error& e) {
+  } catch (const po::error& e) {
     std::fprintf(stderr, "02_multi_device: %s\n", e.what());
     return 2;
-  } catch (const std::logic_error& e) {
-    std::fprintf(stderr, "02_multi_device: bad option value (%s)\n", e.what());
+  } catch (const dsgd::error& e) {
+    std::fprintf(stderr, "02_multi_device: %s\n", e.what());
     return 2;
   }
 }

@@ -123,16 +123,18 @@ int main(int argc, char** argv) {
   settings s;
   std::string rule = "sync";
   po::options_description options("03_cluster [--demo] [options]; every task of the cluster runs it");
-  options.add_options()("demo", "the article's case 3: w + b, w * b, w / b on ps-held variables")(
-      "rule", po::value(&rule)->default_value(rule), "sync | async")(
-      "epochs", po::value(&s.epochs)->default_value(s.epochs), "passes over the training set")(
-      "batch", po::value(&s.batch)->default_value(s.batch), "examples per worker and step")(
-      "lr", po::value(&s.lr)->default_value(s.lr), "learning rate of momentum SGD on the ps")(
-      "target", po::value(&s.target)->default_value(s.target), "exit 1 if the chief ends below this accuracy")(
-      "help,h", "this text");
+  auto add = options.add_options();
+  add("demo", "the article's case 3: w + b, w * b, w / b on ps-held variables");
+  add("rule", po::value(&rule)->value_name("R"), "sync | async [sync]");
+  add("epochs", po::value(&s.epochs)->value_name("N"), "passes over the training set [3]");
+  add("batch", po::value(&s.batch)->value_name("N"), "examples per worker and step [64]");
+  add("lr", po::value(&s.lr)->value_name("X"), "learning rate of momentum SGD on the ps [0.05]");
+  add("target", po::value(&s.target)->value_name("ACC"), "exit 1 if the chief ends below this accuracy [0]");
+  add("help,h", "this text");
   po::variables_map vm;
   try {
     po::store(po::parse_command_line(argc, argv, options), vm);
+    if (vm.count("help")) return std::cout << options, 0;
     po::notify(vm);
     if (rule != "sync" && rule != "async") throw po::error("--rule " + rule + ": expected sync or async");
     if (s.epochs < 1 || s.batch < 1 || !(s.lr > 0)) throw po::error("--epochs, --batch and --lr must be above 0");
@@ -140,7 +142,6 @@ int main(int argc, char** argv) {
     std::cerr << "03_cluster: " << e.what() << "\n" << options;
     return 2;
   }
-  if (vm.count("help")) return std::cout << options, 0;
   try {
     if (vm.count("demo")) return run_demo();
     return rule == "sync" ? train<dsgd::update::sync_average>(s) : train<dsgd::update::async>(s);

@@ -17,15 +17,10 @@
 // EPYC, 2026-12-04: 14,000 examples/s per worker, 26 s; an Intel Xeon took 140 s), against
 // PyTorch DDP and RPC on the same libtorch in docs/compare.md (bench/compare/cnn.sh).
 //
-// Options: --rule sync|async, --epochs N (passes over the training set, split over the
-//          workers), --batch N (per worker), --lr X, --decay X (learning rate multiplier per
-//          epoch), --momentum X (momentum SGD on the ps),
-//          --threads N (libtorch compute threads per worker; default 1: tasks share the cores),
-//          --target ACC (the chief exits 1 below it), --csv FILE (the chief's evaluations, for
-//          bench/compare/cnn.sh), --logdir DIR (checkpoints and summaries; resumes from DIR's
-//          latest checkpoint), --save-steps N (a checkpoint every N global steps; default 0: every
-//          60 s and at the end), --solo (one process, no cluster: the same steps with the same
-//          optimizer applied in place, the one-process figure of bench/compare/cnn.sh), --help.
+// Options (on Boost.Program_options; --help lists them): --rule sync|async, --epochs N, --batch
+//          N (per worker), --lr X, --decay X, --momentum X, --threads N (libtorch threads per
+//          worker), --target ACC, --csv FILE, --logdir DIR, --save-steps N, --solo (one process,
+//          no cluster: the one-process figure of bench/compare/cnn.sh).
 // Every task reads its role from TF_CONFIG (dsgd-launch sets it); the chief prints the test
 // accuracy after each epoch. Usage errors exit 2, naming the option.
 #include <dsgd/adapt/torch.hpp>
@@ -41,6 +36,7 @@
 #include <dsgd/update/sync_average.hpp>
 
 #include <torch/torch.h>
+#include <boost/program_options.hpp>
 
 #include <algorithm>
 #include <cerrno>
@@ -49,7 +45,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <iostream>
 #include <memory>
+#include <optional>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <tuple>
@@ -76,65 +75,56 @@ struct settings {
   bool solo = false;
 };
 
-const char* usage =
-    "usage: 04_libtorch_cnn [--rule sync|async] [--epochs N] [--batch N] [--lr X] [--decay X]\n"
-    "                       [--momentum X] [--threads N] [--target ACC] [--csv FILE]\n"
-    "                       [--logdir DIR [--save-steps N]] [--solo]\n"
-    "  run every task of a cluster with it: dsgd-launch --ps 1 --workers 2 -- ./04_libtorch_cnn\n";
-
 struct usage_error {
   std::string what;
 };
 
-settings parse(int argc, char** argv) {
+namespace po = boost::program_options;
+
+// The command line, on Boost.Program_options; @returns nothing after --help (the usage printed).
+std::optional<settings> parse(int argc, char** argv) {
   settings s;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--help" || a == "-h") {
-      std::fputs(usage, stdout);
-      std::exit(0);
+  // A number of at least @p low into @p field, read as a double as "--epochs 12" or "--lr 0.04".
+  auto number = [](const char* name, const char* value_name, double low, auto& field) {
+    return po::value<double>()->value_name(value_name)->notifier([name, low, &field](double x) {
+      if (!(x >= low))
+        throw usage_error{std::string("--") + name + " " + (std::ostringstream() << x).str() +
+                          ": expected a number >= " + (std::ostringstream() << low).str()};
+      field = static_cast<std::remove_reference_t<decltype(field)>>(x);
+    });
+  };
+  po::options_description d(
+      "usage: 04_libtorch_cnn [options]; run every task of a cluster with it:\n"
+      "  dsgd-launch --ps 1 --workers 2 -- ./04_libtorch_cnn\noptions");
+  auto add = d.add_options();
+  add("rule", po::value(&s.rule)->value_name("R"), "sync | async [sync]");
+  add("epochs", number("epochs", "N", 1, s.epochs), "passes over the training set, split over the workers [12]");
+  add("batch", number("batch", "N", 1, s.batch), "examples per worker and step [64]");
+  add("lr", number("lr", "X", 0, s.lr), "learning rate [0.04]");
+  add("decay", number("decay", "X", 0, s.decay), "learning rate multiplier per epoch [0.8]");
+  add("momentum", number("momentum", "X", 0, s.momentum), "momentum SGD on the ps [0.9]");
+  add("threads", number("threads", "N", 1, s.threads),
+      "libtorch compute threads per worker (tasks share the cores) [1]");
+  add("target", number("target", "ACC", 0, s.target), "the chief exits 1 below this test accuracy [0]");
+  add("csv", po::value(&s.csv)->value_name("FILE"), "the chief's evaluations (bench/compare/cnn.sh)");
+  add("logdir", po::value(&s.logdir)->value_name("DIR"),
+      "checkpoints and summaries; a job started again resumes from DIR's latest checkpoint");
+  add("save-steps", number("save-steps", "N", 1, s.save_steps),
+      "with --logdir: a checkpoint every N global steps [every 60 s and at the end]");
+  add("solo", po::bool_switch(&s.solo), "one process, no cluster: the same steps, the optimizer applied in place");
+  add("help,h", "this text");
+  po::variables_map vm;
+  try {
+    po::store(po::parse_command_line(argc, argv, d), vm);
+    if (vm.count("help")) {
+      std::cout << d;
+      return std::nullopt;
     }
-    if (a == "--solo") {
-      s.solo = true;
-      continue;
-    }
-    if (i + 1 >= argc) throw usage_error{a + ": needs a value"};
-    const std::string v = argv[++i];
-    char* end = nullptr;
-    auto number = [&](double low) {
-      errno = 0;
-      const double x = std::strtod(v.c_str(), &end);
-      if (v.empty() || *end != '\0' || errno != 0 || !(x >= low))
-        throw usage_error{a + " " + v + ": expected a number >= " + std::to_string(low)};
-      return x;
-    };
-    if (a == "--rule") {
-      if (v != "sync" && v != "async") throw usage_error{"--rule " + v + ": expected sync or async"};
-      s.rule = v;
-    } else if (a == "--epochs") {
-      s.epochs = static_cast<std::size_t>(number(1));
-    } else if (a == "--batch") {
-      s.batch = static_cast<std::int64_t>(number(1));
-    } else if (a == "--lr") {
-      s.lr = static_cast<float>(number(0));
-    } else if (a == "--decay") {
-      s.decay = static_cast<float>(number(0));
-    } else if (a == "--momentum") {
-      s.momentum = static_cast<float>(number(0));
-    } else if (a == "--threads") {
-      s.threads = static_cast<int>(number(1));
-    } else if (a == "--target") {
-      s.target = number(0);
-    } else if (a == "--csv") {
-      s.csv = v;
-    } else if (a == "--logdir") {
-      s.logdir = v;
-    } else if (a == "--save-steps") {
-      s.save_steps = static_cast<std::uint64_t>(number(1));
-    } else {
-      throw usage_error{a + ": unknown option"};
-    }
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw usage_error{e.what()};
   }
+  if (s.rule != "sync" && s.rule != "async") throw usage_error{"--rule " + s.rule + ": expected sync or async"};
   if (s.save_steps != 0 && s.logdir.empty()) throw usage_error{"--save-steps needs --logdir DIR"};
   if (s.solo && !s.logdir.empty()) throw usage_error{"--logdir: a --solo run keeps no checkpoints"};
   return s;
@@ -380,16 +370,17 @@ int train_solo(const settings& s) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  settings s;
+  std::optional<settings> s;
   try {
     s = parse(argc, argv);
   } catch (const usage_error& e) {
-    std::fprintf(stderr, "04_libtorch_cnn: %s\n%s", e.what.c_str(), usage);
+    std::fprintf(stderr, "04_libtorch_cnn: %s (04_libtorch_cnn --help lists the options)\n", e.what.c_str());
     return 2;
   }
+  if (!s) return 0;
   try {
-    if (s.solo) return train_solo(s);
-    return s.rule == "sync" ? train<dsgd::update::sync_average>(s) : train<dsgd::update::async>(s);
+    if (s->solo) return train_solo(*s);
+    return s->rule == "sync" ? train<dsgd::update::sync_average>(*s) : train<dsgd::update::async>(*s);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "04_libtorch_cnn: %s\n", e.what());
     return 1;

@@ -9,10 +9,9 @@
 //
 //   dsgd-launch --ps 1 --workers 2 -- ./05_eigen_model --rule sync --target 0.83
 //
-// Options: --rule sync|async, --epochs N (passes over the training set, split over the
-//          workers) [4], --batch N (per worker) [64], --lr X [0.03], --momentum X (momentum SGD
-//          on the ps) [0.9], --decay X (learning rate multiplier per epoch) [0.5],
-//          --target ACC (the chief exits 1 below it), --help.
+// Options (on Boost.Program_options; --help lists them): --rule sync|async, --epochs N, --batch
+//          N (per worker), --lr X, --momentum X (momentum SGD on the ps), --decay X (learning
+//          rate multiplier per epoch), --target ACC (the chief exits 1 below it).
 // Every task reads its role from TF_CONFIG (dsgd-launch sets it); the chief prints the test
 // accuracy after each pass. Usage errors exit 2, naming the option.
 #include "eigen_softmax.hpp"
@@ -27,15 +26,18 @@
 #include <dsgd/update/sync_average.hpp>
 
 #include <Eigen/Core>
+#include <boost/program_options.hpp>
 
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <iostream>
+#include <optional>
 #include <random>
+#include <sstream>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -56,52 +58,48 @@ struct settings {
   double target = 0;
 };
 
-const char* usage =
-    "usage: 05_eigen_model [--rule sync|async] [--epochs N] [--batch N] [--lr X] [--momentum X]\n"
-    "                      [--decay X] [--target ACC]\n"
-    "  run every task of a cluster with it: dsgd-launch --ps 1 --workers 2 -- ./05_eigen_model\n";
-
 struct usage_error {
   std::string what;
 };
 
-settings parse(int argc, char** argv) {
+namespace po = boost::program_options;
+
+// The command line, on Boost.Program_options; @returns nothing after --help (the usage printed).
+std::optional<settings> parse(int argc, char** argv) {
   settings s;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--help" || a == "-h") {
-      std::fputs(usage, stdout);
-      std::exit(0);
+  // A number of at least @p low into @p field, read as a double as "--epochs 4" or "--lr 0.03".
+  auto number = [](const char* name, const char* value_name, double low, auto& field) {
+    return po::value<double>()->value_name(value_name)->notifier([name, low, &field](double x) {
+      if (!(x >= low))
+        throw usage_error{std::string("--") + name + " " + (std::ostringstream() << x).str() +
+                          ": expected a number >= " + (std::ostringstream() << low).str()};
+      field = static_cast<std::remove_reference_t<decltype(field)>>(x);
+    });
+  };
+  po::options_description d(
+      "usage: 05_eigen_model [options]; run every task of a cluster with it:\n"
+      "  dsgd-launch --ps 1 --workers 2 -- ./05_eigen_model\noptions");
+  auto add = d.add_options();
+  add("rule", po::value(&s.rule)->value_name("R"), "sync | async [sync]");
+  add("epochs", number("epochs", "N", 1, s.epochs), "passes over the training set, split over the workers [4]");
+  add("batch", number("batch", "N", 1, s.batch), "examples per worker and step [64]");
+  add("lr", number("lr", "X", 0, s.lr), "learning rate [0.03]");
+  add("momentum", number("momentum", "X", 0, s.momentum), "momentum SGD on the ps [0.9]");
+  add("decay", number("decay", "X", 0, s.decay), "learning rate multiplier per epoch [0.5]");
+  add("target", number("target", "ACC", 0, s.target), "the chief exits 1 below this test accuracy [0]");
+  add("help,h", "this text");
+  po::variables_map vm;
+  try {
+    po::store(po::parse_command_line(argc, argv, d), vm);
+    if (vm.count("help")) {
+      std::cout << d;
+      return std::nullopt;
     }
-    if (i + 1 >= argc) throw usage_error{a + ": needs a value"};
-    const std::string v = argv[++i];
-    auto number = [&](double low) {
-      errno = 0;
-      char* end = nullptr;
-      const double x = std::strtod(v.c_str(), &end);
-      if (v.empty() || *end != '\0' || errno != 0 || !(x >= low))
-        throw usage_error{a + " " + v + ": expected a number >= " + std::to_string(low)};
-      return x;
-    };
-    if (a == "--rule") {
-      if (v != "sync" && v != "async") throw usage_error{"--rule " + v + ": expected sync or async"};
-      s.rule = v;
-    } else if (a == "--epochs") {
-      s.epochs = static_cast<std::size_t>(number(1));
-    } else if (a == "--batch") {
-      s.batch = static_cast<std::size_t>(number(1));
-    } else if (a == "--lr") {
-      s.lr = static_cast<float>(number(0));
-    } else if (a == "--momentum") {
-      s.momentum = static_cast<float>(number(0));
-    } else if (a == "--decay") {
-      s.decay = static_cast<float>(number(0));
-    } else if (a == "--target") {
-      s.target = number(0);
-    } else {
-      throw usage_error{a + ": unknown option"};
-    }
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw usage_error{e.what()};
   }
+  if (s.rule != "sync" && s.rule != "async") throw usage_error{"--rule " + s.rule + ": expected sync or async"};
   return s;
 }
 
@@ -168,15 +166,16 @@ int train(const settings& s) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  settings s;
+  std::optional<settings> s;
   try {
     s = parse(argc, argv);
   } catch (const usage_error& e) {
-    std::fprintf(stderr, "05_eigen_model: %s\n%s", e.what.c_str(), usage);
+    std::fprintf(stderr, "05_eigen_model: %s (05_eigen_model --help lists the options)\n", e.what.c_str());
     return 2;
   }
+  if (!s) return 0;
   try {
-    return s.rule == "sync" ? train<dsgd::update::sync_average>(s) : train<dsgd::update::async>(s);
+    return s->rule == "sync" ? train<dsgd::update::sync_average>(*s) : train<dsgd::update::async>(*s);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "05_eigen_model: %s\n", e.what());
     return 1;

@@ -20,8 +20,10 @@
 #include <dsgd/device/cuda.cuh>
 #endif
 
+#include <boost/program_options.hpp>
+
 #include <cstdio>
-#include <cstring>
+#include <iostream>
 #include <string>
 
 namespace {
@@ -43,14 +45,19 @@ void add_and_multiply_on(const D& device) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  namespace po = boost::program_options;
   std::string device_string = "cpu";
-  for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--device") == 0 && i + 1 < argc) {
-      device_string = argv[++i];
-    } else {
-      std::fprintf(stderr, "usage: %s [--device cpu|cuda:N]\n", argv[0]);
-      return 2;
-    }
+  po::options_description options("usage: 01_single_device [--device cpu|cuda:N]");
+  options.add_options()("device", po::value(&device_string)->value_name("D"),
+                        "where w + b and w * b run: cpu, cuda:N, /gpu:N, /cpu:0 [cpu]")("help,h", "this text");
+  try {
+    po::variables_map vm;
+    po::store(po::parse_command_line(argc, argv, options), vm);
+    if (vm.count("help")) return std::cout << options, 0;
+    po::notify(vm);
+  } catch (const po::error& e) {
+    std::cerr << "01_single_device: " << e.what() << "\n" << options;
+    return 2;
   }
   try {
     auto spec = dsgd::device::parse(device_string);

@@ -9,7 +9,7 @@
 #      client and transport stacks many times over, and that compiles fastest there), only the
 #      executables these tests run: the tests labelled unit, optim, cluster, device, data or
 #      checkpoint (each family's unit tests, layering_test among them) and the one labelled quick
-#      (the fastest end-to-end job: dsgd-launch starts 1 ps and 2 workers of 03_cluster as
+#      (the fastest end-to-end job: dsgd-launch starts 1 ps and 2 workers of dsgd-train as
 #      processes over loopback TCP, one epoch of softmax regression to its accuracy);
 #   3. those tests.
 # Extra arguments go to ctest. DSGD_QUICK_BUILD_DIR sets the build directory.

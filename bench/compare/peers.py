@@ -1,9 +1,9 @@
 # SPDX-FileCopyrightText: Copyright (c) 2026 The dsgd authors
 # SPDX-License-Identifier: Apache-2.0
-"""The Fashion-MNIST MLP of examples/03_cluster on PyTorch and TensorFlow, for bench/compare.
+"""The Fashion-MNIST MLP of dsgd-train on PyTorch and TensorFlow, for bench/compare.
 
 Every process is started by dsgd-launch, which gives it TF_CONFIG (the cluster and this task),
-exactly as it starts 03_cluster. The work is the same as 03_cluster's:
+exactly as it starts dsgd-train. The work is the same as dsgd-train's:
 
   model     784-256-128-10 (--hidden 1024,1024: 784-1024-1024-10), ReLU, softmax cross-entropy;
             kernels Glorot uniform, biases zero, drawn once from seed --seed (default 0; every
@@ -77,7 +77,7 @@ def initial_parameters(widths=(784, 256, 128, 10), seed=0):
 
 
 class Batches:
-    """03_cluster's shuffled_batches: shard k of n, reshuffled every pass, a short last batch."""
+    """dsgd-train's shuffled_batches: shard k of n, reshuffled every pass, a short last batch."""
 
     def __init__(self, images, labels, batch, shard, shards, seed):
         self.images, self.labels, self.batch = images, labels, batch

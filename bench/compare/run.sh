@@ -3,7 +3,7 @@
 # SPDX-License-Identifier: Apache-2.0
 #
 # dsgd against PyTorch and TensorFlow on the same work (docs/compare.md): the Fashion-MNIST MLP
-# of examples/03_cluster, 2 workers, batch 64 each, momentum SGD with 03_cluster's schedule,
+# of dsgd-train, 2 workers, batch 64 each, momentum SGD with dsgd-train's schedule,
 # every process one thread. Every system is started by dsgd-launch and runs --reps times,
 # interleaved; summarize.py then prints per system the median examples/s, time to 0.88 test
 # accuracy and final accuracy, and the dsgd/peer ratios; plot.py draws docs/img/compare.png.
@@ -55,7 +55,7 @@ build=${BUILD:-"$root/build-compare"}
 if [ -z "${BUILD:-}" ]; then
   cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDSGD_BUILD_TESTS=OFF >/dev/null
 fi
-cmake --build "$build" --target 03_cluster dsgd-launch
+cmake --build "$build" --target dsgd-train dsgd-launch
 out=${out:-"$build/compare"}
 png=${png:-"$out/compare.png"}
 mkdir -p "$out"
@@ -73,10 +73,10 @@ cat "$out/versions.txt"
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1 OMP_WAIT_POLICY=passive
 export TF_CPP_MIN_LOG_LEVEL=2 PYTHONWARNINGS=ignore
 launch="$build/tools/dsgd-launch"
-cluster="$build/examples/03_cluster"
+cluster="$build/tools/dsgd-train"
 peers="$here/peers.py"
 # Async applies every batch as a step: twice the updates of sync per epoch with 2 workers, so
-# a smaller rate decayed more gently (as bench/straggler does for 03_cluster).
+# a smaller rate decayed more gently (as bench/straggler does for dsgd-train).
 async="--rule async --lr 0.01 --decay 0.8"
 
 # run NAME REP PS ARGS...: one cluster run with 2 workers; the chief's evaluations go to NAME_rREP.csv.

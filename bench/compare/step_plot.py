@@ -39,7 +39,7 @@ def main():
     alone = median_over_reps("local", 1)
     allreduce = median_over_reps("torch_allreduce", 0)
     bars = [("dsgd sync\n(push, then pull)", median_over_reps("sync", 0), alone),
-            ("dsgd push_pull\n(03_cluster)", median_over_reps("push_pull", 0), alone),
+            ("dsgd push_pull\n(dsgd-train)", median_over_reps("push_pull", 0), alone),
             ("dsgd overlapped\n(trainer::overlap)", median_over_reps("overlap", 0), alone)]
     ddp_step, ddp_compute = median_over_reps("torch_ddp", 0), median_over_reps("torch_ddp", 1)
     if ddp_step is not None:

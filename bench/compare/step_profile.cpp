@@ -2,8 +2,8 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // Where the time of a dsgd sync step goes (docs/compare.md, "Step-time breakdown"): the
-// training step of examples/03_cluster (Fashion-MNIST MLP 784-256-128-10, batch 64 per worker,
-// update::sync_average, momentum with 03_cluster's schedule), timed per phase on every worker:
+// training step of dsgd-train (Fashion-MNIST MLP 784-256-128-10, batch 64 per worker,
+// update::sync_average, momentum with dsgd-train's schedule), timed per phase on every worker:
 //
 //   data     the next batch copied out of the shard (shuffled_batches::next)
 //   compute  forward and backward (feed_forward::forward_backward)
@@ -11,7 +11,7 @@
 //   pull     the values of the next step: under sync this waits until the ps has every
 //            worker's gradient of the step and has applied their average, so the wait for the
 //            slower worker lands here
-//   step     all four, back to back (03_cluster's order: compute, push, pull)
+//   step     all four, back to back (dsgd-train's order: compute, push, pull)
 //
 // With --overlap the step runs through trainer::overlap instead: each gradient is pushed as the
 // backward pass finishes it, the next step's values are pulled while the next batch is drawn,
@@ -19,7 +19,7 @@
 // compute is forward and backward with those waits inside, push is end_step() (the rest of the
 // push, sending the pull, the push's answers), and pull is 0. With --push-pull the step's push
 // and pull are one exchange (trainer::push_pull: the pull sent right behind the push); push is
-// that exchange and pull is 0. With --session the same cluster runs 03_cluster's monitored
+// that exchange and pull is 0. With --session the same cluster runs dsgd-train's monitored
 // session (train::monitored_session with its stop-at-step and summary hooks, summaries every
 // 100 steps with a histogram of every weight, checkpoints every 60 s into a temporary logdir)
 // in blocks of 50 steps alternating with blocks of bare push_pull steps on the same trainer, and
@@ -39,7 +39,7 @@
 //   step_profile --solo ...                # one process training alone: compute + the momentum
 //                                          # update in place (the rate that 2 workers should double)
 //   ... --hidden 1024,1024                 # the MLP's hidden widths (default 256,128), any mode
-//   ... --rule async                       # the cluster under update::async (03_cluster's async
+//   ... --rule async                       # the cluster under update::async (dsgd-train's async
 //                                          # rate: lr 0.01, decay 0.8 per epoch of 938 steps)
 //
 // bench/compare/step_profile.sh runs these next to a gloo allreduce of the same bytes.
@@ -175,7 +175,7 @@ int run_local(const settings& s) {
   return 0;
 }
 
-// --session: 03_cluster's session on trainer @p t (variables not yet created), its steps in
+// --session: dsgd-train's session on trainer @p t (variables not yet created), its steps in
 // blocks of 50 alternating with blocks of bare push_pull steps, so that both see the same load.
 template <class Trainer, class Net, class Batches>
 int run_session(const settings& s, Trainer& t, Net& net, Batches& batches, std::size_t steps_per_epoch) {
@@ -228,7 +228,7 @@ int run_session(const settings& s, Trainer& t, Net& net, Batches& batches, std::
   return 0;
 }
 
-// One task of the cluster, set up as 03_cluster --rule sync (or async) sets it up.
+// One task of the cluster, set up as dsgd-train --rule sync (or async) sets it up.
 template <class Rule>
 int run_cluster(const settings& s) {
   using optimizer = dsgd::optim::exponential_decay<dsgd::optim::momentum>;

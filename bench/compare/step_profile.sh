@@ -3,17 +3,17 @@
 # SPDX-License-Identifier: Apache-2.0
 #
 # Step-time breakdown of dsgd sync against a gloo allreduce of the same bytes (docs/compare.md,
-# "Step-time breakdown"): the Fashion-MNIST MLP of examples/03_cluster (235,146 floats),
+# "Step-time breakdown"): the Fashion-MNIST MLP of dsgd-train (235,146 floats),
 # batch 64 per worker, 2 workers, every process one thread. Per repetition, interleaved:
 #
 #   local     dsgd_bench_step_profile --local: forward + backward alone, one process
-#   sync      dsgd-launch --ps 1 --workers 2 -- dsgd_bench_step_profile: 03_cluster's sync step
+#   sync      dsgd-launch --ps 1 --workers 2 -- dsgd_bench_step_profile: dsgd-train's sync step
 #             timed per phase (data, compute, push, pull) on each worker
 #   exchange  the same cluster without compute: push + pull of the gradients only
 #   overlap   the sync cluster with its step through trainer::overlap (pushes during the
 #             backward pass, pulls during the next forward pass)
 #   push_pull the sync cluster with push and pull as one exchange (trainer::push_pull)
-#   session   the sync cluster through 03_cluster's monitored session (hooks, summaries with
+#   session   the sync cluster through dsgd-train's monitored session (hooks, summaries with
 #             weight histograms, checkpoint schedule) in blocks of 50 steps alternating with
 #             bare push_pull steps in the same run; the table gives session / bare (<= 1.05)
 #   torch     dsgd-launch --ps 0 --workers 2 -- allreduce.py: gloo allreduce of 235,146 floats,

@@ -41,7 +41,7 @@ def read_run(path):
         rows = list(csv.DictReader(f))
     points = []
     for r in rows:
-        if "rule" in r:  # 03_cluster --csv
+        if "rule" in r:  # dsgd-train --csv
             per_epoch = steps_per_epoch(r["rule"], int(r["workers"]))
             eval_s = float(r["eval_s"]) if r.get("eval_s") else None  # older CSVs lack it
         else:  # peers.py --csv

@@ -43,8 +43,8 @@ done
 "$root/scripts/setup.sh"
 build=${BUILD:-"$root/build-compare"}
 [[ -n ${BUILD:-} ]] || cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDSGD_BUILD_TESTS=OFF >/dev/null
-cmake --build "$build" --target 03_cluster dsgd-launch >/dev/null
-example=$build/examples/03_cluster launch=$build/tools/dsgd-launch harness=$root/scripts/netns_hosts.sh
+cmake --build "$build" --target dsgd-train dsgd-launch >/dev/null
+example=$build/tools/dsgd-train launch=$build/tools/dsgd-launch harness=$root/scripts/netns_hosts.sh
 py=/usr/bin/python3  # Debian's, with python3-torch (the same 1.13 as libtorch-dev)
 peers=$root/bench/compare/peers.py
 out=${out:-"$build/hosts_compare"}

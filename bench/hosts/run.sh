@@ -25,8 +25,8 @@ while (($#)); do
 done
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDSGD_BUILD_BENCH=ON \
   -DDSGD_BUILD_TESTS=OFF -DDSGD_BUILD_EXAMPLES=ON >/dev/null
-cmake --build "$build" --target 03_cluster dsgd-launch >/dev/null
-example=$build/examples/03_cluster launch=$build/tools/dsgd-launch harness=$root/scripts/netns_hosts.sh
+cmake --build "$build" --target dsgd-train dsgd-launch >/dev/null
+example=$build/tools/dsgd-train launch=$build/tools/dsgd-launch harness=$root/scripts/netns_hosts.sh
 out=$(mktemp -d)
 trap 'rm -rf "$out"; "$harness" down bh >/dev/null 2>&1 || true' EXIT
 args=(--rule sync --epochs "$epochs" --target 0)

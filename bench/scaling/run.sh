@@ -3,13 +3,13 @@
 # SPDX-License-Identifier: Apache-2.0
 #
 # Scaling with the number of workers (docs/benchmarks.md, "Scaling"): the Fashion-MNIST MLP of
-# examples/03_cluster on 1 ps and N = 1, 2, 4 worker processes (dsgd-launch, one OpenMP thread
+# dsgd-train on 1 ps and N = 1, 2, 4 worker processes (dsgd-launch, one OpenMP thread
 # each), sync and async, --reps runs of each interleaved. Prints per rule and N the median
 # examples/s (all workers together, from the chief's last epoch line, start-up excluded,
 # evaluation included) and the scaling efficiency as Horovod and BytePS define it:
 # examples/s with N workers / (N x examples/s with 1 worker).
 #   bench/scaling/run.sh [--reps R] [--epochs E] [--workers "1 2 4"]
-# BUILD=dir uses an existing build (with targets 03_cluster and dsgd-launch); default
+# BUILD=dir uses an existing build (with targets dsgd-train and dsgd-launch); default
 # build-compare, configured Release here if needed. The runs go to BUILD/scaling/scaling.csv
 # and the plot to BUILD/scaling/scaling.png (PNG=file elsewhere; matplotlib from
 # bench/compare/.venv, bench/python_env.sh).
@@ -27,10 +27,10 @@ while [ $# -gt 0 ]; do
   esac
 done
 build=${BUILD:-$root/build-compare}
-if [ ! -x "$build/examples/03_cluster" ] || [ ! -x "$build/tools/dsgd-launch" ]; then
+if [ ! -x "$build/tools/dsgd-train" ] || [ ! -x "$build/tools/dsgd-launch" ]; then
   cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDSGD_BUILD_TESTS=OFF >/dev/null
 fi
-cmake --build "$build" --target 03_cluster dsgd-launch >/dev/null
+cmake --build "$build" --target dsgd-train dsgd-launch >/dev/null
 out="$build/scaling"
 mkdir -p "$out"
 rows="$out/scaling.csv"
@@ -44,7 +44,7 @@ while [ $rep -lt "$reps" ]; do
       lr=""
       [ "$rule" = async ] && lr="--lr 0.01 --decay 0.8"
       # shellcheck disable=SC2086
-      "$build/tools/dsgd-launch" --ps 1 --workers "$n" -- "$build/examples/03_cluster" --rule "$rule" \
+      "$build/tools/dsgd-launch" --ps 1 --workers "$n" -- "$build/tools/dsgd-train" --rule "$rule" \
         --epochs "$epochs" --target 0 $lr >"$log" 2>&1 || { echo "run failed: $log" >&2; exit 1; }
       eps=$(grep '^\[worker:0\] epoch' "$log" | tail -1 | sed 's/.* \([0-9.]*\) examples\/s.*/\1/')
       echo "$rule,$n,$rep,$eps" | tee -a "$rows"

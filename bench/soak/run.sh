@@ -5,9 +5,9 @@
 # The soak (docs/reliability.md, "Soak"): jobs of 2 ps + 4 workers under
 # `dsgd-launch --max-restarts`, a killer sending SIGKILL to a random running task (ps, the chief
 # worker:0, or another worker) every few seconds. Jobs:
-#   sync     03_cluster, the MLP (--model), sync with 1 backup worker, --logdir (a checkpoint
+#   sync     dsgd-train, the MLP (--model), sync with 1 backup worker, --logdir (a checkpoint
 #            every 100 global steps)
-#   async    03_cluster, the MLP, async, --logdir
+#   async    dsgd-train, the MLP, async, --logdir
 #   counter  test/faults/counter_job, async in monitored sessions with --pushes: exactly once
 # For sync and async an undisturbed run of the same job comes first, in the same invocation;
 # for async a second one with 2 workers too (async's accuracy depends on how many push at once).
@@ -28,10 +28,10 @@
 #   --kills N        kills in all, spread over the jobs run (default 100: 40 sync, 40 async, 20
 #                    counter; with other --jobs, equal shares)
 #   --interval S     mean seconds between kills (each wait uniform in [S/2, 3S/2]; default 1.5)
-#   --epochs E       03_cluster epochs (default 30; the learning rate decays 0.7 per epoch): long
+#   --epochs E       dsgd-train epochs (default 30; the learning rate decays 0.7 per epoch): long
 #                    enough that a ps incarnation outlives --leak-min-life on a fast machine,
 #                    where 10 epochs ended with none measured
-#   --model M        03_cluster --model: mlp or softmax (default mlp)
+#   --model M        dsgd-train --model: mlp or softmax (default mlp)
 #   --pushes N       counter job: pushes per worker (default 6000, 5 ms each)
 #   --time-limit S   each launcher's --timeout (default 1500); the killer stops there too
 #   --tolerance P    accuracy points the soaked run may be off the undisturbed one (default 0.5)
@@ -41,7 +41,7 @@
 #   --leak-min-life S  only ps incarnations that lived S seconds are measured (default 20)
 #   --max-restarts N dsgd-launch --max-restarts (default 1000; 0 shows the soak failing)
 #   --out DIR        logs and samples (default build-rel/soak)
-# BUILD=dir: the build with 03_cluster, dsgd-launch and dsgd_faults_counter_job (default
+# BUILD=dir: the build with dsgd-train, dsgd-launch and dsgd_faults_counter_job (default
 # build-rel, configured and built here as GCC Release when absent); or LAUNCH, MAIN_JOB and
 # COUNTER_JOB: the three programs themselves, nothing built (soak_test). Loopback only.
 set -u
@@ -87,10 +87,10 @@ if [ -z "${BUILD:-}" ] && [ -z "${LAUNCH:-}" ]; then
   if [ ! -f "$build/build.ninja" ]; then
     cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null || exit 1
   fi
-  cmake --build "$build" --target 03_cluster dsgd-launch dsgd_faults_counter_job -- -j1 >/dev/null || exit 1
+  cmake --build "$build" --target dsgd-train dsgd-launch dsgd_faults_counter_job -- -j1 >/dev/null || exit 1
 fi
 launch=${LAUNCH:-"$build/tools/dsgd-launch"}
-main_job=${MAIN_JOB:-"$build/examples/03_cluster"}
+main_job=${MAIN_JOB:-"$build/tools/dsgd-train"}
 counter_job=${COUNTER_JOB:-"$build/test/faults/dsgd_faults_counter_job"}
 for f in "$launch" "$main_job" "$counter_job"; do
   [ -x "$f" ] || { echo "run.sh: $f not built (BUILD=$build)" >&2; exit 1; }

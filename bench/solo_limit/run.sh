@@ -3,13 +3,13 @@
 # SPDX-License-Identifier: Apache-2.0
 #
 # Two workers against twice one process alone (docs/benchmarks.md, "Two workers against twice
-# one process alone"): examples/03_cluster's MLP trained by 2 worker processes under every
+# one process alone"): dsgd-train's MLP trained by 2 worker processes under every
 # system, each as a fraction of twice the rate of one process measured in the same repetition.
 # Systems, interleaved within each repetition:
 #
 #   solo       dsgd_bench_step_profile --solo: forward, backward and the momentum update in one
 #              process, nothing else (the rate issue 15 asks two workers to double)
-#   alone      03_cluster itself on 1 ps + 1 worker, averaging once a pass over the data: the
+#   alone      dsgd-train itself on 1 ps + 1 worker, averaging once a pass over the data: the
 #              same training loop (batch sampling, schedule, evaluations) in one process, the ps
 #              idle but for one exchange an epoch
 #   sync       1 ps + 2 workers, --rule sync (one exchange a step)
@@ -67,7 +67,7 @@ if [ -z "${BUILD:-}" ]; then
   cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDSGD_BUILD_TESTS=OFF \
     -DDSGD_BUILD_BENCH=ON >/dev/null
 fi
-cmake --build "$build" --target 03_cluster dsgd-launch dsgd_bench_step_profile >/dev/null
+cmake --build "$build" --target dsgd-train dsgd-launch dsgd_bench_step_profile >/dev/null
 out=${out:-"$build/solo_limit"}
 mkdir -p "$out"
 rm -f "$out"/*.csv "$out"/*.log
@@ -75,7 +75,7 @@ rm -f "$out"/*.csv "$out"/*.log
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1 OMP_WAIT_POLICY=passive
 export PYTHONWARNINGS=ignore
 launch="$build/tools/dsgd-launch"
-program="$build/examples/03_cluster"
+program="$build/tools/dsgd-train"
 profile="$build/bench/dsgd_bench_step_profile"
 py=/usr/bin/python3  # Debian's, with python3-torch (the same 1.13 as libtorch-dev)
 peer="$root/bench/compare/peers.py"

@@ -7,7 +7,7 @@ usage: table.py DIR
 
 DIR holds, per model M (small, big) and repetition r, M_solo_rR.log (a `profile,solo,...` row
 of dsgd_bench_step_profile) and the chief's CSVs M_alone_rR.csv, M_sync_rR.csv, M_async_rR.csv
-and M_local_K_rR.csv (examples/03_cluster --csv: one row per evaluation), and the
+and M_local_K_rR.csv (dsgd-train --csv: one row per evaluation), and the
 peers' M_torch_ddp_rR.csv and M_torch_rpc_sync_rR.csv (bench/compare/peers.py --csv). Per run:
   examples/s          examples trained by the last evaluation over its wall time
   without evaluation  the same over that time less the chief's evaluations (eval_s)
@@ -24,7 +24,7 @@ from collections import defaultdict
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "compare"))
 import summarize  # noqa: E402  (bench/compare/summarize.py: read_run)
 
-BATCH = 64  # 03_cluster's default, which run.sh keeps
+BATCH = 64  # dsgd-train's default, which run.sh keeps
 TARGET = 0.88
 
 

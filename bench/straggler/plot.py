@@ -3,7 +3,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """Summarises the straggler runs of run.sh and plots test accuracy against wall time.
 
-Reads DIR/<scenario>.csv (one line per evaluation, written by 03_cluster --csv), writes
+Reads DIR/<scenario>.csv (one line per evaluation, written by dsgd-train --csv), writes
 DIR/summary.csv, prints a Markdown table and draws the four straggler scenarios into --png.
 
   plot.py --dir DIR --png FILE [--target 0.88]

@@ -2,7 +2,7 @@
 # SPDX-FileCopyrightText: Copyright (c) 2026 The dsgd authors
 # SPDX-License-Identifier: Apache-2.0
 #
-# The straggler scenario of docs/convergence.md: the Fashion-MNIST MLP of examples/03_cluster
+# The straggler scenario of docs/convergence.md: the Fashion-MNIST MLP of dsgd-train
 # on 1 ps + 3 worker processes (dsgd-launch), worker:2 three times slower than its compute,
 # under sync, sync with one backup worker, async and bounded_staleness<2> (SSP). Each run's
 # chief writes one CSV line per epoch; plot.py then prints the table (steps/s, time to the
@@ -41,7 +41,7 @@ build=${BUILD:-"$root/build-straggler"}
 if [ -z "${BUILD:-}" ]; then
   cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDSGD_BUILD_TESTS=OFF >/dev/null
 fi
-cmake --build "$build" --target 03_cluster dsgd-launch
+cmake --build "$build" --target dsgd-train dsgd-launch
 out=${out:-"$build/straggler"}
 png=${png:-"$out/straggler.png"}
 mkdir -p "$out"
@@ -51,14 +51,14 @@ py=$(bench_python matplotlib)
 
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 OMP_WAIT_POLICY=passive
 launch="$build/tools/dsgd-launch"
-program="$build/examples/03_cluster"
+program="$build/tools/dsgd-train"
 
 # run NAME PS WORKERS ARGS...: one cluster run; the chief's evaluations go to NAME.csv.
 run() {
   name=$1 ps=$2 workers=$3
   shift 3
-  echo "== $name: dsgd-launch --ps $ps --workers $workers -- 03_cluster $*"
-  # A run that ends below the target still leaves its CSV (03_cluster exits 1 then).
+  echo "== $name: dsgd-launch --ps $ps --workers $workers -- dsgd-train $*"
+  # A run that ends below the target still leaves its CSV (dsgd-train exits 1 then).
   "$launch" --ps "$ps" --workers "$workers" --timeout 1800 -- "$program" --epochs "$epochs" \
     --csv "$out/$name.csv" "$@" >"$out/$name.log" 2>&1 || echo "   (exit status $?; see $out/$name.log)"
   grep -E "final test accuracy|straggler|done:" "$out/$name.log" | sed 's/^/   /'

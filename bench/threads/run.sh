@@ -3,7 +3,7 @@
 # SPDX-License-Identifier: Apache-2.0
 #
 # The thread budget (docs/benchmarks.md, "The main job's default threads"): the README's main
-# job (examples/03_cluster, the MLP, sync, 2 ps + 2 workers under dsgd-launch) with its default
+# job (dsgd-train, the MLP, sync, 2 ps + 2 workers under dsgd-launch) with its default
 # settings, where the launcher gives every task cores / tasks OpenMP and BLAS threads, against
 # every hand setting of OMP_NUM_THREADS and OPENBLAS_NUM_THREADS from 1 to the core count,
 # interleaved in each repetition. table.py prints each setting's median examples/s (with the
@@ -36,7 +36,7 @@ build=${BUILD:-"$root/build-compare"}
 if [ -z "${BUILD:-}" ]; then
   cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDSGD_BUILD_TESTS=OFF >/dev/null
 fi
-cmake --build "$build" --target 03_cluster dsgd-launch >/dev/null
+cmake --build "$build" --target dsgd-train dsgd-launch >/dev/null
 out=${out:-"$build/threads"}
 mkdir -p "$out"
 rm -f "$out"/*.csv "$out"/*.log
@@ -49,7 +49,7 @@ cores=$(nproc)
 job() {
   name=$1
   shift
-  env "$@" "$build/tools/dsgd-launch" --ps 2 --workers 2 --timeout 900 -- "$build/examples/03_cluster" \
+  env "$@" "$build/tools/dsgd-launch" --ps 2 --workers 2 --timeout 900 -- "$build/tools/dsgd-train" \
     --rule sync --epochs "$epochs" --csv "$out/$name.csv" >"$out/$name.log" 2>&1 ||
     echo "   (exit status $?; see $out/$name.log)"
   grep -m1 "tasks share this host" "$out/$name.log" | sed "s/^/   $name: /" || true

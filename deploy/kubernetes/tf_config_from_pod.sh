@@ -17,7 +17,7 @@
 #                       (MAX), the worker StatefulSet scaled anywhere from MIN to MAX
 #   DSGD_MIN_REPLICAS   an elastic job (docs/reliability.md, "Elastic workers"): the least
 #                       workers a sync step needs; passed on to the program, which gives it to its
-#                       ps (03_cluster: serving_options::min_replicas)
+#                       ps (dsgd-train: serving_options::min_replicas)
 #   DSGD_PORT           the port every task listens on (default 2222)
 #   DSGD_CLUSTER_DOMAIN the cluster's DNS domain (default cluster.local)
 #   DSGD_HOLD_AFTER_EXIT  1: after PROGRAM exits 0, sleep instead of exiting, since Kubernetes

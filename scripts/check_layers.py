@@ -7,9 +7,9 @@
 #   2. a policy header (device, optim, update, compress, placement) includes nothing but the
 #      concepts.hpp of another policy family: no policy knows a concrete policy of another;
 #   3. no header includes a .cuh unless it is a .cuh itself;
-#   4. the umbrella dsgd.hpp includes every public host header (all but detail/, impl/, model/,
-#      which needs BLAS, cluster/mpi.hpp, which needs MPI, adapt/, whose headers need the library
-#      they adapt (Eigen, libtorch), and .cuh);
+#   4. the umbrella dsgd.hpp includes every public host header (all but detail/, impl/, the ps's
+#      request handlers in server/requests/, model/, which needs BLAS, cluster/mpi.hpp, which
+#      needs MPI, adapt/, whose headers need the library they adapt (Eigen, libtorch), and .cuh);
 #   5. nothing outside adapt/ includes adapt/: the library never needs a user's model library.
 # Prints one line per violation (file, line, what it includes, the rule) and exits 1 if any.
 #   scripts/check_layers.py [include-dir]
@@ -117,7 +117,7 @@ def main() -> int:
             rel = path.relative_to(root).as_posix()
             parts = rel.split("/")
             public = (path.suffix == ".hpp" and rel != "dsgd.hpp" and "detail" not in parts
-                      and "impl" not in parts and parts[0] not in ("model", "adapt")
+                      and "impl" not in parts and "requests" not in parts and parts[0] not in ("model", "adapt")
                       and rel not in NEEDS_MORE)
             if public and rel not in included:
                 problems.append(f"dsgd.hpp: does not include the public header <dsgd/{rel}>")

@@ -49,7 +49,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const auto codec = codec_of(in.byte());
   const std::size_t n = in.le<std::uint16_t>() % 4097;
   const auto rest = in.rest();
-  // Copied into a 4-byte-aligned buffer as the ps receives it (shard_requests' `compressed`).
+  // Copied into a 4-byte-aligned buffer as the ps receives it (table_peer's `compressed`).
   std::vector<std::uint32_t> buffer((rest.size() + 3) / 4);
   if (!rest.empty()) std::memcpy(buffer.data(), rest.data(), rest.size());
   const auto payload = std::as_bytes(std::span(buffer)).first(rest.size());

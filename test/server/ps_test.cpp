@@ -466,6 +466,7 @@ BOOST_AUTO_TEST_CASE(a_worker_registering_again_learns_which_pushes_arrived_and_
     BOOST_TEST(b == (std::vector<float>{3.f, 3.f}), boost::test_tools::per_element());
     second.register_worker(plan, 0, true);  // again on the same connections: nothing closed
     BOOST_TEST(second.pushes_received() == 3u);
+    BOOST_TEST(second.dropped_pushes() == 0u);  // async applies each, and the resent one was skipped
     second.finish();
     second.shutdown_cluster();
   }
@@ -550,7 +551,7 @@ BOOST_AUTO_TEST_CASE(a_header_whose_payload_never_follows_is_dropped_at_the_fram
 }
 
 // wait_ready goes on only once every ps task answers the same session stamp: while a chief
-// re-creating the session has reached some ps tasks and not yet the others (protocol.hpp,
+// re-creating the session has reached some ps tasks and not yet the others (protocol/messages.hpp,
 // "Sessions"), it asks again.
 BOOST_AUTO_TEST_CASE(wait_ready_asks_again_until_every_ps_task_answers_the_same_session) {
   net<inproc> n;

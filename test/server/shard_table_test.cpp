@@ -170,6 +170,27 @@ BOOST_AUTO_TEST_CASE(a_sync_pull_is_parked_until_the_step_completes) {
   BOOST_TEST(r[0].payload == counts);
 }
 
+BOOST_AUTO_TEST_CASE(dropped_count_answers_the_pushes_its_shards_dropped) {
+  recording_sink out;
+  auto t = registered<sync_table>(out, 2);
+  auto dropped = [&] {
+    deliver(t, out, 2, {message::dropped_count, 0, 0, 0});
+    auto r = out.take();
+    BOOST_REQUIRE_EQUAL(r.size(), 1u);
+    BOOST_REQUIRE((r[0].type() == message::reply_ok));
+    return r[0].header.step;
+  };
+  BOOST_TEST(dropped() == 0u);
+  std::vector<float> g(12, 1.f);
+  deliver(t, out, 1, {message::push, 0, 0, 0, bytes_of(g)});
+  deliver(t, out, 2, {message::push, 0, 0, 0, bytes_of(g)});  // step 0 of w applied: w is at step 1
+  deliver(t, out, 2, {message::push, 0, 0, 0, bytes_of(g)});  // computed at step 0 again: stale
+  auto r = out.take();
+  BOOST_REQUIRE_EQUAL(r.size(), 3u);
+  BOOST_TEST((r[2].type() == message::push_dropped));
+  BOOST_TEST(dropped() == 1u);
+}
+
 BOOST_AUTO_TEST_CASE(a_push_for_a_shard_it_lacks_is_refused_before_its_payload) {
   recording_sink out;
   auto t = registered<sync_table>(out, 1);

@@ -158,7 +158,7 @@ class basic_ps_client {
     broadcast(protocol::message::open_session, detail::new_session_stamp());
   }
 
-  /// Waits until every ps task answers wait_ready with the same session stamp (protocol.hpp,
+  /// Waits until every ps task answers wait_ready with the same session stamp (protocol/messages.hpp,
   /// "Sessions"; detail::await_one_session). @throws dsgd::error errc::timed_out naming each
   /// stamp past startup_timeout (or the recovery bound); what a ps answers past ready_timeout
   void wait_ready() {
@@ -353,6 +353,14 @@ class basic_ps_client {
 
   /// Chief only: shuts every ps task down; their join() returns.
   void shutdown_cluster() { broadcast(protocol::message::shutdown); }
+
+  /// @returns how many pushes the shards of every ps task have dropped so far: stale (beyond
+  /// the SSP bound, or behind the sync step) or duplicate. The staleness a job pays, for a log.
+  std::uint64_t dropped_pushes() {
+    std::uint64_t n = 0;
+    for (const auto& r : broadcast(protocol::message::dropped_count)) n += r.step;
+    return n;
+  }
 
  private:
   // "ps:1 (10.0.0.2:2222)": how errors name a ps task.

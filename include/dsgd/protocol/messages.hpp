@@ -27,22 +27,27 @@
 
 namespace dsgd::protocol {
 
+// The table below keeps a request a line: not reflowed.
+// clang-format off
 /// frame_header::type values. Requests go worker -> ps; replies echo the request_id.
 ///
 /// | request | payload | reply |
 /// |---|---|---|
-/// | register_worker | control: register_request | ok with the push counts (below), or error (placement mismatch, ...)
-/// | | init_shard (chief) | raw floats: initial values of (variable, shard) | ok | | wait_ready | none | ok (step = the
-/// session stamp) once every shard this ps holds exists and the chief opened a session | | pull (step = step or clock)
-/// | none | pull_reply: raw floats, step = shard step | | push (step = computed at) | raw floats: gradient |
-/// push_applied / push_accumulated / push_dropped | | sparse_pull (step as pull) | n keys: u64 LE rows of the whole
-/// variable | pull_reply: n x dim floats | | sparse_push (step as push) | n keys (u64 LE), then n x dim floats | as
-/// push | | finish | none | ok | | shutdown (chief) | none | ok, then the ps closes and join() returns | | save (chief;
-/// step = checkpoint step) | control: checkpoint_request | ok once the ps wrote its data file | | restore (chief; step
-/// = checkpoint step) | control: checkpoint_request | ok once the ps holds the checkpoint's values | | compressed_push
-/// (step as push) | a Compressor's payload (compress/) | as push | | compressed_pull (step as pull) | none |
-/// compressed_pull_reply: the shard's values as its agreed pull codec (fp16, bf16) encodes them, 2 bytes each | |
-/// open_session (chief; step = a new session stamp) | none | ok |
+/// | register_worker | control: register_request | ok with the push counts (below), or error (placement mismatch, ...) |
+/// | init_shard (chief) | raw floats: initial values of (variable, shard) | ok |
+/// | wait_ready | none | ok (step = the session stamp) once every shard this ps holds exists and the chief opened a session |
+/// | pull (step = step or clock) | none | pull_reply: raw floats, step = shard step |
+/// | push (step = computed at) | raw floats: gradient | push_applied / push_accumulated / push_dropped |
+/// | sparse_pull (step as pull) | n keys: u64 LE rows of the whole variable | pull_reply: n x dim floats |
+/// | sparse_push (step as push) | n keys (u64 LE), then n x dim floats | as push |
+/// | finish | none | ok |
+/// | shutdown (chief) | none | ok, then the ps closes and join() returns |
+/// | save (chief; step = checkpoint step) | control: checkpoint_request | ok once the ps wrote its data file |
+/// | restore (chief; step = checkpoint step) | control: checkpoint_request | ok once the ps holds the checkpoint's values |
+/// | compressed_push (step as push) | a Compressor's payload (compress/) | as push |
+/// | compressed_pull (step as pull) | none | compressed_pull_reply: the shard's values as its agreed pull codec (fp16, bf16) encodes them, 2 bytes each |
+/// | open_session (chief; step = a new session stamp) | none | ok |
+/// | dropped_count | none | ok, step = the pushes this ps task's shards dropped (stale or duplicate) |
 ///
 /// The reply to register_worker carries, for each shard of the request's `layouts` in that
 /// order, a u64 LE: how many pushes (dense or sparse) of this replica the ps has received for
@@ -61,6 +66,7 @@ namespace dsgd::protocol {
 /// answered only within an open session, with its stamp; a worker takes the ps tasks as ready
 /// once they all answer the same stamp. So a worker that re-registers while a chief re-creates
 /// the session after losing a ps does not read one ps task restored and another not yet.
+// clang-format on
 enum class message : std::uint16_t {
   register_worker = 1,
   init_shard = 2,
@@ -76,6 +82,7 @@ enum class message : std::uint16_t {
   compressed_push = 12,
   compressed_pull = 13,
   open_session = 14,
+  dropped_count = 15,
   reply_ok = 64,
   reply_error = 65,
   pull_reply = 66,
@@ -102,8 +109,8 @@ struct message_info {
   payload_kind payload;  ///< where a ps puts its payload
 };
 
-/// Every message. A new message kind is a value of `message`, a row here, and its case in
-/// shard_table's dispatch (server/shard_table.hpp).
+/// Every message. A new request kind is a value of `message`, a row here, and its handler on
+/// the ps (server/requests/: a request without one does not compile).
 inline constexpr message_info messages[] = {
     {message::register_worker, "register_worker", payload_kind::control},
     {message::init_shard, "init_shard", payload_kind::dense},
@@ -119,6 +126,7 @@ inline constexpr message_info messages[] = {
     {message::compressed_push, "compressed_push", payload_kind::compressed},
     {message::compressed_pull, "compressed_pull", payload_kind::none},
     {message::open_session, "open_session", payload_kind::none},
+    {message::dropped_count, "dropped_count", payload_kind::none},
     {message::reply_ok, "reply_ok", payload_kind::reply},
     {message::reply_error, "reply_error", payload_kind::reply},
     {message::pull_reply, "pull_reply", payload_kind::reply},

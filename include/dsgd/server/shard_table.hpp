@@ -3,36 +3,37 @@
 //
 /// @file
 /// server::shard_table: what a ps task holds and how it answers requests, without a socket (the
-/// ps-lite KVServer's request handling, typed). It owns the shards, their layouts, the
-/// generation (restores so far), the pushes received per replica, the finished replicas and the
-/// parked requests; it is given each peer's frames (header, then payload into the buffer
-/// destination() names) and hands every reply to a reply_sink. server::parameter_server puts
-/// it behind a TCP listener; a test drives it with frames in memory.
+/// ps-lite KVServer's request handling, typed). It routes each peer's frames to the handler of
+/// their request kind (server/requests/: the one place each kind is handled), retries the
+/// parked requests when a handler lets them through, answers them at their deadline, and
+/// follows connections coming and going. What it holds are parts with interfaces of their own
+/// (detail::table_state): the shards, the peers and the session, the parked requests.
+/// server::parameter_server puts it behind a listener; a test drives it with frames in memory.
 #pragma once
 
 #include <dsgd/cluster/cluster_spec.hpp>
 #include <dsgd/device/cpu.hpp>
 #include <dsgd/protocol/messages.hpp>
 #include <dsgd/server/detail/shard_replies.hpp>
-#include <dsgd/server/detail/shard_requests.hpp>
+#include <dsgd/server/detail/table_state.hpp>
 #include <dsgd/server/ps_options.hpp>
 #include <dsgd/server/reply_sink.hpp>
+#include <dsgd/server/requests/checkpoint.hpp>
+#include <dsgd/server/requests/compressed.hpp>
+#include <dsgd/server/requests/dense.hpp>
+#include <dsgd/server/requests/dropped_count.hpp>
+#include <dsgd/server/requests/handler.hpp>
+#include <dsgd/server/requests/register.hpp>
+#include <dsgd/server/requests/session.hpp>
+#include <dsgd/server/requests/sparse.hpp>
 #include <dsgd/update/concepts.hpp>
-#include <dsgd/update/sync_average.hpp>
 
-#include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <list>
-#include <map>
-#include <memory>
 #include <optional>
-#include <set>
 #include <span>
 #include <string>
-#include <type_traits>
 #include <utility>
-#include <vector>
 
 namespace dsgd::server {
 
@@ -49,9 +50,7 @@ namespace dsgd::server {
 ///
 /// @tparam U an UpdateRule; @tparam O an Optimizer; @tparam D where the shards live (host).
 template <UpdateRule U, class O, Device D = device::cpu>
-class shard_table : detail::shard_requests<U, O, D> {
-  using base = detail::shard_requests<U, O, D>;
-
+class shard_table {
  public:
   using options = ps_options<U, O>;                     ///< the ps's settings
   using shard_type = typename U::template shard<D, O>;  ///< one shard of the rule
@@ -59,14 +58,12 @@ class shard_table : detail::shard_requests<U, O, D> {
   /// A table for ps task @p self of @p ps_tasks, serving @p replicas training replicas; logs
   /// through opts.connection.log (must be set).
   shard_table(cluster::task_id self, std::size_t ps_tasks, std::size_t replicas, options opts, D device = {})
-      : base(std::move(self), ps_tasks, replicas, std::move(opts), std::move(device)) {}
+      : t_(std::move(self), ps_tasks, replicas, std::move(opts), std::move(device)) {}
 
   /// A new connection @p p, authenticated as @p identity ("worker:1"); @p shared_memory: its
   /// payloads arrive through a shared-memory ring (its pushes are then applied whole).
   void connect(peer_id p, std::string identity, bool shared_memory = false) {
-    auto& s = this->peers_[p];
-    s.identity = std::move(identity);
-    s.shared_memory = shared_memory;
+    t_.peers.connect(p, std::move(identity), shared_memory);
   }
 
   /// Peer @p p's connection is gone: its parked requests are forgotten. With @p departs, a
@@ -76,17 +73,14 @@ class shard_table : detail::shard_requests<U, O, D> {
   /// keeps it (a ps on several threads, until the connection's reads have stopped).
   template <reply_sink S>
   auto disconnect(peer_id p, bool departs, S& out) {
-    auto it = this->peers_.find(p);
-    if (it == this->peers_.end()) return decltype(this->peers_.extract(it)){};
-    auto node = this->peers_.extract(it);
+    auto node = t_.peers.take(p);
+    if (node.empty()) return node;
+    t_.parked.forget(p);
     const auto& gone = node.mapped();
-    std::erase_if(this->parked_, [&](const auto& r) { return r.from == p; });
-    if (!departs || !gone.registered || this->finished_.contains(gone.replica) || connected(gone.replica, out))
-      return node;
-    this->absent_.departed(gone.replica, gone.identity);
-    this->members_.left(gone.replica, gone.identity, "connection lost", this->global_step());
+    if (!departs || !gone.registered || t_.peers.finished(gone.replica) || connected(gone.replica, out)) return node;
+    t_.peers.departed(gone, t_.shards.global_step());
     if constexpr (update::tracks_departures<shard_type>) {
-      for (auto& [k, s] : this->shards_) s->depart(gone.replica);
+      t_.shards.for_each([&](auto& shard) { shard.depart(gone.replica); });
       retry_parked(out);
     }
     return node;
@@ -99,17 +93,16 @@ class shard_table : detail::shard_requests<U, O, D> {
   /// errc::handshake_failed naming it.
   template <reply_sink S>
   void refused(std::size_t replica, std::string task, std::string why, S& out) {
-    if (replica >= this->replicas_ || this->finished_.contains(replica) || connected(replica, out)) return;
-    if (!this->absent_.refused(replica, task, why)) return;
-    this->log(this->self_ + ": " + task + " (replica " + std::to_string(replica) +
-              ") was refused at authentication: " + why);
-    if (!stalled_by_refusals()) return;
-    std::erase_if(this->parked_, [&](const auto& r) {
-      if (r.kind != protocol::message::pull && r.kind != protocol::message::compressed_pull &&
-          r.kind != protocol::message::sparse_pull)
-        return false;
-      this->reply_error(out, r.from, r.request, make_error_code(errc::handshake_failed), cannot_complete(r.request));
-      return true;
+    if (connected(replica, out) || !t_.peers.refused(replica, task, why)) return;
+    t_.log(t_.self + ": " + task + " (replica " + std::to_string(replica) + ") was refused at authentication: " + why);
+    if (!t_.stalled_by_refusals()) return;
+    t_.parked.erase_if([&](const detail::parked_request& r) {
+      bool pull = false;
+      requests::with_handler(r.kind, [&]<class H>(H) { pull = requests::waits_for_a_step<H>; });
+      if (pull)
+        detail::reply_error(out, r.from, r.request, make_error_code(errc::handshake_failed),
+                            t_.peers.absent().cannot_complete(t_.self, r.request.step));
+      return pull;
     });
   }
 
@@ -120,25 +113,23 @@ class shard_table : detail::shard_requests<U, O, D> {
   ///        one): the owner closes the connection. A sparse request that fails a check gets a
   ///        scratch buffer and its error is answered at its last chunk.
   std::span<std::byte> destination(peer_id p, const transport::frame_header& h, error_code& ec) {
-    auto found = this->peers_.find(p);
-    if (found == this->peers_.end()) return base::fail(ec);  // not connected
-    auto& s = found->second;
+    auto* s = t_.peers.find(p);
+    if (!s) return detail::bad_frame(ec);  // not connected
     const auto* info = protocol::decode_request(h.type);
-    s.kind = info ? std::optional<protocol::message>(info->kind) : std::nullopt;
-    switch (info ? info->payload : protocol::payload_kind::none) {
-      case protocol::payload_kind::control:
-        s.control.resize(h.payload_length);
-        return std::as_writable_bytes(std::span(s.control));
-      case protocol::payload_kind::dense:
-        return this->dense_destination(s, *s.kind, h, ec);
-      case protocol::payload_kind::sparse:
-        return this->sparse_destination(s, *s.kind, h, ec);
-      case protocol::payload_kind::compressed:
-        return this->compressed_destination(s, h, ec);
-      default:
-        if (h.payload_length != 0) ec = make_error_code(errc::bad_frame);
-        return {};
-    }
+    s->kind = info ? std::optional(info->kind) : std::nullopt;
+    std::span<std::byte> into;
+    const bool known = info && requests::with_handler(info->kind, [&]<class H>(H) {
+                         if constexpr (requires { H::destination(t_, *s, h, ec); }) {
+                           into = H::destination(t_, *s, h, ec);
+                         } else if (info->payload == protocol::payload_kind::control) {
+                           s->control.resize(h.payload_length);
+                           into = std::as_writable_bytes(std::span(s->control));
+                         } else if (h.payload_length != 0) {
+                           ec = make_error_code(errc::bad_frame);
+                         }
+                       });
+    if (!known && h.payload_length != 0) ec = make_error_code(errc::bad_frame);
+    return into;
   }
 
   /// The payload of @p h (named by destination()) has arrived: a push's chunk is applied where
@@ -146,33 +137,38 @@ class shard_table : detail::shard_requests<U, O, D> {
   /// wrong, keeping the connection).
   template <reply_sink S>
   void received(peer_id p, const transport::frame_header& h, S& out) {
-    auto found = this->peers_.find(p);
-    if (found == this->peers_.end()) return;  // disconnected meanwhile
-    auto& s = found->second;
+    auto* s = t_.peers.find(p);
+    if (!s) return;  // disconnected meanwhile
     if (!h.last_chunk()) {
-      if (s.kind == protocol::message::push) this->push_chunk(s, h);
+      if (s->kind)
+        requests::with_handler(*s->kind, [&]<class H>(H) {
+          if constexpr (requires { H::chunk(t_, *s, h); }) H::chunk(t_, *s, h);
+        });
       return;
     }
     try {
-      dispatch(p, s, h, out);
+      if (answer(p, *s, h, out) == requests::after::retry_parked) retry_parked(out);
     } catch (const dsgd::error& e) {
-      this->reply_error(out, p, h, e.code(), e.what());
+      detail::reply_error(out, p, h, e.code(), e.what());
     }
   }
 
   /// Answers every parked request the shards now allow (after a push applied, a finish, an init).
   template <reply_sink S>
   void retry_parked(S& out) {
-    for (auto it = this->parked_.begin(); it != this->parked_.end();) {
+    t_.parked.retry([&](const detail::parked_request& r) {
+      if (!out.is_open(r.from)) return true;
       bool done = false;
       try {
-        done = !out.is_open(it->from) || try_answer(it->from, it->kind, it->request, it->rows, out);
+        requests::with_handler(r.kind, [&]<class H>(H) {
+          if constexpr (requests::parking_handler<H>) done = H::try_answer(t_, r, out);
+        });
       } catch (const dsgd::error& e) {
-        this->reply_error(out, it->from, it->request, e.code(), e.what());
+        detail::reply_error(out, r.from, r.request, e.code(), e.what());
         done = true;
       }
-      it = done ? this->parked_.erase(it) : std::next(it);
-    }
+      return done;
+    });
   }
 
   /// Answers the parked requests whose deadline is before @p now with errc::timed_out and what
@@ -180,225 +176,62 @@ class shard_table : detail::shard_requests<U, O, D> {
   /// @returns true when it shut down (the owner stops sweeping)
   template <reply_sink S>
   bool sweep(update::clock_type::time_point now, S& out) {
-    for (auto it = this->parked_.begin(); it != this->parked_.end();) {
-      if (it->deadline > now) {
-        ++it;
-        continue;
-      }
-      if (it->kind == protocol::message::shutdown) {
-        this->log(this->self_ + ": shutting down without " + this->unfinished() + " having finished");
-        auto r = std::move(*it);
-        this->parked_.erase(it);
-        shut_down(r.from, r.request, out);
-        return true;
-      }
-      this->reply_error(out, it->from, it->request, make_error_code(errc::timed_out), this->why_waiting(*it));
-      it = this->parked_.erase(it);
-    }
-    return false;
+    return t_.parked.sweep(now, [&](const detail::parked_request& r) {
+      bool shut_down = false;
+      requests::with_handler(r.kind, [&]<class H>(H) {
+        if constexpr (requires { H::expire(t_, r, out); }) {
+          H::expire(t_, r, out);
+          shut_down = true;
+        } else if constexpr (requests::parking_handler<H>) {
+          detail::reply_error(out, r.from, r.request, make_error_code(errc::timed_out), H::why_waiting(t_, r));
+        }
+      });
+      return shut_down;
+    });
   }
 
   /// @returns the shard (variable, shard) or nullptr.
-  const shard_type* find(std::uint32_t variable, std::uint32_t shard) const {
-    auto it = this->shards_.find(base::key(variable, shard));
-    return it == this->shards_.end() ? nullptr : it->second.get();
-  }
+  const shard_type* find(std::uint32_t variable, std::uint32_t shard) const { return t_.shards.find(variable, shard); }
   /// @returns true once every shard of the registered placement exists.
-  bool ready() const noexcept { return base::ready(); }
+  bool ready() const { return t_.shards.ready(); }
   /// @returns how many requests are parked.
-  std::size_t parked() const noexcept { return this->parked_.size(); }
+  std::size_t parked() const noexcept { return t_.parked.size(); }
   /// @returns how many restores have re-created the session.
-  std::uint64_t generation() const noexcept { return this->session_.generation(); }
+  std::uint64_t generation() const noexcept { return t_.peers.session().generation(); }
   /// @returns true once a chief has registered.
-  bool chief_registered() const noexcept { return this->chief_seen_; }
+  bool chief_registered() const noexcept { return t_.peers.chief_registered(); }
   /// @returns true while a registered chief is connected.
-  bool chief_connected() const noexcept {
-    return std::ranges::any_of(this->peers_, [](const auto& peer) { return peer.second.chief; });
-  }
+  bool chief_connected() const { return t_.peers.chief_connected(); }
   /// @returns true when @p p's replica has finished (its connection may end cleanly).
   bool finished(peer_id p) const {
-    auto it = this->peers_.find(p);
-    return it != this->peers_.end() && this->finished_.contains(it->second.replica);
+    auto* s = t_.peers.find(p);
+    return s && t_.peers.finished(s->replica);
   }
 
  private:
-  using peer_state = typename base::peer_state;
-
-  // The one place that says what each request does: a new message kind gets its case here.
+  // A request's last chunk is in: checked against the registration and the session, then
+  // answered by its kind's handler.
   template <reply_sink S>
-  void dispatch(peer_id p, peer_state& s, const transport::frame_header& h, S& out) {
+  requests::after answer(peer_id p, detail::table_peer& s, const transport::frame_header& h, S& out) {
     if (!s.kind) throw error(errc::bad_frame, "unknown message type " + std::to_string(h.type));
-    const protocol::message kind = *s.kind;
-    if (kind != protocol::message::register_worker && !s.registered)
-      throw error(errc::invalid_argument, std::string(protocol::to_string(kind)) + " before register_worker");
-    if (kind != protocol::message::register_worker && s.generation != this->session_.generation())
-      throw this->aborted(s);
-    switch (kind) {
-      case protocol::message::register_worker:
-        return on_register(p, s, h, out);
-      case protocol::message::init_shard:
-        this->init(s, h);
-        this->reply(out, p, h, protocol::message::reply_ok);
-        return retry_parked(out);
-      case protocol::message::wait_ready:
-      case protocol::message::pull:
-      case protocol::message::compressed_pull:
-      case protocol::message::shutdown:
-        return park_or_answer(p, kind, h, {}, out);
-      case protocol::message::push:
-        return after_push(p, h, this->push(s, h), out);
-      case protocol::message::sparse_pull:
-        return park_or_answer(p, kind, h, this->sparse_pull_rows(s, h), out);
-      case protocol::message::sparse_push:
-        return after_push(p, h, this->sparse_push(s, h), out);
-      case protocol::message::compressed_push:
-        return after_push(p, h, this->compressed_push(s, h), out);
-      case protocol::message::finish:
-        for (auto& [k, shard] : this->shards_) shard->finish(s.replica);
-        this->finished_.insert(s.replica);
-        this->members_.finished(s.replica, s.identity, this->global_step());
-        this->reply(out, p, h, protocol::message::reply_ok);
-        return retry_parked(out);
-      case protocol::message::save:
-        this->save(s, h);
-        return this->reply(out, p, h, protocol::message::reply_ok);
-      case protocol::message::restore:
-        return on_restore(p, s, h, out);
-      case protocol::message::open_session:
-        this->session_.open(h.step);
-        this->reply(out, p, h, protocol::message::reply_ok);
-        return retry_parked(out);
-      default:
-        throw error(errc::bad_frame, "unknown message type " + std::to_string(h.type));
-    }
-  }
-
-  template <reply_sink S>
-  void on_register(peer_id p, peer_state& s, const transport::frame_header& h, S& out) {
-    auto r = this->check_registration(s);
-    detail::check_compression(this->opts_.compression, r, this->self_);
-    detail::check_pull_compression(this->opts_.pull_compression, r, this->self_);
-    // A replica registering on a new connection supersedes its older ones (a restarted or
-    // reconnected worker): closed now, nothing they still carry is applied after the counts
-    // below are read, so those counts are final.
-    std::vector<peer_id> older;
-    for (const auto& [q, other] : this->peers_)
-      if (q != p && other.registered && other.replica == r.replica) older.push_back(q);
-    for (auto q : older) {
-      this->log(this->self_ + ": " + r.task + " registered again; closing its older connection");
-      out.supersede(q);
-    }
-    auto counts = this->complete_registration(s, r);
-    auto bytes = std::as_bytes(std::span(*counts));
-    out.send(p, {detail::reply_header(h, protocol::message::reply_ok), bytes, std::move(counts)});
-  }
-
-  template <reply_sink S>
-  void after_push(peer_id p, const transport::frame_header& h, std::pair<update::push_outcome, std::uint64_t> done,
-                  S& out) {
-    auto [outcome, step] = done;
-    auto type = outcome == update::push_outcome::applied       ? protocol::message::push_applied
-                : outcome == update::push_outcome::accumulated ? protocol::message::push_accumulated
-                                                               : protocol::message::push_dropped;
-    this->reply(out, p, h, type, step);
-    if (outcome == update::push_outcome::applied) retry_parked(out);
-  }
-
-  template <reply_sink S>
-  void on_restore(peer_id p, peer_state& s, const transport::frame_header& h, S& out) {
-    this->restore(s, h);
-    this->reply(out, p, h, protocol::message::reply_ok);
-    // Requests of workers registered before a restore that re-created the session read values
-    // that are gone (none are parked after a restore onto a fresh ps task).
-    std::erase_if(this->parked_, [&](const auto& r) {
-      const auto& from = this->peers_.at(r.from);
-      if (from.generation == this->session_.generation()) return false;
-      const auto e = this->aborted(from);
-      this->reply_error(out, r.from, r.request, e.code(), e.what());
-      return true;
+    auto then = requests::after::nothing;
+    requests::with_handler(*s.kind, [&]<class H>(H) {
+      if constexpr (!requests::answered_unregistered<H>) {
+        if (!s.registered)
+          throw error(errc::invalid_argument, std::string(protocol::to_string(*s.kind)) + " before register_worker");
+        if (!t_.peers.current(s)) throw t_.peers.aborted(s);
+      }
+      then = H::answer(t_, p, s, h, out);
     });
-    retry_parked(out);
-  }
-
-  // Answers a wait_ready, pull, sparse_pull or shutdown now if allowed, else parks it until a
-  // push, a finish or its deadline.
-  template <reply_sink S>
-  void park_or_answer(peer_id p, protocol::message kind, const transport::frame_header& h,
-                      std::vector<std::uint64_t> rows, S& out) {
-    if (try_answer(p, kind, h, rows, out)) return;
-    const auto& serving = this->opts_.serving;
-    auto timeout = kind == protocol::message::wait_ready ? serving.ready_timeout : serving.step_timeout;
-    if ((kind == protocol::message::pull || kind == protocol::message::compressed_pull ||
-         kind == protocol::message::sparse_pull) &&
-        stalled_by_refusals())
-      throw error(errc::handshake_failed, cannot_complete(h));
-    this->parked_.push_back({p, kind, h, update::clock_type::now() + timeout, std::move(rows)});
+    return then;
   }
 
   template <reply_sink S>
   bool connected(std::size_t replica, const S& out) const {
-    return std::ranges::any_of(this->peers_, [&](const auto& peer) {
-      return peer.second.registered && peer.second.replica == replica && out.is_open(peer.first);
-    });
-  }
-  // Whether no sync step can complete: more replicas refused at authentication than backups.
-  bool stalled_by_refusals() const {
-    if constexpr (std::is_same_v<U, update::sync_average>)  // a refused replica is no member when elastic
-      return !this->members_.elastic() &&
-             this->absent_.stall_sync(this->opts_.rule.replicas_to_aggregate, this->replicas_);
-    else return false;
-  }
-  std::string cannot_complete(const transport::frame_header& h) const {
-    return this->absent_.cannot_complete(this->self_, h.step);
+    return t_.peers.connected(replica, [&](peer_id q) { return out.is_open(q); });
   }
 
-  template <reply_sink S>
-  bool try_answer(peer_id p, protocol::message kind, const transport::frame_header& h,
-                  const std::vector<std::uint64_t>& rows, S& out) {
-    if (kind == protocol::message::shutdown) {
-      // Elastic: once no member is left unfinished (the slots never held, or departed, are not).
-      if (this->members_.elastic() ? this->members_.members() > 0 : this->finished_.size() < this->replicas_)
-        return false;
-      shut_down(p, h, out);
-      return true;
-    }
-    if (kind == protocol::message::wait_ready) {
-      if (!this->ready() || !this->session_.is_open()) return false;  // answered in a session only
-      this->reply(out, p, h, protocol::message::reply_ok, this->session_.stamp());
-      return true;
-    }
-    auto reply = kind == protocol::message::sparse_pull ? this->try_pull_rows(this->peers_.at(p), h, rows)
-                                                        : this->try_pull(this->peers_.at(p), h);
-    if (!reply) return false;
-    out.send(p, std::move(*reply));
-    return true;
-  }
-
-  shard_type& pulled_shard(const transport::frame_header& h) {
-    return detail::pulled_shard(this->shards_, base::key(h.variable, h.shard), h, this->self_);
-  }
-
-  // A pull's reply if the rule lets @p s read now.
-  std::optional<outgoing_reply> try_pull(const peer_state& s, const transport::frame_header& h) {
-    if (static_cast<protocol::message>(h.type) == protocol::message::compressed_pull)
-      return this->pull_encodings_.reply(pulled_shard(h), this->layouts_, h, s.replica, this->opts_.pull_compression,
-                                         this->self_);
-    return detail::pull_reply(pulled_shard(h), s.replica, h.step,
-                              detail::reply_header(h, protocol::message::pull_reply));
-  }
-  // A sparse_pull's reply (@p rows local to the shard) if the rule lets @p s read now.
-  std::optional<outgoing_reply> try_pull_rows(const peer_state& s, const transport::frame_header& h,
-                                              const std::vector<std::uint64_t>& rows) {
-    const std::size_t dim = this->layouts_.at(base::key(h.variable, h.shard)).row_elements();
-    return detail::rows_reply(pulled_shard(h), s.replica, h.step, rows, dim,
-                              detail::reply_header(h, protocol::message::pull_reply));
-  }
-
-  template <reply_sink S>
-  void shut_down(peer_id p, const transport::frame_header& h, S& out) {
-    this->log(this->self_ + ": shutdown requested by " + this->peers_.at(p).identity);
-    out.shut_down(p, {detail::reply_header(h, protocol::message::reply_ok), {}, nullptr});
-  }
+  detail::table_state<U, O, D> t_;
 };
 
 }  // namespace dsgd::server

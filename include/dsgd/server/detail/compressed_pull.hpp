@@ -5,7 +5,7 @@
 /// The ps's side of compressed pulls (values ps -> worker as fp16 or bf16, chosen per variable
 /// by a compress::selection): the check of what a worker asks for at registration, and the
 /// replies, encoded once per version of a shard's values (N workers pulling the same step
-/// cost one encode). The worker's side is compressed_pull_client.hpp.
+/// cost one encode). The worker's side is client/detail/compressed_pull.hpp.
 // IWYU pragma: private, include <dsgd/server/shard_table.hpp>
 #pragma once
 

@@ -2,9 +2,9 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 /// @file
-/// A shard_table's replies: the header answering a request, and a pull's reply from one shard,
-/// dense or by rows (the frame and the bytes it sends, kept alive until written, or nothing
-/// while the update rule makes the reader wait).
+/// A shard_table's replies: the header answering a request, the empty, error and push replies,
+/// and a pull's reply from one shard, dense or by rows (the frame and the bytes it sends, kept
+/// alive until written, or nothing while the update rule makes the reader wait).
 // IWYU pragma: private, include <dsgd/server/shard_table.hpp>
 #pragma once
 
@@ -35,15 +35,37 @@ inline transport::frame_header reply_header(const transport::frame_header& reque
   return h;
 }
 
-/// @returns the shard a pull of @p h asks for, among @p shards (by @p key) of ps task @p self.
-/// @throws dsgd::error errc::not_found naming the shard when @p self does not hold it
-template <class Shards>
-auto& pulled_shard(Shards& shards, std::uint64_t key, const transport::frame_header& h, const std::string& self) {
-  auto it = shards.find(key);
-  if (it == shards.end())
-    throw error(errc::not_found, "pull of variable " + std::to_string(h.variable) + " shard " +
-                                     std::to_string(h.shard) + ", which " + self + " does not hold");
-  return *it->second;
+/// Answers @p request of peer @p p with an empty reply of @p type through @p out.
+template <reply_sink S>
+void reply(S& out, peer_id p, const transport::frame_header& request, protocol::message type) {
+  out.send(p, {reply_header(request, type), {}, nullptr});
+}
+/// Answers @p request of peer @p p with an empty reply of @p type at @p step through @p out.
+template <reply_sink S>
+void reply(S& out, peer_id p, const transport::frame_header& request, protocol::message type, std::uint64_t step) {
+  auto h = reply_header(request, type);
+  h.step = step;
+  out.send(p, {h, {}, nullptr});
+}
+/// Answers @p request of peer @p p with the error @p ec, @p what through @p out (the
+/// connection stays).
+template <reply_sink S>
+void reply_error(S& out, peer_id p, const transport::frame_header& request, error_code ec, const std::string& what) {
+  auto body = std::make_shared<const std::string>(protocol::encode_control(protocol::error_reply{ec.value(), what}));
+  auto h = reply_header(request, protocol::message::reply_error);
+  h.flags = transport::frame_flags::control;
+  auto bytes = std::as_bytes(std::span(body->data(), body->size()));
+  out.send(p, {h, bytes, std::move(body)});
+}
+/// Answers the push @p request of peer @p p with what it did (@p outcome) and the shard's step
+/// after it.
+template <reply_sink S>
+void reply_pushed(S& out, peer_id p, const transport::frame_header& request, update::push_outcome outcome,
+                  std::uint64_t step) {
+  auto type = outcome == update::push_outcome::applied       ? protocol::message::push_applied
+              : outcome == update::push_outcome::accumulated ? protocol::message::push_accumulated
+                                                             : protocol::message::push_dropped;
+  reply(out, p, request, type, step);
 }
 
 /// The reply to a pull of @p shard by @p replica at @p step, under @p header (a pull_reply

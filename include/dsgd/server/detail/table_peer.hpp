@@ -2,8 +2,8 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 /// @file
-/// What a shard_table keeps per connection (table_peer) and per request it parks
-/// (parked_request).
+/// What a shard_table keeps per connection (table_peer): who it is, its registration, and the
+/// buffers its payloads are received into, with the checks that place a chunk in one.
 // IWYU pragma: private, include <dsgd/server/shard_table.hpp>
 #pragma once
 
@@ -11,12 +11,13 @@
 #include <dsgd/protocol/messages.hpp>
 #include <dsgd/server/reply_sink.hpp>
 #include <dsgd/transport/frame.hpp>
-#include <dsgd/update/concepts.hpp>
 
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -42,13 +43,32 @@ struct table_peer {
   std::optional<std::pair<error_code, std::string>> rejected;  ///< why, answered at its last chunk
 };
 
-/// A request the rule makes wait, until a push, a finish or its deadline.
-struct parked_request {
-  peer_id from;
-  protocol::message kind;
-  transport::frame_header request;
-  update::clock_type::time_point deadline;
-  std::vector<std::uint64_t> rows;  ///< a sparse_pull's rows, local to the shard
-};
+/// Sets @p ec to errc::bad_frame (the owner closes the connection). @returns no bytes.
+inline std::span<std::byte> bad_frame(error_code& ec) {
+  ec = make_error_code(errc::bad_frame);
+  return {};
+}
+
+/// @returns the part of @p whole the chunk @p h fills (transport::chunk_destination, without
+/// Asio), or bad_frame() when h's lengths do not fit it.
+inline std::span<std::byte> chunk_of(std::span<std::byte> whole, const transport::frame_header& h, error_code& ec) {
+  if (h.total_length != whole.size() || h.payload_length > whole.size() ||
+      h.chunk_offset > whole.size() - h.payload_length)
+    return bad_frame(ec);
+  return whole.subspan(static_cast<std::size_t>(h.chunk_offset), static_cast<std::size_t>(h.payload_length));
+}
+
+/// @returns the control payload @p s received, as the bytes decode_control reads.
+inline std::string_view control_bytes(const table_peer& s) {
+  return {reinterpret_cast<const char*>(s.control.data()), s.control.size()};
+}
+
+/// Throws the error a rejected sparse request of @p s was kept for (its last chunk has come).
+inline void throw_if_rejected(table_peer& s) {
+  if (!s.rejected) return;
+  auto r = std::move(*s.rejected);
+  s.rejected.reset();
+  throw error(r.first, r.second);
+}
 
 }  // namespace dsgd::server::detail

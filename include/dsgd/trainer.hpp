@@ -61,6 +61,8 @@
 #include <dsgd/train/ps_task.hpp>
 #include <dsgd/train/trainer_options.hpp>
 #include <dsgd/train/worker.hpp>
+#include <dsgd/transport/asio_tcp_policy.hpp>
+#include <dsgd/transport/concepts.hpp>
 #include <dsgd/update/concepts.hpp>
 #include <dsgd/update/sync_average.hpp>
 
@@ -83,8 +85,10 @@ namespace dsgd {
 /// @tparam P a Placement: which ps task holds which variable
 /// @tparam U an UpdateRule: how the ps combines gradients
 /// @tparam O an Optimizer: how a combined gradient changes a variable
+/// @tparam T a Transport: how the tasks talk (TCP between processes and machines;
+///         transport::inproc for tasks that are threads of one process, without a socket)
 template <Device D = device::cpu, Placement P = placement::round_robin, UpdateRule U = update::sync_average,
-          class O = optim::sgd>
+          class O = optim::sgd, Transport T = transport::asio_tcp>
 requires Optimizer<O, device::cpu>
 class trainer {
  public:
@@ -92,26 +96,27 @@ class trainer {
   using placement_type = P;
   using update_rule_type = U;
   using optimizer_type = O;
+  using transport_type = T;
   using options = trainer_options<P, U, O>;
-  using ps_task_type = train::ps_task<U, O>;
-  using worker_type = train::worker<D, P, U>;
+  using ps_task_type = train::ps_task<U, O, T>;
+  using worker_type = train::worker<D, P, U, T>;
   using overlap = typename worker_type::overlap_type;
   using view_overlap = typename worker_type::view_overlap_type;  ///< overlapped() of views
   using checkpoint_at = typename worker_type::checkpoint_at;     ///< a checkpoint: dir, step
 
-  /// The task @p task of @p spec.
+  /// The task @p task of @p spec, talking over @p transport.
   /// @throws dsgd::error when the task is not in the spec or the spec has no ps or worker
-  trainer(cluster::cluster_spec spec, cluster::task_id task, options opts, D device = {})
-      : role_(make_role(std::move(spec), std::move(task), std::move(opts), std::move(device))) {}
+  trainer(cluster::cluster_spec spec, cluster::task_id task, options opts, D device = {}, T transport = T{})
+      : role_(make_role(std::move(spec), std::move(task), std::move(opts), std::move(device), std::move(transport))) {}
 
   /// The task this process is, from TF_CONFIG, else Open MPI or Slurm (see
   /// cluster/environment.hpp; @p layout says how many ranks are ps tasks there). Where several
   /// tasks of the cluster share this host and OMP_NUM_THREADS is not set, the process takes its
   /// share of the cores for its kernels and says so (cluster::share_cores).
-  static trainer from_environment(options opts, cluster::rank_layout layout = {}, D device = {}) {
+  static trainer from_environment(options opts, cluster::rank_layout layout = {}, D device = {}, T transport = T{}) {
     auto role = cluster::resolve_from_environment(layout);
     cluster::share_cores(role.cluster, role.task, dsgd::detail::or_stderr(opts.connection.log));
-    return trainer(role.cluster, role.task, std::move(opts), std::move(device));
+    return trainer(role.cluster, role.task, std::move(opts), std::move(device), std::move(transport));
   }
 
   trainer(trainer&&) = default;
@@ -229,16 +234,16 @@ class trainer {
 
  private:
   static std::variant<ps_task_type, worker_type> make_role(cluster::cluster_spec spec, cluster::task_id task,
-                                                           options opts, D device) {
+                                                           options opts, D device, T transport) {
     opts.connection.log = dsgd::detail::or_stderr(std::move(opts.connection.log));
     validate(opts);
     if (!spec.contains(task))
       throw error(errc::bad_cluster_spec, "task " + task.to_string() + " is not in the cluster spec");
     if (task.job == "ps")
       return std::variant<ps_task_type, worker_type>(std::in_place_type<ps_task_type>, std::move(spec), std::move(task),
-                                                     opts);
+                                                     opts, std::move(transport));
     return std::variant<ps_task_type, worker_type>(std::in_place_type<worker_type>, std::move(spec), std::move(task),
-                                                   opts, std::move(device));
+                                                   opts, std::move(device), std::move(transport));
   }
 
   std::variant<ps_task_type, worker_type> role_;

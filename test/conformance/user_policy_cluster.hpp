@@ -73,18 +73,23 @@ struct softmax_outcome {
 
 // Trains softmax regression (784 -> 10) on @p ps_tasks ps tasks and two workers on device
 // @p device, each worker one epoch of its half of the training set in batches of 64 with
-// push_pull; then calls @p inspect(ps, i) on ps task i's thread once it has served.
-template <Device D, Placement P, UpdateRule U, class O>
+// push_pull; then calls @p inspect(ps, i) on ps task i's thread once it has served. The tasks
+// talk over transport::inproc, or over the transport T @p over makes of it.
+template <Device D, Placement P, UpdateRule U, class O, Transport T = transport::inproc>
 softmax_outcome train_softmax(
     const trainer_options<P, U, O>& o, std::size_t ps_tasks, D device = {},
-    std::type_identity_t<std::function<void(const train::ps_task<U, O, transport::inproc>&, std::size_t)>> inspect =
-        {}) {
-  using ps_type = train::ps_task<U, O, transport::inproc>;
-  using worker_type = train::worker<D, P, U, transport::inproc>;
+    std::type_identity_t<std::function<void(const train::ps_task<U, O, T>&, std::size_t)>> inspect = {},
+    std::type_identity_t<std::function<T(transport::inproc)>> over = {}) {
+  using ps_type = train::ps_task<U, O, T>;
+  using worker_type = train::worker<D, P, U, T>;
   const auto& train_set = fashion_train();
   const auto& test_set = fashion_test();
   const test_net<transport::inproc> net;
   const auto spec = net.spec(ps_tasks, 2);
+  const auto make_transport = [&] {
+    if constexpr (std::same_as<T, transport::inproc>) return net.transport();
+    else return over(net.transport());
+  };
   softmax_outcome out;
   out.steps.resize(2);
   out.pushes.resize(2);
@@ -92,13 +97,13 @@ softmax_outcome train_softmax(
   std::vector<std::function<void()>> tasks;
   for (std::size_t i = 0; i < ps_tasks; ++i)
     tasks.push_back([&, i] {
-      ps_type ps(spec, {"ps", int(i)}, o, net.transport());
+      ps_type ps(spec, {"ps", int(i)}, o, make_transport());
       ps.join();
       if (inspect) inspect(ps, i);
     });
   for (std::size_t k = 0; k < 2; ++k)
     tasks.push_back([&, k] {
-      worker_type w(spec, {"worker", int(k)}, o, device, net.transport());
+      worker_type w(spec, {"worker", int(k)}, o, device, make_transport());
       model::softmax_regression<D> m(device, {.seed = 1});
       w.create_variables(m.parameters(), m.names());
       model::shuffled_batches batches(train_set, {.batch = 64, .seed = 10 + k, .shard = k, .shards = 2});

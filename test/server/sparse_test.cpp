@@ -3,8 +3,7 @@
 //
 // Tests for the sparse rows of <dsgd/server/parameter_server.hpp> and
 // <dsgd/client/ps_client.hpp> (pull_rows, push_rows: embedding tables): ps tasks and workers as
-// threads of this process over transport::inproc (no sockets). Only the case through
-// dsgd::trainer, which always runs over TCP, uses loopback TCP.
+// threads of this process over transport::inproc (no sockets), dsgd::trainer's among them.
 #include <dsgd/client/ps_client.hpp>
 #include <dsgd/optim/adagrad.hpp>
 #include <dsgd/optim/momentum.hpp>
@@ -18,7 +17,6 @@
 #include <dsgd/update/sync_average.hpp>
 
 #include <support/inproc_cluster.hpp>
-#include <support/loopback_cluster.hpp>
 #include <support/reference_optim.hpp>
 #include <support/worker_loops.hpp>
 
@@ -377,8 +375,9 @@ BOOST_AUTO_TEST_CASE(bounded_staleness_counts_a_sparse_push_on_the_workers_clock
 
 BOOST_AUTO_TEST_CASE(a_trainer_reads_and_updates_an_embedding_by_rows_next_to_dense_variables) {
   using cpu = dsgd::device::cpu;
-  using trainer = dsgd::trainer<cpu, dp::round_robin, dsgd::update::sync_average, dsgd::optim::sgd>;
-  auto spec = dsgd::test::loopback_cluster(1, 2);  // TCP: dsgd::trainer runs over asio_tcp
+  using trainer = dsgd::trainer<cpu, dp::round_robin, dsgd::update::sync_average, dsgd::optim::sgd, inproc>;
+  dsgd::test::test_net<inproc> net;  // the trainer's tasks as threads, without a socket
+  auto spec = net.spec(1, 2);
   trainer::options o;
   o.connection.token = "secret";
   o.optimizer = {0.5f};
@@ -389,7 +388,7 @@ BOOST_AUTO_TEST_CASE(a_trainer_reads_and_updates_an_embedding_by_rows_next_to_de
   std::exception_ptr ps_failed;
   std::thread ps([&] {
     try {
-      trainer(spec, {"ps", 0}, o).join();
+      trainer(spec, {"ps", 0}, o, cpu{}, net.transport()).join();
     } catch (...) {
       ps_failed = std::current_exception();
     }
@@ -400,7 +399,7 @@ BOOST_AUTO_TEST_CASE(a_trainer_reads_and_updates_an_embedding_by_rows_next_to_de
   for (int k = 0; k < 2; ++k)
     workers.emplace_back([&, k] {
       try {
-        trainer t(spec, {"worker", k}, o);
+        trainer t(spec, {"worker", k}, o, cpu{}, net.transport());
         std::vector<dsgd::tensor<cpu>> vars{dsgd::tensor<cpu>(cpu{}, {10, 2}), dsgd::tensor<cpu>(cpu{}, {2})};
         std::fill_n(vars[0].data(), 20, 1.f);
         t.create_variables(vars, {"emb", "b"});

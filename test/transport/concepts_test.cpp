@@ -24,8 +24,6 @@ struct deaf_connection {
   const std::string& peer_identity() const;
   bool is_open() const;
   std::string close_reason() const;
-  bool sends_through_shared_memory() const;
-  bool receives_through_shared_memory() const;
   void close();
   template <class B, class Token>
   void async_send(const t::frame_header&, const B&, Token&&);
@@ -99,6 +97,14 @@ static_assert(!dsgd::Transport<near_miss::mute_transport>);
 static_assert(!t::ConnectionOptions<near_miss::bare_options>);
 static_assert(!dsgd::Transport<near_miss::bare_transport>);
 static_assert(!dsgd::Transport<int>);
+
+// The optional capabilities: TCP has each, inproc none, and a user's transport none it does not
+// declare.
+static_assert(t::binds_elsewhere<t::asio_tcp> && t::serves_threads<t::asio_tcp> && t::shares_memory<t::tcp_connection>);
+static_assert(!t::binds_elsewhere<t::inproc> && !t::serves_threads<t::inproc> &&
+              !t::shares_memory<t::inproc_connection>);
+static_assert(!t::binds_elsewhere<near_miss::user_transport> && !t::serves_threads<near_miss::user_transport> &&
+              !t::shares_memory<near_miss::full_connection>);
 
 BOOST_AUTO_TEST_CASE(concepts_are_checked_at_compile_time) {
   BOOST_TEST(dsgd::Transport<t::inproc>);

@@ -17,6 +17,7 @@
 #include <dsgd/update/sync_average.hpp>
 
 #include <conformance/user_policy_cluster.hpp>
+#include <support/shard_table_driver.hpp>
 
 #include <boost/test/unit_test.hpp>
 
@@ -76,9 +77,6 @@ struct user_rule {
       return push(worker, step, thrust::raw_pointer_cast(g.data()), t);
     }
 
-    std::uint64_t pull(std::size_t w, std::uint64_t s, float* out, dsgd::update::clock_type::time_point) {
-      return *try_pull(w, s, out);
-    }
     std::optional<std::uint64_t> try_pull(std::size_t, std::uint64_t, float* out) {
       std::lock_guard lock(mutex_);
       ++pulls_;
@@ -160,6 +158,22 @@ struct rule_with_an_int_next_pull : user_rule {
   static int next_pull(std::uint64_t, std::uint64_t) { return 0; }
 };
 
+// No near miss: the core alone, without rows (push_rows and try_pull_rows are a capability).
+struct dense_only_rule : user_rule {
+  template <dsgd::Device D, class O>
+  struct shard : user_rule::shard<D, O> {
+    using base = user_rule::shard<D, O>;
+    using base::base;
+    void push_rows() = delete;
+    void try_pull_rows() = delete;
+  };
+  template <dsgd::Device D, class O>
+  std::unique_ptr<shard<D, O>> make_shard(D device, std::span<const float> initial, O optimizer,
+                                          std::size_t workers) const {
+    return std::make_unique<shard<D, O>>(std::move(device), initial, std::move(optimizer), workers);
+  }
+};
+
 }  // namespace
 
 static_assert(dsgd::UpdateRule<user_rule>);
@@ -168,8 +182,11 @@ static_assert(!dsgd::UpdateRule<rule_without_checkpoints>);
 static_assert(!dsgd::UpdateRule<rule_with_an_int_next_pull>);
 static_assert(!dsgd::UpdateRule<int>);
 
-// The optional capabilities are not required, and the user rule has none of them.
+// The optional capabilities are not required: the user rule has but one, rows.
 using user_shard = user_rule::shard<dsgd::device::cpu, dsgd::optim::sgd>;
+static_assert(dsgd::update::keyed_rows<user_shard>);
+static_assert(dsgd::UpdateRule<dense_only_rule>);
+static_assert(!dsgd::update::keyed_rows<dense_only_rule::shard<dsgd::device::cpu, dsgd::optim::sgd>>);
 static_assert(!dsgd::update::pins_values<user_shard>);
 static_assert(!dsgd::update::streams_pushes<user_shard>);
 static_assert(!dsgd::update::tracks_departures<user_shard>);
@@ -178,6 +195,9 @@ static_assert(!dsgd::update::tracks_departures<user_shard>);
 static_assert(dsgd::UpdateRule<dsgd::update::sync_average>);
 static_assert(dsgd::UpdateRule<dsgd::update::async>);
 static_assert(dsgd::UpdateRule<dsgd::update::bounded_staleness<2>>);
+static_assert(dsgd::update::keyed_rows<dsgd::update::sync_average::shard<dsgd::device::cpu, dsgd::optim::sgd>>);
+static_assert(dsgd::update::keyed_rows<dsgd::update::async::shard<dsgd::device::cpu, dsgd::optim::sgd>>);
+static_assert(dsgd::update::keyed_rows<dsgd::update::bounded_staleness<2>::shard<dsgd::device::cpu, dsgd::optim::sgd>>);
 static_assert(dsgd::update::pins_values<dsgd::update::async::shard<dsgd::device::cpu, dsgd::optim::sgd>>);
 static_assert(dsgd::update::streams_pushes<dsgd::update::async::shard<dsgd::device::cpu, dsgd::optim::sgd>>);
 static_assert(
@@ -188,7 +208,8 @@ static_assert(!dsgd::update::tracks_departures<dsgd::update::async::shard<dsgd::
 
 BOOST_AUTO_TEST_SUITE(user_rule_through_the_concept)
 
-// Exactly the calls update::rule_shard and UpdateRule name, in the order a ps makes them.
+// Exactly the calls update::rule_shard, update::keyed_rows and UpdateRule name, in the order a
+// ps makes them.
 BOOST_AUTO_TEST_CASE(a_user_rule_serves_every_call_the_concept_names) {
   using cpu = dsgd::device::cpu;
   const user_rule rule;
@@ -200,7 +221,7 @@ BOOST_AUTO_TEST_CASE(a_user_rule_serves_every_call_the_concept_names) {
   const std::vector<float> g(6, 2.f);
   BOOST_TEST((shard->push(0, 0, g.data(), t) == dsgd::update::push_outcome::applied));
   std::vector<float> out(6);
-  BOOST_TEST(shard->pull(1, user_rule::next_pull(0, 1), out.data(), t) == 1u);
+  BOOST_TEST(shard->try_pull(1, user_rule::next_pull(0, 1), out.data()).value() == 1u);
   BOOST_TEST(out == (std::vector<float>{0.f, 1.f, 2.f, 3.f, 4.f, 5.f}), boost::test_tools::per_element());
 
   const std::vector<std::uint64_t> rows = {2, 0};  // rows of 2 floats
@@ -225,6 +246,30 @@ BOOST_AUTO_TEST_CASE(a_user_rule_serves_every_call_the_concept_names) {
   shard->finish(0);
   shard->finish(1);
   BOOST_TEST(shard->dropped() == 0u);
+}
+
+// A ps whose rule's shards take no rows serves dense requests and refuses sparse ones, naming
+// the capability they lack.
+BOOST_AUTO_TEST_CASE(a_rule_without_rows_refuses_sparse_requests_by_name) {
+  using table = dsgd::server::shard_table<dense_only_rule, dsgd::optim::sgd>;
+  dsgd::test::recording_sink out;
+  auto t = dsgd::test::registered_table<table>(
+      out, 1, dsgd::test::quiet_options<table>(),
+      [](const std::string& task, std::uint32_t r) { return dsgd::test::w_and_b_registration(task, r, true); });
+  dsgd::test::init_shards(t, out, {std::vector<float>(12, 1.f), std::vector<float>(3, 1.f)});
+  out.take();
+  const std::vector<std::uint64_t> keys{1};
+  dsgd::test::deliver(t, out, 1, {dsgd::protocol::message::sparse_pull, 0, 0, 0, dsgd::test::bytes_of(keys)});
+  auto r = out.take();
+  BOOST_REQUIRE_EQUAL(r.size(), 1u);
+  BOOST_REQUIRE((r[0].type() == dsgd::protocol::message::reply_error));
+  BOOST_TEST(r[0].error().code == static_cast<int>(dsgd::errc::invalid_argument));
+  BOOST_TEST(r[0].error().message.find("keyed_rows") != std::string::npos, r[0].error().message);
+  dsgd::test::deliver(t, out, 1,
+                      {dsgd::protocol::message::push, 0, 0, 0, dsgd::test::bytes_of(std::vector<float>(12, 1.f))});
+  r = out.take();
+  BOOST_REQUIRE_EQUAL(r.size(), 1u);
+  BOOST_TEST((r[0].type() == dsgd::protocol::message::push_applied));
 }
 
 // The user's rule in a cluster: the ps makes its shards, they apply every push of both workers

@@ -8,7 +8,7 @@
 /// loop, the sweep timer, the chief's liveness and shutdown: every call on the transport.
 #pragma once
 
-#include <dsgd/cluster/endpoint.hpp>
+#include <dsgd/cluster/cluster_spec.hpp>
 #include <dsgd/cluster/replicas.hpp>
 #include <dsgd/detail/log.hpp>
 #include <dsgd/device/cpu.hpp>
@@ -82,23 +82,23 @@ class parameter_server {
         transport_(std::move(transport)),
         sweep_(ioc_) {
     validate(opts_);
-    if (threaded() && !std::same_as<T, transport::asio_tcp>)
+    if (threaded() && !transport::serves_threads<T>)
       throw error(errc::invalid_argument, self_.to_string() + ": serving.threads " +
                                               std::to_string(opts_.serving.threads) +
-                                              " is for TCP; this transport is served by one thread");
+                                              " is for TCP (a transport that serves_threads); this transport is "
+                                              "served by one thread");
     if (cluster::replicas::count(spec_) == 0)
       throw error(errc::bad_cluster_spec, "parameter_server: the cluster has no worker or chief task");
     const auto& addr = spec_.address("ps", task_index);
-    if constexpr (std::same_as<T, transport::asio_tcp>) {
+    if constexpr (transport::binds_elsewhere<T>) {
       // serving.listen: the spec's address, any address, or an interface (a pod dialled by a
       // Service's name listens on any); peers still dial the spec's address.
-      listener_ = transport::tcp_listener::create(
-          ioc_.get_executor(), cluster::listen_endpoint(addr, opts_.serving.listen, self_.to_string()),
-          connection_options());
+      listener_ = transport_.listen(ioc_.get_executor(), addr, opts_.serving.listen, connection_options());
     } else {
       if (!opts_.serving.listen.empty())
         throw error(errc::invalid_argument, self_.to_string() + ": serving.listen \"" + opts_.serving.listen +
-                                                "\" is for TCP; this transport listens on the task's name");
+                                                "\" is for TCP (a transport that binds_elsewhere); this transport "
+                                                "listens on the task's name");
       listener_ = transport_.listen(ioc_.get_executor(), addr, connection_options());
     }
   }
@@ -110,9 +110,10 @@ class parameter_server {
   cluster::task_address local_address() const { return T::local_address(*listener_); }
 
   /// @returns the bound TCP endpoint (with the real port when the spec said port 0).
-  endpoint_type local_endpoint() const requires std::same_as<T, transport::asio_tcp> {
-    return listener_->local_endpoint();
+  endpoint_type local_endpoint() const requires requires(const typename T::listener_type& l) {
+    { l.local_endpoint() } -> std::convertible_to<endpoint_type>;
   }
+  { return listener_->local_endpoint(); }
 
   /// Serves until the chief shuts the cluster down (or stop() is called), then returns.
   /// @throws dsgd::error(errc::peer_lost) when the chief was gone for options::chief_timeout
@@ -243,7 +244,7 @@ class parameter_server {
     const auto l = lock();
     if (closed_) return conn->close();  // it completed its handshake after the ps closed
     const peer_id id = next_peer_++;
-    table_.connect(id, conn->peer_identity(), conn->receives_through_shared_memory());
+    table_.connect(id, conn->peer_identity(), transport::receives_through_shared_memory(*conn));
     peers_.emplace(id, conn);
     receive(id, conn);
   }

@@ -52,13 +52,13 @@ struct serving_options {
   /// --workers MIN:MAX sets DSGD_MIN_REPLICAS for programs to pass here.
   std::size_t min_replicas = 0;
   /// Elastic jobs: called on a serving thread, one call at a time, with the members and the
-  /// global step after every change of membership (a summary's "membership/workers"; 03_cluster
+  /// global step after every change of membership (a summary's "membership/workers"; dsgd-train
   /// writes it). Empty: none.
   std::function<void(std::size_t members, std::uint64_t step)> on_membership;
-  /// Threads serving the connections (TCP only): 1, the thread calling join() does all; N > 1,
-  /// join() and N - 1 more run the connections' reads, writes, checksums and TLS side by side,
-  /// each connection on a strand of its own, while the shards and every request's bookkeeping
-  /// stay behind one lock (docs/design.md, "Threads of a ps").
+  /// Threads serving the connections (TCP: a transport that serves_threads): 1, the thread
+  /// calling join() does all; N > 1, join() and N - 1 more run the connections' reads, writes,
+  /// checksums and TLS side by side, each connection on a strand of its own, while the shards
+  /// and every request's bookkeeping stay behind one lock (docs/design.md, "Threads of a ps").
   std::size_t threads = 1;
 };
 

@@ -102,10 +102,6 @@ concept Connection = requires(C& c, const C& cc, const frame_header& h, boost::a
   { cc.is_open() } -> std::convertible_to<bool>;
   /// Why it was closed (empty while open); for error messages.
   { cc.close_reason() } -> std::convertible_to<std::string>;
-  /// Whether payloads go through shared memory each way (the server applies pushes in chunks
-  /// only when they do not). A transport without shared memory returns false.
-  { cc.sends_through_shared_memory() } -> std::convertible_to<bool>;
-  { cc.receives_through_shared_memory() } -> std::convertible_to<bool>;
   /// Closes the connection: pending operations complete with operation_aborted here, and the
   /// peer's pending receive completes with boost::asio::error::eof.
   c.close();
@@ -162,4 +158,45 @@ concept Transport = std::copyable<T> && requires {
   t.async_connect(ex, address, options, transport::detail::connect_handler_archetype<typename T::connection_type>{});
 };
 
+namespace transport {
+
+// Optional capabilities of a Transport: the ps and the client use each where a transport has it
+// and do without it where it has not (a setting that needs one is refused, naming it).
+
+/// A transport that can listen elsewhere than the task's own address, peers still dialling that
+/// address: t.listen(ex, address, bind, options), @p bind saying where (TCP: "*", "0.0.0.0",
+/// "::", an IP, "if:NAME"; "" the address itself). The ps's serving_options::listen needs it.
+template <class T>
+concept binds_elsewhere = Transport<T> &&
+    requires(const T& t, boost::asio::any_io_executor ex, const cluster::task_address& address, std::string_view bind,
+             typename T::options_type options) {
+  { t.listen(ex, address, bind, options) } -> std::same_as<std::shared_ptr<typename T::listener_type>>;
+};
+
+/// A transport whose connections may be served by several threads of one io_context
+/// (T::serves_threads is true: each connection's handlers run on a strand of its own). The ps's
+/// serving_options::threads needs it.
+template <class T>
+concept serves_threads = Transport<T> && requires {
+  requires T::serves_threads;
+};
+
+/// A connection that may carry its payloads through a shared-memory ring (TCP between
+/// processes of one host): sends_through_shared_memory(), receives_through_shared_memory(). A
+/// ps applies a push that arrives that way whole instead of chunk by chunk.
+template <class C>
+concept shares_memory = requires(const C& c) {
+  { c.sends_through_shared_memory() } -> std::convertible_to<bool>;
+  { c.receives_through_shared_memory() } -> std::convertible_to<bool>;
+};
+
+/// @returns whether @p c receives its payloads through shared memory (false for a connection
+/// without the capability).
+template <class C>
+bool receives_through_shared_memory(const C& c) {
+  if constexpr (shares_memory<C>) return c.receives_through_shared_memory();
+  else return false;
+}
+
+}  // namespace transport
 }  // namespace dsgd

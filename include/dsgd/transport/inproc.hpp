@@ -111,11 +111,6 @@ class inproc_connection : public std::enable_shared_from_this<inproc_connection>
   std::size_t queued_sends() const { return link_->queued_sends(side_); }
   /// @returns the options this end was made with.
   const tcp_options& options() const noexcept { return link_->side(side_).options; }
-  /// @returns false: payloads are copied from the sender's buffers directly.
-  bool sends_through_shared_memory() const noexcept { return false; }
-  /// @returns false: payloads are copied from the sender's buffers directly.
-  bool receives_through_shared_memory() const noexcept { return false; }
-
   /// Queues one message, as tcp_connection::async_send does: version, payload_length,
   /// chunk_offset and total_length are filled here, a payload larger than options().chunk_bytes
   /// goes as several frames (never a control message), no payload byte is copied until the peer

@@ -64,19 +64,15 @@ concept saved_shard_state = std::default_initializable<S> && requires(S& s) {
   s.counters.emplace_back(std::string(), std::uint64_t{0});
 };
 
-/// The members every shard of an UpdateRule has (see UpdateRule for what each does).
+/// The members every shard of an UpdateRule has: the small core the ps calls on every rule (see
+/// UpdateRule for what each does). What only some rules do is an optional capability below.
 template <class S>
 concept rule_shard = saved_shard_state<typename S::saved_state> &&
     requires(S& s, const S& cs, const float* g, float* out, clock_type::time_point t, std::span<const float> v,
-             std::span<const std::uint64_t> rows, const typename S::saved_state& saved) {
+             const typename S::saved_state& saved) {
   { cs.size() } -> std::convertible_to<std::size_t>;
   { s.push(std::size_t{0}, std::uint64_t{0}, g, t) } -> std::same_as<push_outcome>;
-  { s.push_rows(std::size_t{0}, std::uint64_t{0}, rows, std::size_t{1}, g, t) } -> std::same_as<push_outcome>;
-  { s.pull(std::size_t{0}, std::uint64_t{0}, out, t) } -> std::same_as<std::uint64_t>;
   { s.try_pull(std::size_t{0}, std::uint64_t{0}, out) } -> std::same_as<std::optional<std::uint64_t>>;
-  {
-    s.try_pull_rows(std::size_t{0}, std::uint64_t{0}, rows, std::size_t{1}, out)
-    } -> std::same_as<std::optional<std::uint64_t>>;
   { s.wait_reason(std::size_t{0}, std::uint64_t{0}) } -> std::convertible_to<std::string>;
   s.finish(std::size_t{0});
   { s.step() } -> std::same_as<std::uint64_t>;
@@ -84,6 +80,20 @@ concept rule_shard = saved_shard_state<typename S::saved_state> &&
   s.assign(v, std::uint64_t{0});
   { s.save() } -> std::same_as<typename S::saved_state>;
   s.restore(saved);
+};
+
+/// A shard that reads and updates by rows, as an embedding table is (sparse_pull, sparse_push):
+/// `push_rows(worker, step, rows, dim, grads, deadline) -> push_outcome`, rows local to the
+/// shard, @p dim floats wide, host memory, counting as one gradient; `try_pull_rows(worker,
+/// step, rows, dim, out)`. The shards of the built-in rules do; a ps whose rule's shards do not
+/// answers a sparse request with errc::invalid_argument naming the rule.
+template <class S>
+concept keyed_rows = requires(S& s, const float* g, float* out, clock_type::time_point t,
+                              std::span<const std::uint64_t> rows) {
+  { s.push_rows(std::size_t{0}, std::uint64_t{0}, rows, std::size_t{1}, g, t) } -> std::same_as<push_outcome>;
+  {
+    s.try_pull_rows(std::size_t{0}, std::uint64_t{0}, rows, std::size_t{1}, out)
+    } -> std::same_as<std::optional<std::uint64_t>>;
 };
 
 /// A shard that can lend its current values for a pull reply without a copy (try_pin(), as
@@ -132,13 +142,9 @@ concept tracks_departures = requires(S& s) {
 ///  - `shard(device, initial_values_host, optimizer, workers)`, `size()`: its element count;
 ///  - `push(worker, step, grad, deadline) -> push_outcome`: a gradient (raw pointer into
 ///    device memory) computed at `step`;
-///  - `push_rows(worker, step, rows, dim, grads, deadline) -> push_outcome`: a sparse push of
-///    rows (local to the shard, @p dim floats wide; host memory), counting as one gradient;
-///  - `pull(worker, step, out, deadline) -> std::uint64_t`: waits until the rule lets `worker`
-///    read at `step`, copies a consistent snapshot into `out` and returns the shard's step;
-///  - `try_pull(worker, step, out) -> std::optional<std::uint64_t>`: the same without waiting
-///    (a ps serving many connections from one thread parks the request instead), and
-///    `try_pull_rows(worker, step, rows, dim, out)` for rows into host memory;
+///  - `try_pull(worker, step, out) -> std::optional<std::uint64_t>`: if the rule lets `worker`
+///    read at `step` now, copies a consistent snapshot into `out` and returns the shard's step
+///    (else nullopt: the ps parks the request and asks again after the next push or finish);
 ///  - `wait_reason(worker, step)`: what such a pull waits for ("" when it need not wait);
 ///  - `finish(worker)`: the worker has no more data (uneven data ends cleanly);
 ///  - `step()`, `dropped()`: the global step and the count of stale or duplicate pushes dropped;
@@ -148,7 +154,8 @@ concept tracks_departures = requires(S& s) {
 ///  - `U::next_pull(pushed_at, pushes)`: the step a worker asks for after pushing a gradient
 ///    computed at `pushed_at`, its `pushes`-th (sync: the next step; SSP: its clock; async: 0);
 ///  - `u.make_shard<D, O>(device, initial, optimizer, workers)`: a new shard, as a unique_ptr.
-/// A shard may add update::pins_values, streams_pushes and tracks_departures. The concept is
+/// A shard may add the capabilities update::keyed_rows, pins_values, streams_pushes,
+/// accumulates_decoded and tracks_departures: the ps uses each where a shard has it. The concept is
 /// checked on a device and an optimizer that model only their concepts (update/detail/
 /// archetypes.hpp). Rules are pure: they know nothing of the network. See docs/policies.md.
 template <class U>
@@ -171,8 +178,8 @@ template <class U>
 inline constexpr bool checked_rule = [] {
   static_assert(UpdateRule<U>,
                 "this type is no dsgd::UpdateRule: it needs a copyable rule with next_pull and make_shard, whose "
-                "shard<D, O> has size, push, push_rows, pull, try_pull, try_pull_rows, wait_reason, finish, step, "
-                "dropped, assign, save, restore and a saved_state (see update/concepts.hpp)");
+                "shard<D, O> has size, push, try_pull, wait_reason, finish, step, dropped, assign, save, restore "
+                "and a saved_state (see update/concepts.hpp)");
   return true;
 }();
 

@@ -11,7 +11,7 @@
 #include <dsgd/client/detail/compressed_pull.hpp>
 #include <dsgd/client/detail/request_table.hpp>
 #include <dsgd/client/options.hpp>
-#include <dsgd/cluster/endpoint.hpp>
+#include <dsgd/cluster/cluster_spec.hpp>
 #include <dsgd/error.hpp>
 #include <dsgd/protocol/messages.hpp>
 #include <dsgd/transport/asio_tcp_policy.hpp>
@@ -253,27 +253,12 @@ class client_channel {
     } a;
     auto on_done = [&a](error_code ec, connection c) { a = {true, ec, std::move(c)}; };
     const auto& address = spec_->address("ps", int(ps));
-    if constexpr (std::same_as<T, transport::asio_tcp>) {
-      // Every resolver result in turn, until one connects. A name that does not resolve yet (a
-      // pod's, before the pod exists) is a failure to retry like a refused connection, until
-      // the startup deadline; the resolver's answer is then the error the caller names.
-      const auto found = cluster::resolve_all(address);
-      if (found.endpoints.empty()) {
-        if (!found.may_resolve_later)
-          throw error(errc::bad_cluster_spec, "cannot resolve the address of ps:" + std::to_string(ps) + ", " +
-                                                  address.to_string() + ": " + found.failure);
-        return boost::asio::error::host_not_found;
-      }
-      for (const auto& endpoint : found.endpoints) {
-        a = {};
-        transport::async_connect(ioc_.get_executor(), endpoint, connection_options(), on_done);
-        run_until([&a] { return a.done; }, std::chrono::steady_clock::time_point::max());
-        if (!a.ec) break;
-      }
-    } else {
+    try {
       transport_.async_connect(ioc_.get_executor(), address, connection_options(), on_done);
-      run_until([&a] { return a.done; }, std::chrono::steady_clock::time_point::max());
+    } catch (const dsgd::error& e) {  // an address that can never connect: named with its ps task
+      throw error(e.code(), "ps:" + std::to_string(ps) + ": " + e.what());
     }
+    run_until([&a] { return a.done; }, std::chrono::steady_clock::time_point::max());
     if (!a.ec) {
       conns_[ps] = std::move(a.conn);
       closing_[ps] = false;

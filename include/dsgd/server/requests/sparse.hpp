@@ -19,16 +19,22 @@
 #include <cstring>
 #include <optional>
 #include <span>
+#include <string>
 #include <utility>
 #include <vector>
 
 namespace dsgd::server::requests {
 
 /// The layout of the shard sparse request @p kind (header @p h) of @p s names
-/// (detail::sparse_request_shard). @throws dsgd::error naming a bad request
+/// (detail::sparse_request_shard). @throws dsgd::error naming a bad request, or a rule whose
+/// shards do not read and update rows (update::keyed_rows)
 template <class T>
 const protocol::shard_layout& sparse_shard(const T& t, const table_peer& s, protocol::message kind,
                                            const transport::frame_header& h) {
+  if constexpr (!update::keyed_rows<typename T::shard_type>)
+    throw error(errc::invalid_argument,
+                std::string(protocol::to_string(kind)) + " on " + t.self +
+                    ": its update rule's shards do not read or update rows (update::keyed_rows)");
   const auto* shard = t.shards.find(h);
   return detail::sparse_request_shard(kind, h, s.registered, t.shards.layout(h),
                                       shard ? std::optional(shard->size()) : std::nullopt, t.self);
@@ -82,12 +88,15 @@ struct handler<protocol::message::sparse_pull> {
   }
   template <class T, reply_sink S>
   static bool try_answer(T& t, const parked_request& r, S& out) {
-    auto& shard = t.shards.pulled(r.request);
-    const std::size_t dim = t.shards.layout(r.request)->row_elements();  // a shard has a layout
-    auto reply = detail::rows_reply(shard, t.peers.at(r.from).replica, r.request.step, r.rows, dim,
-                                    detail::reply_header(r.request, protocol::message::pull_reply));
-    if (reply) out.send(r.from, std::move(*reply));
-    return reply.has_value();
+    if constexpr (update::keyed_rows<typename T::shard_type>) {  // else answer() refused it
+      auto& shard = t.shards.pulled(r.request);
+      const std::size_t dim = t.shards.layout(r.request)->row_elements();  // a shard has a layout
+      auto reply = detail::rows_reply(shard, t.peers.at(r.from).replica, r.request.step, r.rows, dim,
+                                      detail::reply_header(r.request, protocol::message::pull_reply));
+      if (reply) out.send(r.from, std::move(*reply));
+      return reply.has_value();
+    }
+    return true;
   }
   template <class T>
   static std::string why_waiting(const T& t, const parked_request& r) {
@@ -114,11 +123,14 @@ struct handler<protocol::message::sparse_push> {
     if (n) std::memcpy(keys.data(), s.sparse_in.data(), n * sizeof(std::uint64_t));
     auto rows = detail::local_rows(protocol::message::sparse_push, l, keys, t.self);
     const float* grads = s.sparse_in.data() + n * (sizeof(std::uint64_t) / sizeof(float));
-    auto& shard = *t.shards.find(h);  // sparse_shard() checked it exists
-    auto outcome = shard.push_rows(s.replica, h.step, rows, l.row_elements(), grads,
-                                   update::clock_type::now() + t.opts.serving.step_timeout);
-    ++t.shards.pushes_received(t.shards.key(h), s.replica);
-    return answer_push(p, h, {outcome, shard.step()}, out);
+    auto& shard = *t.shards.find(h);  // sparse_shard() checked it exists and takes rows
+    if constexpr (update::keyed_rows<typename T::shard_type>) {
+      auto outcome = shard.push_rows(s.replica, h.step, rows, l.row_elements(), grads,
+                                     update::clock_type::now() + t.opts.serving.step_timeout);
+      ++t.shards.pushes_received(t.shards.key(h), s.replica);
+      return answer_push(p, h, {outcome, shard.step()}, out);
+    }
+    return after::nothing;
   }
 };
 

@@ -100,28 +100,13 @@ struct handler<protocol::message::push> {
 };
 
 template <>
-struct handler<protocol::message::pull> {
-  static constexpr bool parks = true;
-  static constexpr bool blocked_by_refusals = true;
-
-  template <class T, reply_sink S>
-  static after answer(T& t, peer_id p, table_peer&, const transport::frame_header& h, S& out) {
-    return answer_or_park<protocol::message::pull>(t, p, h, out);
-  }
+struct handler<protocol::message::pull> : step_pull<protocol::message::pull> {
   template <class T, reply_sink S>
   static bool try_answer(T& t, const parked_request& r, S& out) {
     auto reply = detail::pull_reply(t.shards.pulled(r.request), t.peers.at(r.from).replica, r.request.step,
                                     detail::reply_header(r.request, protocol::message::pull_reply));
     if (reply) out.send(r.from, std::move(*reply));
     return reply.has_value();
-  }
-  template <class T>
-  static std::string why_waiting(const T& t, const parked_request& r) {
-    return why_pull_waits(t, r);
-  }
-  template <class T>
-  static auto timeout(const T& t) {
-    return t.opts.serving.step_timeout;
   }
 };
 

@@ -21,6 +21,7 @@
 ///  - `blocked_by_refusals = true`: a step's pull, which fails at once where refused replicas
 ///    leave no step to complete (table_state::stalled_by_refusals);
 ///  - `expire(t, r, out)`: what its deadline does instead of errc::timed_out (shutdown).
+/// The pulls of a step take all but try_answer from step_pull.
 // IWYU pragma: private, include <dsgd/server/shard_table.hpp>
 #pragma once
 
@@ -93,14 +94,31 @@ after answer_push(peer_id p, const transport::frame_header& h, std::pair<update:
   return done.first == update::push_outcome::applied ? after::retry_parked : after::nothing;
 }
 
-/// @returns why a parked pull of @p r waits: its shard's wait reason and the absent replicas.
-template <class T>
-std::string why_pull_waits(const T& t, const parked_request& r) {
-  const auto* shard = t.shards.find(r.request);
-  return t.self + ": " +
-         (shard ? shard->wait_reason(t.peers.at(r.from).replica, r.request.step) : std::string("no such shard")) +
-         t.peers.absent().describe();
-}
+/// What every pull of a step (pull, compressed_pull, sparse_pull) shares: it parks until the
+/// rule lets the reader have the step, for at most serving.step_timeout; at its deadline it
+/// names its shard's wait reason and the absent replicas; and it fails at once where refused
+/// replicas leave no step to complete. A handler of one derives from it and adds try_answer.
+template <protocol::message K>
+struct step_pull {
+  static constexpr bool parks = true;
+  static constexpr bool blocked_by_refusals = true;
+
+  template <class T, reply_sink S>
+  static after answer(T& t, peer_id p, table_peer&, const transport::frame_header& h, S& out) {
+    return answer_or_park<K>(t, p, h, out);
+  }
+  template <class T>
+  static std::string why_waiting(const T& t, const parked_request& r) {
+    const auto* shard = t.shards.find(r.request);
+    return t.self + ": " +
+           (shard ? shard->wait_reason(t.peers.at(r.from).replica, r.request.step) : std::string("no such shard")) +
+           t.peers.absent().describe();
+  }
+  template <class T>
+  static auto timeout(const T& t) {
+    return t.opts.serving.step_timeout;
+  }
+};
 
 // Calls @p f(handler<K>{}) if @p kind is K, the request of row @p I of protocol::messages.
 template <std::size_t I, class F>

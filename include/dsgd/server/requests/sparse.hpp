@@ -70,10 +70,7 @@ std::span<std::byte> sparse_payload(const T& t, table_peer& s, protocol::message
 }
 
 template <>
-struct handler<protocol::message::sparse_pull> {
-  static constexpr bool parks = true;
-  static constexpr bool blocked_by_refusals = true;
-
+struct handler<protocol::message::sparse_pull> : step_pull<protocol::message::sparse_pull> {
   template <class T>
   static std::span<std::byte> destination(T& t, table_peer& s, const transport::frame_header& h, error_code& ec) {
     return sparse_payload(t, s, protocol::message::sparse_pull, h, ec);
@@ -97,14 +94,6 @@ struct handler<protocol::message::sparse_pull> {
       return reply.has_value();
     }
     return true;
-  }
-  template <class T>
-  static std::string why_waiting(const T& t, const parked_request& r) {
-    return why_pull_waits(t, r);
-  }
-  template <class T>
-  static auto timeout(const T& t) {
-    return t.opts.serving.step_timeout;
   }
 };
 

@@ -2,9 +2,9 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 /// @file
-/// server::detail client-side routing: walking a placement's shards (and the shard layouts a
-/// ps is told of at registration), and splitting the keys of a sparse request by the shard of
-/// the variable that holds each row, sent from and received into the caller's buffers when a
+/// client::detail routing: walking a placement's shards (and the shard layouts a ps is told of
+/// at registration), and splitting the keys of a sparse request by the shard of the variable
+/// that holds each row, sent from and received into the caller's buffers when a
 /// shard's keys are one run of them, staged otherwise.
 #pragma once
 

@@ -59,9 +59,8 @@ class arrival_shard : public shard_storage<Derived, D, O> {
     std::lock_guard lock(this->mutex_);
     this->check_worker(worker, Derived::name, "::push_rows");
     if constexpr (sparse_apply<O>::available) {
-      sparse_apply<O>::apply(this->optimizer_, this->device_, this->slots_, this->writable_values(),
-                             thrust::raw_pointer_cast(c.rows.data()), c.count, dim,
-                             thrust::raw_pointer_cast(c.grads.data()), 1.f);
+      sparse_apply<O>::apply(this->optimizer_, this->device_, this->slots_, this->writable_values(), raw_data(c.rows),
+                             c.count, dim, raw_data(c.grads), 1.f);
       this->device_.synchronize();
     } else {
       throw error(errc::invalid_argument,

@@ -98,12 +98,18 @@ inline void check_rows(std::span<const std::uint64_t> rows, std::size_t dim, std
                                               std::to_string(limit) + " rows");
 }
 
+/// @returns a raw pointer to @p v's elements, or nullptr when it has none (data() of an empty
+/// thrust vector dereferences its first element: a push or pull of no rows is valid).
+template <class V>
+auto raw_data(V& v) {
+  return v.empty() ? nullptr : thrust::raw_pointer_cast(v.data());
+}
+
 /// acc[row] += grad row, for the unique rows of @p c (@p acc in @p device's memory).
 template <Device D>
 void scatter_add_rows(const D& device, float* acc, const coalesced_rows<D>& c, std::size_t dim) {
   thrust::for_each_n(device.policy(), thrust::counting_iterator<std::size_t>(0), c.count * dim,
-                     scatter_add_rows_kernel{acc, thrust::raw_pointer_cast(c.grads.data()),
-                                             thrust::raw_pointer_cast(c.rows.data()), dim});
+                     scatter_add_rows_kernel{acc, raw_data(c.grads), raw_data(c.rows), dim});
   device.synchronize();
 }
 
@@ -118,9 +124,8 @@ void copy_rows_out(const D& device, const float* values, std::span<const std::ui
   } else {
     typename D::template vector<std::uint64_t> r(rows.begin(), rows.end());
     typename D::template vector<float> o(rows.size() * dim);
-    thrust::for_each_n(
-        device.policy(), thrust::counting_iterator<std::size_t>(0), rows.size() * dim,
-        gather_rows_kernel{thrust::raw_pointer_cast(o.data()), values, thrust::raw_pointer_cast(r.data()), dim});
+    thrust::for_each_n(device.policy(), thrust::counting_iterator<std::size_t>(0), rows.size() * dim,
+                       gather_rows_kernel{raw_data(o), values, raw_data(r), dim});
     thrust::copy(o.begin(), o.end(), out);
   }
   device.synchronize();

@@ -43,9 +43,11 @@
 #include <dsgd/update/sync_average.hpp>
 
 #include <dsgd/compress/bf16.hpp>
+#include <dsgd/compress/codec.hpp>
 #include <dsgd/compress/concepts.hpp>
 #include <dsgd/compress/fp16.hpp>
 #include <dsgd/compress/none.hpp>
+#include <dsgd/compress/registry.hpp>
 #include <dsgd/compress/selection.hpp>
 #include <dsgd/compress/top_k.hpp>
 #include <dsgd/compress/two_bit.hpp>

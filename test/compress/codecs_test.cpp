@@ -4,6 +4,7 @@
 // The compressors of <dsgd/compress/selection.hpp> on their own: what each encodes exactly,
 // fp16 and bf16 rounding, top-k's choice, 2-bit's thresholds, the error-feedback invariant, and
 // malformed payloads refused as bad_frame naming the variable.
+#include <dsgd/compress/registry.hpp>
 #include <dsgd/compress/selection.hpp>
 
 #include <support/error_checks.hpp>
@@ -40,17 +41,17 @@ std::vector<float> random_gradient(std::size_t n, unsigned seed, float scale = 1
 
 // Encodes @p g with @p codec and residual @p r; @returns the payload.
 std::vector<std::byte> encoded(const c::codec& codec, std::span<const float> g, std::span<float> r) {
-  std::vector<std::uint32_t> buffer((c::max_bytes(codec, g.size()) + 3) / 4);
+  std::vector<std::uint32_t> buffer((codec.max_bytes(g.size()) + 3) / 4);
   auto out = std::as_writable_bytes(std::span(buffer));
-  const auto n = c::encode(codec, g, r, out);
-  BOOST_TEST(n <= c::max_bytes(codec, g.size()));
+  const auto n = codec.encode(g, r, out);
+  BOOST_TEST(n <= codec.max_bytes(g.size()));
   return {out.begin(), out.begin() + static_cast<std::ptrdiff_t>(n)};
 }
 
 std::vector<float> decoded(const c::codec& codec, std::span<const std::byte> payload, std::size_t n) {
-  c::check(codec, payload, n, "v");
+  codec.check(payload, n, "v");
   std::vector<float> acc(n, 0.f);
-  c::decode_add(codec, payload, acc.data(), n);
+  codec.decode_add(payload, acc.data(), n);
   return acc;
 }
 
@@ -59,7 +60,7 @@ void check_error(F&& f, dsgd::errc code, std::initializer_list<std::string> part
 
 // Checks that @p payload is refused with bad_frame naming "dense0/kernel" and containing @p why.
 void refused(const c::codec& codec, std::span<const std::byte> payload, std::size_t n, const std::string& why) {
-  check_error([&] { c::check(codec, payload, n, "push of dense0/kernel shard 0"); }, dsgd::errc::bad_frame,
+  check_error([&] { codec.check(payload, n, "push of dense0/kernel shard 0"); }, dsgd::errc::bad_frame,
               {"dense0/kernel", why});
 }
 
@@ -90,7 +91,7 @@ BOOST_AUTO_TEST_CASE(fp16_and_bf16_are_exact_on_values_they_hold) {
   std::vector<float> r;
   for (const c::codec& codec : {c::codec{c::fp16{}}, c::codec{c::bf16{}}}) {
     auto values = g;
-    if (c::id_of(codec) == c::encoding::bf16) values[8] = 65536.f;  // 65504 needs 11 bits
+    if (codec.get_if<c::bf16>()) values[8] = 65536.f;  // 65504 needs 11 bits
     const auto p = encoded(codec, values, r);
     BOOST_TEST(p.size() == 2 * values.size());
     const auto back = decoded(codec, p, values.size());
@@ -201,7 +202,7 @@ BOOST_AUTO_TEST_CASE(error_feedback_loses_nothing) {
       const auto p = encoded(codec, g, r);
       const auto back = decoded(codec, p, n);
       for (std::size_t i = 0; i < n; ++i) {
-        BOOST_TEST_REQUIRE(back[i] + r[i] == before[i] + g[i], c::describe(codec) << " element " << i);
+        BOOST_TEST_REQUIRE(back[i] + r[i] == before[i] + g[i], codec.describe() << " element " << i);
         computed[i] += g[i];
         received[i] += back[i];
       }
@@ -235,14 +236,14 @@ BOOST_AUTO_TEST_CASE(malformed_payloads_are_bad_frame_naming_the_variable) {
                                 c::codec{c::two_bit{0.5f}}}) {
     std::fill(r.begin(), r.end(), 0.f);
     auto p = encoded(codec, g, r);
-    BOOST_TEST_CONTEXT(c::describe(codec)) {
+    BOOST_TEST_CONTEXT(codec.describe()) {
       refused(codec, std::span(p).first(p.size() - 1), n, "bytes");
       refused(codec, std::span(p).first(0), n, "");
       auto longer = p;
       longer.push_back(std::byte{0});
       refused(codec, longer, n, "bytes");
       // A payload of another variable's size (top_k's fits any variable with as many entries).
-      if (c::id_of(codec) != c::encoding::top_k) refused(codec, p, n + 4, "");
+      if (!codec.get_if<c::top_k>()) refused(codec, p, n + 4, "");
     }
   }
   const c::top_k top{0.1f};
@@ -281,10 +282,10 @@ BOOST_AUTO_TEST_CASE(malformed_payloads_are_bad_frame_naming_the_variable) {
 
 BOOST_AUTO_TEST_CASE(a_selection_picks_per_variable_and_validates) {
   const c::selection s{.all = c::top_k{0.01f}, .variables = {{"softmax/bias", c::none{}}, {"w", c::bf16{}}}};
-  BOOST_TEST(c::describe(s.of("softmax/weights")) == "top_k(0.01)");
-  BOOST_TEST(c::describe(s.of("softmax/bias")) == "none");
-  BOOST_TEST(c::describe(s.of("w")) == "bf16");
-  BOOST_TEST(c::describe(c::two_bit{}) == "two_bit(0.5)");
+  BOOST_TEST(s.of("softmax/weights").describe() == "top_k(0.01)");
+  BOOST_TEST(s.of("softmax/bias").describe() == "none");
+  BOOST_TEST(s.of("w").describe() == "bf16");
+  BOOST_TEST(c::codec(c::two_bit{}).describe() == "two_bit(0.5)");
   BOOST_CHECK_NO_THROW(c::validate(s));
   check_error([] { c::validate(c::selection{.all = c::top_k{0.f}}, "o.compression"); }, dsgd::errc::invalid_argument,
               {"o.compression.all.ratio", "(0, 1]"});
@@ -300,15 +301,35 @@ BOOST_AUTO_TEST_CASE(a_selection_picks_per_variable_and_validates) {
 BOOST_AUTO_TEST_CASE(parse_reads_what_describe_writes_and_names_bad_text) {
   for (const c::codec& k : {c::codec(c::none{}), c::codec(c::fp16{}), c::codec(c::bf16{}), c::codec(c::top_k{0.01f}),
                             c::codec(c::two_bit{0.5f})})
-    BOOST_TEST(c::describe(c::parse(c::describe(k))) == c::describe(k));
-  BOOST_TEST(std::get<c::top_k>(c::parse("top_k(0.25)")).ratio == 0.25f);
+    BOOST_TEST(c::parse(k.describe()).describe() == k.describe());
+  BOOST_TEST(c::parse("top_k(0.25)").get_if<c::top_k>()->ratio == 0.25f);
   check_error([] { c::parse("gzip"); }, dsgd::errc::invalid_argument,
               {"compression \"gzip\"", "expected none, fp16, bf16, top_k(RATIO) or two_bit(THRESHOLD)"});
   check_error([] { c::parse("top_k"); }, dsgd::errc::invalid_argument, {"top_k(RATIO)"});
-  check_error([] { c::parse("top_k()"); }, dsgd::errc::invalid_argument, {"expected top_k(NUMBER)"});
-  check_error([] { c::parse("top_k(1%)"); }, dsgd::errc::invalid_argument, {"\"1%\" is not a number"});
+  check_error([] { c::parse("top_k()"); }, dsgd::errc::invalid_argument,
+              {"top_k takes one number, not \"\"", "(usage: top_k(RATIO))"});
+  check_error([] { c::parse("top_k(1%)"); }, dsgd::errc::invalid_argument, {"top_k takes one number, not \"1%\""});
   check_error([] { c::parse("top_k(2)"); }, dsgd::errc::invalid_argument, {"top_k.ratio: must be in (0, 1]"});
   check_error([] { c::parse("two_bit(-1)"); }, dsgd::errc::invalid_argument, {"two_bit.threshold"});
+  check_error([] { c::parse("fp16(3)"); }, dsgd::errc::invalid_argument, {"fp16 takes no parameters, not \"3\""});
+  check_error([] { c::parse("top_k(0.1"); }, dsgd::errc::invalid_argument, {"with a closing parenthesis"});
+}
+
+// A program's own compressor is registered by name beside the shipped ones, parsed like them,
+// and listed in what a bad name is told; names are words, and registered once.
+BOOST_AUTO_TEST_CASE(a_registered_compressor_is_parsed_by_its_name) {
+  c::registry r;
+  r.add("scaled", "scaled(THRESHOLD)",
+        [](std::string_view p) { return c::codec(c::two_bit{c::registry::number(p, "scaled")}); });
+  BOOST_TEST(r.parse("scaled(0.25)").get_if<c::two_bit>()->threshold == 0.25f);
+  BOOST_TEST(r.parse("top_k(0.5)").describe() == "top_k(0.5)");
+  check_error([&] { r.parse("gzip"); }, dsgd::errc::invalid_argument,
+              {"expected none, fp16, bf16, top_k(RATIO), two_bit(THRESHOLD) or scaled(THRESHOLD)"});
+  check_error([&] { r.add("scaled", "", {}); }, dsgd::errc::invalid_argument, {"\"scaled\" is registered already"});
+  check_error([&] { r.add("my-codec", "", {}); }, dsgd::errc::invalid_argument,
+              {"name \"my-codec\" must be letters, digits and '_'"});
+  // Another registry, and the global one, know nothing of it.
+  check_error([] { c::parse("scaled(0.25)"); }, dsgd::errc::invalid_argument, {"compression \"scaled(0.25)\""});
 }
 
 BOOST_AUTO_TEST_SUITE_END()

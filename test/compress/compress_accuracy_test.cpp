@@ -49,7 +49,7 @@ const char* rule_name() {
 // accuracy, bytes per push and one `csv,` line per epoch (bench/compress/ plots them).
 template <class Rule>
 dsgd::test::compress_outcome train(const c::codec& codec, const c::codec& pull, dsgd::test::compress_schedule s) {
-  const auto name = c::describe(codec), pulled = c::describe(pull);
+  const auto name = codec.describe(), pulled = pull.describe();
   std::printf("%s %s, pulls %s, %zu epochs:\n", rule_name<Rule>(), name.c_str(), pulled.c_str(), s.epochs);
   const auto r = dsgd::test::train_compressed<Rule>(c::selection{.all = codec}, c::selection{.all = pull}, s, mlp);
   std::printf("%s %s, pulls %s: test accuracy %.4f after %zu epochs, %.0f bytes per push (none: %.0f), %.0f s\n",
@@ -88,7 +88,7 @@ void within_margin_of_none(dsgd::test::compress_schedule s, double none_reaches,
   for (const auto& k : cases) {
     const double accuracy = train<Rule>(k.push, k.pull, s).accuracy;
     BOOST_TEST(accuracy >= none - k.margin,
-               rule_name<Rule>() << ' ' << c::describe(k.push) << ", pulls " << c::describe(k.pull) << ": " << accuracy
+               rule_name<Rule>() << ' ' << k.push.describe() << ", pulls " << k.pull.describe() << ": " << accuracy
                                  << " against none's " << none << " (margin " << k.margin << ')');
   }
 }

@@ -33,7 +33,7 @@ dsgd::test::compress_outcome one_epoch(const c::codec& codec) {
   const auto r =
       dsgd::test::train_compressed<Rule>(c::selection{.all = codec}, {}, {.epochs = 1, .learning_rate = rate}, softmax);
   std::printf("%s %s: test accuracy %.4f, %.0f bytes per push, %.1f s\n",
-              std::is_same_v<Rule, dsgd::update::async> ? "async" : "sync", c::describe(codec).c_str(), r.accuracy,
+              std::is_same_v<Rule, dsgd::update::async> ? "async" : "sync", codec.describe().c_str(), r.accuracy,
               r.bytes_per_push(), r.seconds);
   BOOST_TEST(r.pushes == 2u * 469u);
   return r;

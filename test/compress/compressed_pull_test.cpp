@@ -69,7 +69,7 @@ Table registered(recording_sink& out, std::uint32_t replicas, const c::selection
 }
 
 // A worker's slot awaiting a pull of @p dest in encoding @p e.
-client::detail::request_slot slot_for(std::vector<float>& dest, c::encoding e) {
+client::detail::request_slot slot_for(std::vector<float>& dest, c::value_encoding e) {
   client::detail::request_slot s;
   s.reply_into = boost::asio::buffer(dest.data(), dest.size() * sizeof(float));
   s.reply_encoding = e;
@@ -78,7 +78,7 @@ client::detail::request_slot slot_for(std::vector<float>& dest, c::encoding e) {
 
 // Receives @p reply into @p dest as the worker's receive loop does (pull_destination for its
 // one chunk, then the widening). @returns the error the destination set.
-dsgd::error_code receive(std::vector<float>& dest, c::encoding e, const sent& reply) {
+dsgd::error_code receive(std::vector<float>& dest, c::value_encoding e, const sent& reply) {
   auto slot = slot_for(dest, e);
   auto h = reply.header;
   h.payload_length = reply.payload.size();
@@ -106,8 +106,8 @@ BOOST_AUTO_TEST_CASE(replies_round_trip_within_bf16_and_fp16_rounding) {
   BOOST_TEST(r[0].payload.size() == 2 * w0.size());  // half a plain pull's bytes
   BOOST_TEST(r[1].payload.size() == 2 * b0.size());
   std::vector<float> w(w0.size(), -99.f), b(b0.size(), -99.f);
-  BOOST_REQUIRE(!receive(w, c::encoding::bf16, r[0]));
-  BOOST_REQUIRE(!receive(b, c::encoding::fp16, r[1]));
+  BOOST_REQUIRE(!receive(w, c::value_encoding::bf16, r[0]));
+  BOOST_REQUIRE(!receive(b, c::value_encoding::fp16, r[1]));
   for (std::size_t i = 0; i < w0.size(); ++i) {
     // Exactly the value rounded to nearest bf16, within half a unit in its 8 bits' last place.
     BOOST_TEST(w[i] == cd::from_bf16(cd::to_bf16(w0[i])), "w element " << i);
@@ -123,7 +123,7 @@ BOOST_AUTO_TEST_CASE(replies_round_trip_within_bf16_and_fp16_rounding) {
   r = out.take();
   BOOST_REQUIRE_EQUAL(r.size(), 1u);
   std::vector<float> whole(w0.size());
-  BOOST_REQUIRE(!receive(whole, c::encoding::none, r[0]));
+  BOOST_REQUIRE(!receive(whole, c::value_encoding::none, r[0]));
   BOOST_TEST(whole == w0);
 }
 
@@ -153,7 +153,7 @@ BOOST_AUTO_TEST_CASE(workers_pulling_one_version_share_one_encode) {
       BOOST_TEST(again[0].keep_alive != r[0].keep_alive);
       BOOST_TEST(again[0].header.step == 1u);
       std::vector<float> w(w0.size());
-      BOOST_REQUIRE(!receive(w, c::encoding::bf16, again[0]));
+      BOOST_REQUIRE(!receive(w, c::value_encoding::bf16, again[0]));
       BOOST_TEST(w[1] == cd::from_bf16(cd::to_bf16(-2.7f - 0.5f)));
     } else {
       auto t = registered<async_table>(out, 2);
@@ -214,23 +214,23 @@ BOOST_AUTO_TEST_CASE(malformed_compressed_replies_are_bad_frame) {
   sent good;
   good.header.type = static_cast<std::uint16_t>(message::compressed_pull_reply);
   good.payload.resize(12);
-  BOOST_TEST(!receive(dest, c::encoding::bf16, good));
+  BOOST_TEST(!receive(dest, c::value_encoding::bf16, good));
   // One byte short, one long, odd, twice the floats' bytes, empty: bad_frame, dest untouched.
   for (std::size_t n : {11u, 13u, 7u, 24u, 0u}) {
     std::vector<float> d(6, -99.f);
     sent bad = good;
     bad.payload.resize(n);
-    BOOST_TEST(receive(d, c::encoding::bf16, bad) == dsgd::make_error_code(dsgd::errc::bad_frame), n << " bytes");
+    BOOST_TEST(receive(d, c::value_encoding::bf16, bad) == dsgd::make_error_code(dsgd::errc::bad_frame), n << " bytes");
     BOOST_TEST(d == std::vector<float>(6, -99.f));
   }
   // A compressed reply to a plain pull, and a plain one to a compressed pull.
-  BOOST_TEST(receive(dest, c::encoding::none, good) == dsgd::make_error_code(dsgd::errc::bad_frame));
+  BOOST_TEST(receive(dest, c::value_encoding::none, good) == dsgd::make_error_code(dsgd::errc::bad_frame));
   sent plain;
   plain.header.type = static_cast<std::uint16_t>(message::pull_reply);
   plain.payload.resize(24);
-  BOOST_TEST(receive(dest, c::encoding::fp16, plain) == dsgd::make_error_code(dsgd::errc::bad_frame));
+  BOOST_TEST(receive(dest, c::value_encoding::fp16, plain) == dsgd::make_error_code(dsgd::errc::bad_frame));
   // A chunk past the end of a reply of the right total length.
-  auto slot = slot_for(dest, c::encoding::bf16);
+  auto slot = slot_for(dest, c::value_encoding::bf16);
   dsgd::transport::frame_header h = good.header;
   h.total_length = 12;
   h.chunk_offset = 8;
@@ -258,10 +258,10 @@ BOOST_AUTO_TEST_CASE(pull_selections_take_only_value_encodings) {
   const auto& s = plan.shards()[0];
   auto r = client::detail::pull_request(plan, s, 0, 3, w, pulls);
   BOOST_TEST((static_cast<message>(r.h.type) == message::compressed_pull));
-  BOOST_TEST((r.reply_encoding == c::encoding::bf16));
+  BOOST_TEST((r.reply_encoding == c::value_encoding::bf16));
   r = client::detail::pull_request(plan, s, 0, 3, w, {});
   BOOST_TEST((static_cast<message>(r.h.type) == message::pull));
-  BOOST_TEST((r.reply_encoding == c::encoding::none));
+  BOOST_TEST((r.reply_encoding == c::value_encoding::none));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

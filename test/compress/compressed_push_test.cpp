@@ -69,12 +69,12 @@ Table registered(recording_sink& out, std::uint32_t replicas, const c::selection
 // The payload of @p g under @p codec with residual @p r, and what it decodes to.
 std::pair<std::vector<std::byte>, std::vector<float>> encode(const c::codec& codec, const std::vector<float>& g,
                                                              std::vector<float>& r) {
-  std::vector<std::uint32_t> buf((c::max_bytes(codec, g.size()) + 3) / 4);
-  const auto n = c::encode(codec, g, r, std::as_writable_bytes(std::span(buf)));
+  std::vector<std::uint32_t> buf((codec.max_bytes(g.size()) + 3) / 4);
+  const auto n = codec.encode(g, r, std::as_writable_bytes(std::span(buf)));
   std::vector<std::byte> payload(n);
   std::memcpy(payload.data(), buf.data(), n);
   std::vector<float> decoded(g.size(), 0.f);
-  c::decode_add(codec, payload, decoded.data(), g.size());
+  codec.decode_add(payload, decoded.data(), g.size());
   return {payload, decoded};
 }
 

@@ -1,8 +1,8 @@
 // SPDX-FileCopyrightText: Copyright (c) 2026 The dsgd authors
 // SPDX-License-Identifier: Apache-2.0
 //
-// Fuzz target for the decoders of <dsgd/compress/selection.hpp>: a compressed push's payload as
-// a ps checks it (compress::check) and decodes it into its accumulator (compress::decode_add),
+// Fuzz target for the decoders of the shipped compressors: a compressed push's payload as
+// a ps checks it (codec::check) and decodes it into its accumulator (codec::decode_add),
 // for every encoding. A payload either checks, and then decodes writing only inside the
 // accumulator, or is refused with dsgd::error(errc::bad_frame) naming the variable; nothing
 // is allocated in proportion to what its counts claim. A payload that checks survives decode
@@ -55,31 +55,30 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const auto payload = std::as_bytes(std::span(buffer)).first(rest.size());
   const char* what = "emb [4096] shard 0 (push to ps:0)";
   try {
-    c::check(codec, payload, n, what);
+    codec.check(payload, n, what);
   } catch (const dsgd::error& e) {
     dsgd::fuzz::check(e.code() == dsgd::errc::bad_frame, "check threw another errc");
     dsgd::fuzz::check(std::string(e.what()).find(what) != std::string::npos,
                       "check's error does not name the variable");
     return 0;
   }
-  dsgd::fuzz::check(payload.size() <= c::max_bytes(codec, n), "a payload that checks is above the codec's cap");
+  dsgd::fuzz::check(payload.size() <= codec.max_bytes(n), "a payload that checks is above the codec's cap");
   // Guard elements on both sides: a decode must write only inside the accumulator.
   std::vector<float> acc(n + 2, 0.f);
-  c::decode_add(codec, payload, acc.data() + 1, n);
+  codec.decode_add(payload, acc.data() + 1, n);
   dsgd::fuzz::check(acc.front() == 0.f && acc.back() == 0.f, "decode_add wrote outside the accumulator");
-  const auto id = c::id_of(codec);
-  if (id == c::encoding::top_k) return 0;
+  if (codec.get_if<c::top_k>()) return 0;
   std::vector<float> values(acc.begin() + 1, acc.end() - 1);
-  if (id != c::encoding::two_bit)
+  if (!codec.get_if<c::two_bit>())
     for (float v : values)
       if (std::isnan(v)) return 0;  // NaN payloads come back quieted
-  std::vector<float> residual(c::uses_residual(codec) ? n : 0, 0.f);
-  std::vector<std::uint32_t> again((c::max_bytes(codec, n) + 3) / 4);
-  const auto bytes = c::encode(codec, values, residual, std::as_writable_bytes(std::span(again)));
+  std::vector<float> residual(codec.uses_residual() ? n : 0, 0.f);
+  std::vector<std::uint32_t> again((codec.max_bytes(n) + 3) / 4);
+  const auto bytes = codec.encode(values, residual, std::as_writable_bytes(std::span(again)));
   // -0 decodes as +0 (added to a zeroed accumulator): compare the values, not the bytes.
   std::vector<float> twice(n, 0.f);
-  c::check(codec, std::as_bytes(std::span(again)).first(bytes), n, what);
-  c::decode_add(codec, std::as_bytes(std::span(again)).first(bytes), twice.data(), n);
+  codec.check(std::as_bytes(std::span(again)).first(bytes), n, what);
+  codec.decode_add(std::as_bytes(std::span(again)).first(bytes), twice.data(), n);
   dsgd::fuzz::check(bytes == payload.size() && twice == values, "a checked payload does not survive decode and encode");
   return 0;
 }
@@ -90,8 +89,8 @@ std::vector<std::string> dsgd::fuzz::seeds() {
   for (std::uint8_t b = 0; b < 20; ++b) {
     const auto codec = codec_of(b);
     std::vector<float> residual(g.size(), 0.1f);
-    std::vector<std::uint32_t> payload((c::max_bytes(codec, g.size()) + 3) / 4);
-    const auto bytes = c::encode(codec, g, residual, std::as_writable_bytes(std::span(payload)));
+    std::vector<std::uint32_t> payload((codec.max_bytes(g.size()) + 3) / 4);
+    const auto bytes = codec.encode(g, residual, std::as_writable_bytes(std::span(payload)));
     std::string input(1, static_cast<char>(b));
     input += static_cast<char>(g.size());
     input += '\0';

@@ -30,7 +30,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   dsgd::fuzz::input_scope scope({data, size});
   dsgd::fuzz::input_reader in({data, size});
   const std::uint8_t mode = in.byte();
-  const c::encoding asked = mode % 3 == 0 ? c::encoding::none : mode % 3 == 1 ? c::encoding::fp16 : c::encoding::bf16;
+  const c::value_encoding asked = mode % 3 == 0   ? c::value_encoding::none
+                                  : mode % 3 == 1 ? c::value_encoding::fp16
+                                                  : c::value_encoding::bf16;
   const auto type = (mode / 3) % 2 ? protocol::message::compressed_pull_reply : protocol::message::pull_reply;
   const std::size_t n = in.le<std::uint16_t>() % 1025;
   const auto total = in.le<std::uint64_t>();
@@ -61,7 +63,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     auto* at = static_cast<std::byte*>(into.data());
     dsgd::fuzz::check(into.size() == 0 || (at >= lo && at + into.size() <= hi), "a destination outside the floats");
     const bool compressed = type == protocol::message::compressed_pull_reply;
-    dsgd::fuzz::check(compressed == (asked != c::encoding::none), "a reply of the other kind was taken");
+    dsgd::fuzz::check(compressed == (asked != c::value_encoding::none), "a reply of the other kind was taken");
     dsgd::fuzz::check(!compressed || into.size() == 0 || at >= lo + 2 * n, "a compressed chunk in the front half");
     auto bytes = in.bytes(into.size());
     if (!bytes.empty()) std::memcpy(at, bytes.data(), bytes.size());
@@ -80,7 +82,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   dsgd::fuzz::check(dest.front() == -7.f && dest.back() == -7.f, "widening wrote outside the floats");
   for (std::size_t i = 0; i < n; ++i) {
     const auto v = cd::load<std::uint16_t>(shadow.data() + 2 * i);
-    const float want = asked == c::encoding::bf16 ? cd::from_bf16(v) : cd::from_fp16(v);
+    const float want = asked == c::value_encoding::bf16 ? cd::from_bf16(v) : cd::from_fp16(v);
     dsgd::fuzz::check(std::bit_cast<std::uint32_t>(dest[i + 1]) == std::bit_cast<std::uint32_t>(want),
                       "a widened float is not its 16-bit value");
   }

@@ -5,6 +5,7 @@
 // throws a usage_error that names the option and says what was expected.
 #pragma once
 
+#include <dsgd/compress/registry.hpp>
 #include <dsgd/compress/selection.hpp>
 #include <dsgd/error.hpp>
 
@@ -79,7 +80,7 @@ inline double read_real(const std::string& option, const std::string& v, double 
   return x;
 }
 
-/// "--compress top_k(0.01)": a codec as compress::describe() writes it. A pull sends values,
+/// "--compress top_k(0.01)": a codec as its describe() writes it. A pull sends values,
 /// which keep no residual, so @p pull refuses the codecs with error feedback.
 inline dsgd::compress::codec read_codec(const std::string& option, const std::string& v, bool pull) {
   dsgd::compress::codec c;
@@ -88,7 +89,7 @@ inline dsgd::compress::codec read_codec(const std::string& option, const std::st
   } catch (const dsgd::error& e) {
     throw usage_error(option + ": " + e.what());
   }
-  if (pull && dsgd::compress::uses_residual(c))
+  if (pull && !dsgd::compress::values_as(c))
     throw usage_error(option + " " + v + ": a pull sends values, which keep no residual: expected none, fp16 or bf16");
   return c;
 }

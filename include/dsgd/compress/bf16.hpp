@@ -13,7 +13,7 @@ namespace dsgd::compress {
 
 /// Each element as bfloat16 (float's exponent, 8 bits of mantissa), rounded to nearest even:
 /// half the bytes, float's range. NaNs stay NaNs. No residual.
-struct bf16 : detail::sixteen_bit<encoding::bf16, detail::to_bf16, detail::from_bf16> {};
+struct bf16 : detail::sixteen_bit<true, detail::to_bf16, detail::from_bf16> {};
 
 static_assert(Compressor<bf16>);
 

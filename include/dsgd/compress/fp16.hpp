@@ -14,7 +14,7 @@ namespace dsgd::compress {
 /// Each element as IEEE binary16, rounded to nearest even: half the bytes. Magnitudes above
 /// 65504 become infinities and below 2^-24 zero (gradients that large or small want bf16 or a
 /// loss scale); NaNs stay NaNs. No residual.
-struct fp16 : detail::sixteen_bit<encoding::fp16, detail::to_fp16, detail::from_fp16> {};
+struct fp16 : detail::sixteen_bit<false, detail::to_fp16, detail::from_fp16> {};
 
 static_assert(Compressor<fp16>);
 

@@ -19,10 +19,10 @@ namespace dsgd::compress {
 /// sends its gradient in place, with no copy; the members exist so that `none` is a
 /// Compressor like the others (and a test can round-trip through it).
 struct none {
-  static constexpr encoding id = encoding::none;  ///< on the wire: a plain push
-  static constexpr bool uses_residual = false;    ///< nothing is lost
+  static constexpr std::string_view name = "none";  ///< a plain push on the wire
+  static constexpr bool uses_residual = false;      ///< nothing is lost
 
-  std::string describe() const { return "none"; }
+  std::string describe() const { return std::string(name); }
   std::size_t max_bytes(std::size_t n) const noexcept { return sizeof(float) * n; }
 
   /// Copies @p grad into @p out. @returns its bytes
@@ -34,7 +34,7 @@ struct none {
   /// @throws dsgd::error(errc::bad_frame) unless @p in is exactly @p n floats
   void check(std::span<const std::byte> in, std::size_t n, std::string_view what) const {
     if (in.size() != sizeof(float) * n)
-      malformed(id, what, std::to_string(in.size()) + " bytes for " + std::to_string(n) + " floats");
+      malformed(name, what, std::to_string(in.size()) + " bytes for " + std::to_string(n) + " floats");
   }
 
   /// acc[i] += the i-th float of checked @p in.

@@ -29,8 +29,8 @@ namespace dsgd::compress {
 /// Payload: u32 count, then count u32 indices (strictly increasing, below n), then count f32
 /// values: 4 + 8 x count bytes, count <= k.
 struct top_k {
-  static constexpr encoding id = encoding::top_k;  ///< on the wire
-  static constexpr bool uses_residual = true;      ///< error feedback
+  static constexpr std::string_view name = "top_k";  ///< registered by
+  static constexpr bool uses_residual = true;        ///< error feedback
 
   float ratio = 0.01f;  ///< the fraction of elements sent, in (0, 1]
 
@@ -92,28 +92,28 @@ struct top_k {
   ///         above @p n or k(n), a length other than 4 + 8 x count, or an index that is out of
   ///         range or not above the one before it
   void check(std::span<const std::byte> in, std::size_t n, std::string_view what) const {
-    if (in.size() < 4) malformed(id, what, "truncated: " + std::to_string(in.size()) + " bytes, no count");
+    if (in.size() < 4) malformed(name, what, "truncated: " + std::to_string(in.size()) + " bytes, no count");
     const std::uint64_t count = detail::load<std::uint32_t>(in.data());
     if (count > n)
-      malformed(id, what,
+      malformed(name, what,
                 "count " + std::to_string(count) + " is larger than the variable's " + std::to_string(n) + " elements");
     if (count > k(n))
-      malformed(id, what,
+      malformed(name, what,
                 "count " + std::to_string(count) + " is above k = " + std::to_string(k(n)) + " of " + describe());
     if (in.size() != 4 + 8 * count)
-      malformed(id, what,
+      malformed(name, what,
                 std::to_string(in.size()) + " bytes for " + std::to_string(count) + " entries (expected " +
                     std::to_string(4 + 8 * count) + ")");
     std::uint64_t last = 0;
     for (std::uint64_t j = 0; j < count; ++j) {
       const std::uint64_t i = detail::load<std::uint32_t>(in.data() + 4 + 4 * j);
       if (i >= n)
-        malformed(id, what,
+        malformed(name, what,
                   "index " + std::to_string(i) + " (entry " + std::to_string(j) + ") is out of range for " +
                       std::to_string(n) + " elements");
       if (j > 0 && i <= last)
         malformed(
-            id, what,
+            name, what,
             "index " + std::to_string(i) + " (entry " + std::to_string(j) + ") is not above " + std::to_string(last));
       last = i;
     }

@@ -25,8 +25,8 @@ namespace dsgd::compress {
 /// Payload: the f32 threshold, then ceil(n / 4) bytes, element i in bits 2(i % 4) and up of
 /// byte i / 4: 0 for 0, 1 for +threshold, 2 for -threshold (3 is malformed); unused bits 0.
 struct two_bit {
-  static constexpr encoding id = encoding::two_bit;  ///< on the wire
-  static constexpr bool uses_residual = true;        ///< error feedback
+  static constexpr std::string_view name = "two_bit";  ///< registered by
+  static constexpr bool uses_residual = true;          ///< error feedback
 
   float threshold = 0.5f;  ///< the magnitude sent, finite and above 0
 
@@ -70,22 +70,22 @@ struct two_bit {
   ///         4 + ceil(n / 4), another threshold than this one's, a code 3 or a set unused bit
   void check(std::span<const std::byte> in, std::size_t n, std::string_view what) const {
     if (in.size() != max_bytes(n))
-      malformed(id, what,
+      malformed(name, what,
                 std::to_string(in.size()) + " bytes for " + std::to_string(n) + " elements (expected " +
                     std::to_string(max_bytes(n)) + ")");
     const float t = detail::load<float>(in.data());
     if (std::bit_cast<std::uint32_t>(t) != std::bit_cast<std::uint32_t>(threshold)) {
       char buf[96];
       std::snprintf(buf, sizeof buf, "threshold %g, but %s was agreed", static_cast<double>(t), describe().c_str());
-      malformed(id, what, buf);
+      malformed(name, what, buf);
     }
     for (std::size_t b = 0; b < (n + 3) / 4; ++b) {
       const auto byte = static_cast<unsigned>(in[4 + b]);
       for (unsigned j = 0; j < 4; ++j) {
         const unsigned code = (byte >> (2 * j)) & 3u;
         if (4 * b + j >= n && code != 0)
-          malformed(id, what, "unused bits set in the last byte (" + std::to_string(n) + " elements)");
-        if (code == 3) malformed(id, what, "code 3 at element " + std::to_string(4 * b + j));
+          malformed(name, what, "unused bits set in the last byte (" + std::to_string(n) + " elements)");
+        if (code == 3) malformed(name, what, "code 3 at element " + std::to_string(4 * b + j));
       }
     }
   }

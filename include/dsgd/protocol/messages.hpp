@@ -194,10 +194,10 @@ struct register_request {
   std::string placement;              ///< placement::plan::describe()
   std::uint32_t shards = 0;           ///< how many shards the plan gives this ps task
   std::vector<shard_layout> layouts;  ///< those shards, for sparse pulls and pushes
-  /// Per layout, the compress::codec its pushes use (compress::describe: "none", "top_k(0.01)"),
+  /// Per layout, the compress::codec its pushes use (its describe(): "none", "top_k(0.01)"),
   /// which the ps must agree with.
   std::vector<std::string> compression;
-  /// Per layout, the encoding its pulls use (compress::describe: "none", "bf16", "fp16"),
+  /// Per layout, the encoding its pulls use (describe(): "none", "bf16", "fp16"),
   /// which the ps must agree with.
   std::vector<std::string> pull_compression;
 

@@ -59,12 +59,12 @@ inline transport::frame_header header(protocol::message type, std::size_t variab
 /// One request to send: its frame header (the request id is filled in when it is sent), its
 /// payload (a sparse push's rows after its keys) and where its reply's payload goes.
 struct request {
-  std::size_t ps = 0;                                            ///< the ps task it goes to
-  transport::frame_header h;                                     ///< its header
-  boost::asio::const_buffer payload;                             ///< its payload (a sparse request's keys)
-  boost::asio::mutable_buffer reply_into;                        ///< where a pull_reply's (or counts') payload goes
-  boost::asio::const_buffer payload_rows;                        ///< a sparse push's rows, after its keys
-  compress::encoding reply_encoding = compress::encoding::none;  ///< a compressed pull's
+  std::size_t ps = 0;                      ///< the ps task it goes to
+  transport::frame_header h;               ///< its header
+  boost::asio::const_buffer payload;       ///< its payload (a sparse request's keys)
+  boost::asio::mutable_buffer reply_into;  ///< where a pull_reply's (or counts') payload goes
+  boost::asio::const_buffer payload_rows;  ///< a sparse push's rows, after its keys
+  compress::value_encoding reply_encoding = compress::value_encoding::none;  ///< a compressed pull's
 };
 
 /// A worker's connections to every ps task of @p spec over the Transport @p T, and its

@@ -30,7 +30,7 @@ namespace dsgd::client::detail {
 inline boost::asio::mutable_buffer pull_destination(const request_slot& slot, protocol::message type,
                                                     const transport::frame_header& h, error_code& ec) {
   const bool compressed = type == protocol::message::compressed_pull_reply;
-  if (compressed != (slot.reply_encoding != compress::encoding::none)) {
+  if (compressed != (slot.reply_encoding != compress::value_encoding::none)) {
     ec = make_error_code(errc::bad_frame);
     return {};
   }
@@ -49,7 +49,7 @@ inline void widen_pull_reply(const request_slot& slot) {
   const std::byte* in = base + 2 * n;
   float* out = static_cast<float*>(slot.reply_into.data());
   namespace cd = compress::detail;
-  if (slot.reply_encoding == compress::encoding::bf16) {
+  if (slot.reply_encoding == compress::value_encoding::bf16) {
     for (std::size_t i = 0; i < n; ++i) out[i] = cd::from_bf16(cd::load<std::uint16_t>(in + 2 * i));
   } else {
     for (std::size_t i = 0; i < n; ++i) out[i] = cd::from_fp16(cd::load<std::uint16_t>(in + 2 * i));

@@ -31,7 +31,7 @@ namespace dsgd::client::detail {
 inline std::vector<std::string> describe_codecs(const compress::selection& s,
                                                 const std::vector<protocol::shard_layout>& layouts) {
   std::vector<std::string> out;
-  for (const auto& l : layouts) out.push_back(compress::describe(s.of(l.name)));
+  for (const auto& l : layouts) out.push_back(s.of(l.name).describe());
   return out;
 }
 
@@ -41,13 +41,15 @@ inline request pull_request(const placement::plan& plan, const placement::shard&
                             std::uint64_t step, std::span<float> dest, const compress::selection& pulls) {
   const auto& c = pulls.of(plan.variables()[s.variable].name);
   const auto into = dest.subspan(s.offset, s.elements);
-  const bool plain = compress::id_of(c) == compress::encoding::none || into.empty();
+  // validate_pull() has refused any codec but none, fp16 and bf16 for pulls.
+  const auto as = compress::values_as(c).value_or(compress::value_encoding::none);
+  const bool plain = as == compress::value_encoding::none || into.empty();
   request r{s.ps_task,
             header(plain ? protocol::message::pull : protocol::message::compressed_pull, s.variable, index, step),
             {},
             span_buffer(into),
             {}};
-  r.reply_encoding = plain ? compress::encoding::none : compress::id_of(c);
+  r.reply_encoding = plain ? compress::value_encoding::none : as;
   return r;
 }
 
@@ -86,15 +88,13 @@ class push_encoder {
   request push(std::size_t at, std::size_t ps, std::size_t variable, std::uint32_t index, std::uint64_t step,
                std::span<const float> grad) {
     auto& slot = slots_.at(at);
-    if (grad.empty() || compress::id_of(slot.codec) == compress::encoding::none) {
+    if (grad.empty() || slot.codec.is_none()) {
       bytes_ += grad.size_bytes();
       return {ps, header(protocol::message::push, variable, index, step), span_buffer(grad), {}, {}};
     }
-    if (compress::uses_residual(slot.codec) && slot.residual.size() != grad.size())
-      slot.residual.assign(grad.size(), 0.f);
-    slot.payload.resize((compress::max_bytes(slot.codec, grad.size()) + 3) / 4);
-    const std::size_t n =
-        compress::encode(slot.codec, grad, slot.residual, std::as_writable_bytes(std::span(slot.payload)));
+    if (slot.codec.uses_residual() && slot.residual.size() != grad.size()) slot.residual.assign(grad.size(), 0.f);
+    slot.payload.resize((slot.codec.max_bytes(grad.size()) + 3) / 4);
+    const std::size_t n = slot.codec.encode(grad, slot.residual, std::as_writable_bytes(std::span(slot.payload)));
     bytes_ += n;
     return {ps,
             header(protocol::message::compressed_push, variable, index, step),
@@ -106,7 +106,7 @@ class push_encoder {
   /// @returns every plan shard's codec name and residual, as a checkpoint saves them.
   std::vector<saved_residual> save() const {
     std::vector<saved_residual> out;
-    for (const auto& sl : slots_) out.push_back({compress::describe(sl.codec), sl.residual});
+    for (const auto& sl : slots_) out.push_back({sl.codec.describe(), sl.residual});
     return out;
   }
 
@@ -122,7 +122,7 @@ class push_encoder {
       if (!saved[i].values.empty() && saved[i].values.size() != plan.shards()[i].elements) return false;
     for (std::size_t i = 0; i < slots_.size(); ++i) {
       const auto& sh = plan.shards()[i];
-      const auto ours = compress::describe(slots_[i].codec);
+      const auto ours = slots_[i].codec.describe();
       if (saved[i].codec != ours)
         throw error(errc::checkpoint_corrupt, what + ": " + plan.variables()[sh.variable].name + " shard at " +
                                                   std::to_string(sh.offset) + " was pushed as " + saved[i].codec +
@@ -146,7 +146,7 @@ class push_encoder {
   /// @returns whether some shard's codec keeps a residual (top_k, two_bit): only then is there
   /// worker state to checkpoint.
   bool keeps_residuals() const noexcept {
-    return std::any_of(slots_.begin(), slots_.end(), [](const slot& s) { return compress::uses_residual(s.codec); });
+    return std::any_of(slots_.begin(), slots_.end(), [](const slot& s) { return s.codec.uses_residual(); });
   }
   /// @returns the residual of plan shard @p at (empty before its first push, or without one).
   std::span<const float> residual(std::size_t at) const { return slots_.at(at).residual; }

@@ -7,7 +7,7 @@
 /// parts list an operation keeps of the requests it sent.
 #pragma once
 
-#include <dsgd/compress/concepts.hpp>
+#include <dsgd/compress/selection.hpp>
 #include <dsgd/error.hpp>
 #include <dsgd/protocol/messages.hpp>
 
@@ -51,7 +51,7 @@ struct request_slot {
   boost::asio::mutable_buffer reply_into;  ///< where a pull_reply's (or counts') payload goes
   /// A compressed pull's encoding (fp16, bf16; none for every other request): its reply's
   /// 16-bit values land in reply_into's back half and are widened there (compressed_pull_client.hpp).
-  compress::encoding reply_encoding = compress::encoding::none;
+  compress::value_encoding reply_encoding = compress::value_encoding::none;
   std::vector<std::byte> control;  ///< an error reply's body, while it arrives
   bool orphaned = false;           ///< freed once complete: see request_table::orphan
 };
@@ -70,7 +70,7 @@ class request_table {
   /// Opens the slot of request @p id on connection @p conn; its reply's payload goes to
   /// @p reply_into. @throws dsgd::error(errc::invalid_argument) when the id is in use there.
   request_slot& open(std::size_t conn, std::uint64_t id, boost::asio::mutable_buffer reply_into = {},
-                     compress::encoding reply_encoding = compress::encoding::none) {
+                     compress::value_encoding reply_encoding = compress::value_encoding::none) {
     auto [it, fresh] = slots_.at(conn).try_emplace(id);
     if (!fresh)
       throw error(errc::invalid_argument, "request_table: request " + std::to_string(id) + " on connection " +

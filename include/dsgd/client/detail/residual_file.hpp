@@ -8,7 +8,7 @@
 /// restarted worker resumes with the gradient mass it had not yet sent. Its name starts as the
 /// step's other files do, so checkpoint::saver's pruning deletes it with its step. Layout,
 /// little-endian: "dsgdres1", u32 shards, then per plan shard u32 codec-name length, the name
-/// (compress::describe), u64 n, n f32 (n = 0: no residual yet); then the CRC-32C of all before.
+/// (codec::describe), u64 n, n f32 (n = 0: no residual yet); then the CRC-32C of all before.
 // IWYU pragma: private, include <dsgd/client/ps_client.hpp>
 #pragma once
 

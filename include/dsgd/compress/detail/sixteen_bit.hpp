@@ -17,13 +17,14 @@
 
 namespace dsgd::compress::detail {
 
-/// A Compressor that sends each element as 16 bits: @p To and @p From convert one float.
-template <encoding Id, std::uint16_t (*To)(float), float (*From)(std::uint16_t)>
+/// A Compressor that sends each element as 16 bits: @p To and @p From convert one float;
+/// @p Brain picks the name, "bf16" (bfloat16) or "fp16" (IEEE half).
+template <bool Brain, std::uint16_t (*To)(float), float (*From)(std::uint16_t)>
 struct sixteen_bit {
-  static constexpr encoding id = Id;            ///< on the wire
-  static constexpr bool uses_residual = false;  ///< rounding errors are not fed back
+  static constexpr std::string_view name = Brain ? "bf16" : "fp16";  ///< registered by
+  static constexpr bool uses_residual = false;                       ///< rounding errors are not fed back
 
-  std::string describe() const { return to_string(Id); }
+  std::string describe() const { return std::string(name); }
   std::size_t max_bytes(std::size_t n) const noexcept { return 2 * n; }
 
   /// Writes every element of @p grad as 16 bits into @p out. @returns 2 x grad.size()
@@ -36,7 +37,7 @@ struct sixteen_bit {
   /// @throws dsgd::error(errc::bad_frame) unless @p in is exactly 2 x @p n bytes
   void check(std::span<const std::byte> in, std::size_t n, std::string_view what) const {
     if (in.size() != 2 * n)
-      malformed(Id, what,
+      malformed(name, what,
                 std::to_string(in.size()) + " bytes for " + std::to_string(n) + " elements (expected " +
                     std::to_string(2 * n) + ")");
   }

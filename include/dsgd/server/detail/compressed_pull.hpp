@@ -35,7 +35,7 @@ namespace dsgd::server::detail {
 inline void check_pull_compression(const compress::selection& mine, const protocol::register_request& r,
                                    const std::string& self) {
   for (std::size_t i = 0; i < r.layouts.size(); ++i) {
-    const auto ours = compress::describe(mine.of(r.layouts[i].name));
+    const auto ours = mine.of(r.layouts[i].name).describe();
     const auto theirs = i < r.pull_compression.size() ? r.pull_compression[i] : std::string("none");
     if (ours != theirs)
       throw error(errc::invalid_argument,
@@ -48,7 +48,7 @@ inline void check_pull_compression(const compress::selection& mine, const protoc
 /// Encodes @p n floats at @p values as @p c (fp16 or bf16) into @p out (n 16-bit values).
 inline void encode_values(const compress::codec& c, const float* values, std::size_t n, std::uint16_t* out) {
   // No residual: a pull sends the values themselves, rounded once; the ps keeps them exact.
-  compress::encode(c, std::span(values, n), {}, std::as_writable_bytes(std::span(out, n)));
+  c.encode(std::span(values, n), {}, std::as_writable_bytes(std::span(out, n)));
 }
 
 /// A ps task's compressed pull replies, per shard: the encoding of the version of the values
@@ -80,7 +80,8 @@ class pull_encodings {
       throw error(errc::not_found, "compressed_pull of variable " + std::to_string(request.variable) + " shard " +
                                        std::to_string(request.shard) + ", which " + self + " does not hold");
     const auto& c = pulls.of(l->second.name);
-    if (compress::id_of(c) == compress::encoding::none)
+    const auto as = compress::values_as(c);
+    if (!as || *as == compress::value_encoding::none)
       throw error(errc::invalid_argument, "compressed_pull of " + l->second.describe() + " shard " +
                                               std::to_string(request.shard) + " from " + self +
                                               ", whose pulls of it are plain (none)");
@@ -95,11 +96,11 @@ class pull_encodings {
       // The entry keeps the version it encoded pinned, so that version stays unchanged (the
       // shard's next change makes itself a copy, as under any pin): the same pointer then
       // means the same values. The price, where pulls are compressed: that copy, once a change.
-      if (e.source != pinned->values || !e.encoded || e.id != compress::id_of(c)) {
+      if (e.source != pinned->values || !e.encoded || e.as != *as) {
         e.encoded = std::make_shared<std::vector<std::uint16_t>>(pinned->values->size());
         encode_values(c, pinned->values->data(), pinned->values->size(), e.encoded->data());
         e.source = std::move(pinned->values);
-        e.id = compress::id_of(c);
+        e.as = *as;
       }
       auto bytes = std::as_bytes(std::span(*e.encoded));
       return outgoing_reply{header, bytes, e.encoded};
@@ -121,7 +122,7 @@ class pull_encodings {
   struct cached {
     std::mutex mutex;
     std::shared_ptr<const void> source;  // the version encoded, pinned
-    compress::encoding id = compress::encoding::none;
+    compress::value_encoding as = compress::value_encoding::none;
     std::shared_ptr<std::vector<std::uint16_t>> encoded;  // kept alive by replies being written
   };
   cached& entry(std::uint64_t key) {

@@ -32,7 +32,7 @@ inline std::string pushed_shard(const protocol::shard_layout& l, const std::stri
 inline void check_compression(const compress::selection& mine, const protocol::register_request& r,
                               const std::string& self) {
   for (std::size_t i = 0; i < r.layouts.size(); ++i) {
-    const auto ours = compress::describe(mine.of(r.layouts[i].name));
+    const auto ours = mine.of(r.layouts[i].name).describe();
     const auto theirs = i < r.compression.size() ? r.compression[i] : std::string("none");
     if (ours != theirs)
       throw error(errc::invalid_argument, "compression mismatch: " + r.task + " pushes " + r.layouts[i].describe() +
@@ -46,7 +46,7 @@ inline void check_compression(const compress::selection& mine, const protocol::r
 /// that long (or @p c is none, whose pushes are plain): the frame is then bad_frame.
 inline bool size_compressed(std::vector<std::uint32_t>& buffer, const compress::codec& c, std::size_t elements,
                             std::uint64_t total) {
-  if (compress::id_of(c) == compress::encoding::none || total > compress::max_bytes(c, elements)) return false;
+  if (c.is_none() || total > c.max_bytes(elements)) return false;
   buffer.resize(static_cast<std::size_t>((total + 3) / 4));
   return true;
 }
@@ -61,13 +61,13 @@ update::push_outcome push_compressed(Shard& shard, const compress::codec& c, std
                                      std::vector<float>& scratch, std::size_t worker, std::uint64_t step,
                                      update::clock_type::time_point deadline, const std::string& what) {
   const std::size_t n = shard.size();
-  compress::check(c, payload, n, what);
+  c.check(payload, n, what);
   if constexpr (Host && update::accumulates_decoded<Shard>) {
     return shard.push_decoded(
-        worker, step, [&](float* acc) { compress::decode_add(c, payload, acc, n); }, deadline);
+        worker, step, [&](float* acc) { c.decode_add(payload, acc, n); }, deadline);
   } else {
     scratch.assign(n, 0.f);
-    compress::decode_add(c, payload, scratch.data(), n);
+    c.decode_add(payload, scratch.data(), n);
     return shard.push(worker, step, scratch.data(), deadline);
   }
 }

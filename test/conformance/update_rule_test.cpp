@@ -1,10 +1,12 @@
 // SPDX-FileCopyrightText: Copyright (c) 2026 The dsgd authors
 // SPDX-License-Identifier: Apache-2.0
 //
-// Tests for <dsgd/update/concepts.hpp>: a rule written by a user against the concept alone (no
-// detail:: base, no dsgd internals) is an UpdateRule, and its shard works when driven through
-// exactly the calls the concept names; a near miss is refused; every shipped rule conforms; a ps
-// runs it while two workers train softmax regression on Fashion-MNIST.
+// Conformance of the UpdateRule family (<dsgd/update/concepts.hpp>): a rule written by a user
+// against the concept alone (no detail:: base, no dsgd internals) is an UpdateRule, and its shard
+// works when driven through exactly the calls the concept names; near misses are refused (here,
+// and near_miss_update_rule.cpp checks that the trainer's error names the concept); every
+// shipped rule conforms, with the capabilities it declares; a ps runs the user's rule while two
+// workers train softmax regression on Fashion-MNIST.
 #include <dsgd/device/concepts.hpp>
 #include <dsgd/device/cpu.hpp>
 #include <dsgd/optim/concepts.hpp>
@@ -16,8 +18,9 @@
 #include <dsgd/update/concepts.hpp>
 #include <dsgd/update/sync_average.hpp>
 
-#include <conformance/user_policy_cluster.hpp>
 #include <support/shard_table_driver.hpp>
+
+#include "user_policy_cluster.hpp"
 
 #include <boost/test/unit_test.hpp>
 
@@ -36,7 +39,7 @@
 #include <string>
 #include <vector>
 
-BOOST_AUTO_TEST_SUITE(update_concepts_test)
+BOOST_AUTO_TEST_SUITE(conformance_update_rule_test)
 
 namespace {
 
@@ -306,4 +309,4 @@ BOOST_AUTO_TEST_SUITE_END()
 BOOST_AUTO_TEST_SUITE_END()
 
 // dsgd::trainer (over TCP) takes the user type as is: every member of the trainer compiles with it.
-template class dsgd::trainer<dsgd::device::cpu, dsgd::placement::round_robin, update_concepts_test::user_rule>;
+template class dsgd::trainer<dsgd::device::cpu, dsgd::placement::round_robin, conformance_update_rule_test::user_rule>;

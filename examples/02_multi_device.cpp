@@ -82,14 +82,13 @@ class replica_link {
   }
 
   void push(Model& net, std::uint64_t step) {
-    auto deadline = dsgd::update::clock_type::now() + std::chrono::minutes(10);
     auto& grads = net.gradients();
     for (std::size_t v = 0; v < grads.size(); ++v) {
       if constexpr (Model::device_type::is_host) {
-        holder_[v]->push(index_, step, grads[v].data(), deadline);
+        holder_[v]->push(index_, step, grads[v].data());
       } else {
         staging_ = grads[v].to_host();
-        holder_[v]->push(index_, step, staging_.data(), deadline);
+        holder_[v]->push(index_, step, staging_.data());
       }
     }
   }

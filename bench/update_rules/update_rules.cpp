@@ -253,7 +253,7 @@ void round_trip(benchmark::State& state) {
     for (std::size_t r = 0; r < rounds; ++r) {
       const auto deadline = wall_clock::now() + std::chrono::seconds(30);
       const auto t0 = wall_clock::now();
-      shard->push(w, step[w], buffers.grad[w].data(), deadline);
+      shard->push(w, step[w], buffers.grad[w].data());
       ++pushes[w];
       const auto t1 = wall_clock::now();
       step[w] = shard->pull(w, Rule::next_pull(step[w], pushes[w]), buffers.out[w].data(), deadline);

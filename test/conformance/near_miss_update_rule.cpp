@@ -20,7 +20,7 @@ struct no_checkpoints {
   struct shard {
     shard(D, std::span<const float>, O, std::size_t);
     std::size_t size() const;
-    dsgd::update::push_outcome push(std::size_t, std::uint64_t, const float*, dsgd::update::clock_type::time_point);
+    dsgd::update::push_outcome push(std::size_t, std::uint64_t, const float*);
     std::optional<std::uint64_t> try_pull(std::size_t, std::uint64_t, float*);
     std::string wait_reason(std::size_t, std::uint64_t);
     void finish(std::size_t);

@@ -61,8 +61,7 @@ struct user_rule {
 
     std::size_t size() const { return values_.size(); }
 
-    dsgd::update::push_outcome push(std::size_t, std::uint64_t, const float* grad,
-                                    dsgd::update::clock_type::time_point) {
+    dsgd::update::push_outcome push(std::size_t, std::uint64_t, const float* grad) {
       std::lock_guard lock(mutex_);
       optimizer_.apply(device_, slots_, raw(), grad, values_.size(), 1.f);
       device_.synchronize();
@@ -72,12 +71,12 @@ struct user_rule {
 
     // Rows are applied as a dense gradient that is zero elsewhere.
     dsgd::update::push_outcome push_rows(std::size_t worker, std::uint64_t step, std::span<const std::uint64_t> rows,
-                                         std::size_t dim, const float* grads, dsgd::update::clock_type::time_point t) {
+                                         std::size_t dim, const float* grads) {
       std::vector<float> dense(values_.size(), 0.f);
       for (std::size_t k = 0; k < rows.size(); ++k)
         for (std::size_t c = 0; c < dim; ++c) dense[rows[k] * dim + c] += grads[k * dim + c];
       typename D::template vector<float> g(dense.begin(), dense.end());
-      return push(worker, step, thrust::raw_pointer_cast(g.data()), t);
+      return push(worker, step, thrust::raw_pointer_cast(g.data()));
     }
 
     std::optional<std::uint64_t> try_pull(std::size_t, std::uint64_t, float* out) {
@@ -222,14 +221,14 @@ BOOST_AUTO_TEST_CASE(a_user_rule_serves_every_call_the_concept_names) {
   BOOST_TEST(shard->size() == 6u);
 
   const std::vector<float> g(6, 2.f);
-  BOOST_TEST((shard->push(0, 0, g.data(), t) == dsgd::update::push_outcome::applied));
+  BOOST_TEST((shard->push(0, 0, g.data()) == dsgd::update::push_outcome::applied));
   std::vector<float> out(6);
   BOOST_TEST(shard->try_pull(1, user_rule::next_pull(0, 1), out.data()).value() == 1u);
   BOOST_TEST(out == (std::vector<float>{0.f, 1.f, 2.f, 3.f, 4.f, 5.f}), boost::test_tools::per_element());
 
   const std::vector<std::uint64_t> rows = {2, 0};  // rows of 2 floats
   const std::vector<float> row_grads = {2.f, 4.f, 6.f, 8.f};
-  BOOST_TEST((shard->push_rows(1, 1, rows, 2, row_grads.data(), t) == dsgd::update::push_outcome::applied));
+  BOOST_TEST((shard->push_rows(1, 1, rows, 2, row_grads.data()) == dsgd::update::push_outcome::applied));
   std::vector<float> picked(4);
   BOOST_TEST(shard->try_pull_rows(0, 0, rows, 2, picked.data()).value() == 2u);
   BOOST_TEST(picked == (std::vector<float>{3.f, 3.f, -3.f, -3.f}), boost::test_tools::per_element());

@@ -157,16 +157,16 @@ void check_shard_round_trip(const O& opt) {
   auto make = [&] { return Rule{}.template make_shard<cpu, O>(cpu{}, w0, opt, 1); };
   auto whole = make(), first = make();
   for (int k = 0; k < 5; ++k) {
-    whole->push(0, k, grad(k).data(), soon());
-    first->push(0, k, grad(k).data(), soon());
+    whole->push(0, k, grad(k).data());
+    first->push(0, k, grad(k).data());
   }
   const auto saved = first->save();
   BOOST_TEST(saved.counters.size() >= 1u);
   auto resumed = make();
   resumed->restore(saved);
   for (int k = 5; k < 12; ++k) {
-    whole->push(0, k, grad(k).data(), soon());
-    resumed->push(0, k, grad(k).data(), soon());
+    whole->push(0, k, grad(k).data());
+    resumed->push(0, k, grad(k).data());
   }
   std::vector<float> a(w0.size()), b(w0.size());
   whole->pull(0, 12, a.data(), soon());
@@ -175,7 +175,7 @@ void check_shard_round_trip(const O& opt) {
   // The step alone is not enough: a shard whose slots and step start afresh ends elsewhere.
   auto values_only = make();
   values_only->assign(saved.values, saved.step);
-  for (int k = 5; k < 12; ++k) values_only->push(0, k, grad(k).data(), soon());
+  for (int k = 5; k < 12; ++k) values_only->push(0, k, grad(k).data());
   std::vector<float> c(w0.size());
   values_only->pull(0, 12, c.data(), soon());
   BOOST_TEST(a != c);

@@ -251,7 +251,7 @@ BOOST_AUTO_TEST_CASE(a_sync_shard_refuses_a_minimum_it_cannot_meet) {
   // Elastic with no member yet: a push is kept but closes nothing until a member is there.
   s.elastic(1);
   const std::vector<float> g(2, 1.f);
-  BOOST_TEST((s.push(0, 0, g.data(), {}) == dsgd::update::push_outcome::accumulated));
+  BOOST_TEST((s.push(0, 0, g.data()) == dsgd::update::push_outcome::accumulated));
   s.rejoin(0);
   s.depart(1);  // closes it: every member present (worker 0) has pushed
   BOOST_TEST(s.step() == 1u);
@@ -262,9 +262,9 @@ BOOST_AUTO_TEST_CASE(the_ssp_bound_counts_only_members) {
   const std::vector<float> init(2, 0.f), g(2, 1.f);
   std::vector<float> out(2);
   shard s(dsgd::device::cpu{}, init, dsgd::optim::sgd{0.1f}, 3);
-  for (int k = 0; k < 3; ++k) s.push(0, 0, g.data(), {});
-  s.push(1, 0, g.data(), {});
-  s.push(1, 0, g.data(), {});
+  for (int k = 0; k < 3; ++k) s.push(0, 0, g.data());
+  s.push(1, 0, g.data());
+  s.push(1, 0, g.data());
   // worker 0 at clock 3 with S = 1 needs every member at clock 2: worker 2 (clock 0) holds it.
   BOOST_TEST(!s.try_pull(0, 3, out.data()));
   BOOST_TEST(contains(s.wait_reason(0, 3), "worker:2 (clock 0)"), s.wait_reason(0, 3));

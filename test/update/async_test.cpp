@@ -41,7 +41,7 @@ BOOST_AUTO_TEST_CASE(every_gradient_is_applied_and_no_pull_sees_a_torn_shard) {
     threads.emplace_back([&, k] {
       std::vector<float> g(d, -1.f), w(d);  // every push adds exactly 1 to every element
       for (std::size_t i = 0; i < pushes; ++i) {
-        shard.push(k, 0, g.data(), soon());
+        shard.push(k, 0, g.data());
         shard.pull(k, 0, w.data(), soon());
         if (std::adjacent_find(w.begin(), w.end(), std::not_equal_to<>()) != w.end()) torn = true;
       }

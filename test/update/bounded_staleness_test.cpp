@@ -34,11 +34,11 @@ BOOST_AUTO_TEST_SUITE(bounded_staleness_rule)
 BOOST_AUTO_TEST_CASE(staleness_zero_is_lockstep) {
   std::vector<float> w0{0.f}, g{1.f}, w(1);
   dsgd::update::bounded_staleness<0>::shard<cpu, dsgd::optim::sgd> shard(cpu{}, w0, {1.f}, 2);
-  shard.push(0, 0, g.data(), soon());
+  shard.push(0, 0, g.data());
   BOOST_CHECK_EXCEPTION(shard.pull(0, 1, w.data(), steady::now() + 100ms), dsgd::error, [](const dsgd::error& e) {
     return e.code() == dsgd::errc::timed_out && std::string(e.what()).find("worker:1 (clock 0)") != std::string::npos;
   });
-  shard.push(1, 0, g.data(), soon());
+  shard.push(1, 0, g.data());
   BOOST_TEST(shard.pull(0, 1, w.data(), soon()) == 2u);
 }
 
@@ -47,12 +47,12 @@ BOOST_AUTO_TEST_CASE(a_worker_may_run_s_clocks_ahead_and_no_further) {
   dsgd::update::bounded_staleness<2>::shard<cpu, dsgd::optim::sgd> shard(cpu{}, w0, {1.f}, 2);
   for (std::uint64_t c = 0; c < 2; ++c) {
     BOOST_TEST(shard.pull(0, c, w.data(), soon()) == c);  // up to 2 ahead: no wait
-    shard.push(0, c, g.data(), soon());
+    shard.push(0, c, g.data());
   }
   BOOST_TEST(shard.pull(0, 2, w.data(), soon()) == 2u);  // clock 2, slowest 0: 2 - 2 = 0 ok
-  shard.push(0, 2, g.data(), soon());
+  shard.push(0, 2, g.data());
   BOOST_CHECK_THROW(shard.pull(0, 3, w.data(), steady::now() + 100ms), dsgd::error);  // 3 ahead
-  std::thread slow([&] { shard.push(1, 0, g.data(), soon()); });
+  std::thread slow([&] { shard.push(1, 0, g.data()); });
   BOOST_TEST(shard.pull(0, 3, w.data(), soon()) == 4u);  // released by worker 1's push
   slow.join();
   BOOST_TEST(shard.clock_of(1) == 1u);
@@ -61,7 +61,7 @@ BOOST_AUTO_TEST_CASE(a_worker_may_run_s_clocks_ahead_and_no_further) {
 BOOST_AUTO_TEST_CASE(a_finished_worker_does_not_hold_the_others_back) {
   std::vector<float> w0{0.f}, g{1.f}, w(1);
   dsgd::update::bounded_staleness<0>::shard<cpu, dsgd::optim::sgd> shard(cpu{}, w0, {1.f}, 2);
-  shard.push(0, 0, g.data(), soon());
+  shard.push(0, 0, g.data());
   shard.finish(1);
   BOOST_TEST(shard.pull(0, 1, w.data(), soon()) == 1u);
 }

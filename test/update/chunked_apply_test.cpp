@@ -51,8 +51,8 @@ std::size_t push_in_chunks(Shard& shard, std::size_t worker, const std::vector<f
     streaming = streaming && shard.push_chunk(worker, first, chunk, g.data());
     accepted += streaming;
   }
-  if (streaming) shard.push_streamed(worker, 0, g.data(), soon());
-  else shard.push(worker, 0, g.data(), soon());
+  if (streaming) shard.push_streamed(worker, 0, g.data());
+  else shard.push(worker, 0, g.data());
   return accepted;
 }
 
@@ -77,7 +77,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(a_push_applied_in_chunks_equals_the_same_push_appl
   dsgd::update::async::shard<cpu, O> whole(cpu{}, w0, opt, 1), chunked(cpu{}, w0, opt, 1);
   for (unsigned step = 0; step < 5; ++step) {  // several steps, so momentum's velocity matters
     const auto g = random_vector(n, 100 + step);
-    whole.push(0, step, g.data(), soon());
+    whole.push(0, step, g.data());
     BOOST_TEST(push_in_chunks(chunked, 0, g, 128) == 7u);  // 7 chunks of 128, then the last 104
   }
   BOOST_TEST(chunked.streamed() == 5u);
@@ -98,7 +98,7 @@ BOOST_AUTO_TEST_CASE(nesterov_momentum_in_chunks_equals_it_whole) {
       chunked(cpu{}, w0, opt, 1);
   for (unsigned step = 0; step < 3; ++step) {
     const auto g = random_vector(n, 200 + step);
-    whole.push(0, step, g.data(), soon());
+    whole.push(0, step, g.data());
     push_in_chunks(chunked, 0, g, 64);
   }
   BOOST_TEST(chunked.streamed() == 3u);
@@ -114,7 +114,7 @@ BOOST_AUTO_TEST_CASE(readers_see_no_chunk_of_a_push_until_its_last_chunk_is_in) 
   BOOST_TEST(shard.pull(1, 0, w.data(), soon()) == 0u);
   BOOST_TEST(w == w0, boost::test_tools::per_element());  // half the push is applied, none visible
   BOOST_TEST(shard.save().values == w0, boost::test_tools::per_element());
-  shard.push_streamed(0, 0, g.data(), soon());
+  shard.push_streamed(0, 0, g.data());
   BOOST_TEST(shard.pull(1, 0, w.data(), soon()) == 1u);
   BOOST_TEST(w == (std::vector<float>{0.f, 1.f, 2.f, 3.f}), boost::test_tools::per_element());
   BOOST_TEST(std::vector<float>(pin->values->begin(), pin->values->end()) == w0, boost::test_tools::per_element());
@@ -125,9 +125,9 @@ BOOST_AUTO_TEST_CASE(a_push_landing_during_a_stream_ends_it_and_both_are_applied
   dsgd::update::async::shard<cpu, dsgd::optim::sgd> shard(cpu{}, w0, {1.f}, 2);
   BOOST_REQUIRE(shard.push_chunk(0, 0, 2, g1.data()));
   BOOST_TEST(!shard.push_chunk(1, 0, 2, g2.data()));  // one stream per shard: worker 1 goes whole
-  shard.push(1, 0, g2.data(), soon());                // changes the values under the stream
+  shard.push(1, 0, g2.data());                        // changes the values under the stream
   BOOST_TEST(!shard.push_chunk(0, 2, 1, g1.data()));  // the stream read the old values: ended
-  shard.push_streamed(0, 0, g1.data(), soon());       // so worker 0's push is applied whole
+  shard.push_streamed(0, 0, g1.data());               // so worker 0's push is applied whole
   BOOST_TEST(shard.streamed() == 0u);
   BOOST_TEST(shard.step() == 2u);
   BOOST_TEST(values_of(shard) == (std::vector<float>{-11.f, -11.f, -11.f, -11.f}), boost::test_tools::per_element());
@@ -137,14 +137,14 @@ BOOST_AUTO_TEST_CASE(a_stream_left_behind_by_a_lost_connection_is_never_publishe
   std::vector<float> w0{0.f, 0.f, 0.f, 0.f}, lost{100.f, 100.f, 100.f, 100.f}, g{1.f, 1.f, 1.f, 1.f};
   dsgd::update::async::shard<cpu, dsgd::optim::sgd> shard(cpu{}, w0, {1.f}, 2);
   BOOST_REQUIRE(shard.push_chunk(0, 0, 2, lost.data()));  // ...and the connection goes
-  shard.push(0, 0, g.data(), soon());                     // the reconnected worker's next push
+  shard.push(0, 0, g.data());                             // the reconnected worker's next push
   BOOST_TEST(values_of(shard) == (std::vector<float>{-1.f, -1.f, -1.f, -1.f}), boost::test_tools::per_element());
   // A new stream by another worker is not blocked by the abandoned one once the values moved on.
   BOOST_REQUIRE(shard.push_chunk(0, 0, 2, lost.data()));
   BOOST_TEST(!shard.push_chunk(1, 0, 2, g.data()));  // live and current: taken
-  shard.push(1, 0, g.data(), soon());
+  shard.push(1, 0, g.data());
   BOOST_TEST(shard.push_chunk(1, 0, 2, g.data()));  // the abandoned one is stale now
-  shard.push_streamed(1, 0, g.data(), soon());
+  shard.push_streamed(1, 0, g.data());
   BOOST_TEST(values_of(shard) == (std::vector<float>{-3.f, -3.f, -3.f, -3.f}), boost::test_tools::per_element());
 }
 
@@ -153,7 +153,7 @@ BOOST_AUTO_TEST_CASE(a_restore_during_a_stream_ends_it) {
   dsgd::update::async::shard<cpu, dsgd::optim::sgd> shard(cpu{}, w0, {1.f}, 1);
   BOOST_REQUIRE(shard.push_chunk(0, 0, 1, g.data()));
   shard.assign(restored, 7);
-  shard.push_streamed(0, 7, g.data(), soon());
+  shard.push_streamed(0, 7, g.data());
   BOOST_TEST(shard.streamed() == 0u);
   BOOST_TEST(shard.step() == 8u);
   BOOST_TEST(values_of(shard) == (std::vector<float>{4.f, 5.f}), boost::test_tools::per_element());
@@ -162,7 +162,7 @@ BOOST_AUTO_TEST_CASE(a_restore_during_a_stream_ends_it) {
 BOOST_AUTO_TEST_CASE(an_optimizer_without_a_chunked_apply_is_applied_whole) {
   const auto w0 = random_vector(64, 3), g = random_vector(64, 4);
   dsgd::update::async::shard<cpu, dsgd::optim::adam> whole(cpu{}, w0, {}, 1), chunked(cpu{}, w0, {}, 1);
-  whole.push(0, 0, g.data(), soon());
+  whole.push(0, 0, g.data());
   BOOST_TEST(push_in_chunks(chunked, 0, g, 16) == 0u);
   BOOST_TEST(chunked.streamed() == 0u);
   BOOST_TEST(values_of(chunked) == values_of(whole), boost::test_tools::per_element());
@@ -173,9 +173,9 @@ BOOST_AUTO_TEST_CASE(chunks_out_of_order_or_past_the_end_end_the_stream) {
   dsgd::update::async::shard<cpu, dsgd::optim::sgd> shard(cpu{}, w0, {1.f}, 1);
   BOOST_REQUIRE(shard.push_chunk(0, 0, 1, g.data()));
   BOOST_TEST(!shard.push_chunk(0, 2, 1, g.data()));  // a gap: elements 1..2 were skipped
-  shard.push_streamed(0, 0, g.data(), soon());
+  shard.push_streamed(0, 0, g.data());
   BOOST_TEST(!shard.push_chunk(0, 0, 5, g.data()));  // longer than the shard
-  shard.push_streamed(0, 1, g.data(), soon());
+  shard.push_streamed(0, 1, g.data());
   BOOST_TEST(shard.streamed() == 0u);
   BOOST_TEST(values_of(shard) == (std::vector<float>{-2.f, -2.f, -2.f, -2.f}), boost::test_tools::per_element());
 }

@@ -89,7 +89,7 @@ BOOST_AUTO_TEST_CASE(n_workers_in_sync_equal_single_process_sgd_on_the_concatena
           }
           std::size_t lo = (s * workers + k) * per_worker;
           auto g = gradient(x, y, w, lo, lo + per_worker);
-          shard.push(k, s, g.data(), soon());
+          shard.push(k, s, g.data());
         }
       } catch (const std::exception& e) {
         failures[k] = e.what();
@@ -108,9 +108,9 @@ BOOST_AUTO_TEST_CASE(backup_workers_are_dropped_as_stale_and_counted) {
   std::vector<float> w0{1.f, 1.f};
   dsgd::update::sync_average::shard<cpu, dsgd::optim::sgd> shard(cpu{}, w0, {1.f}, 3, 2);
   std::vector<float> g1{1.f, 0.f}, g2{3.f, 2.f}, late{100.f, 100.f};
-  BOOST_TEST((shard.push(0, 0, g1.data(), soon()) == push_outcome::accumulated));
-  BOOST_TEST((shard.push(1, 0, g2.data(), soon()) == push_outcome::applied));
-  BOOST_TEST((shard.push(2, 0, late.data(), soon()) == push_outcome::dropped));
+  BOOST_TEST((shard.push(0, 0, g1.data()) == push_outcome::accumulated));
+  BOOST_TEST((shard.push(1, 0, g2.data()) == push_outcome::applied));
+  BOOST_TEST((shard.push(2, 0, late.data()) == push_outcome::dropped));
   BOOST_TEST(shard.dropped() == 1u);
   std::vector<float> w(2);
   BOOST_TEST(shard.pull(2, 1, w.data(), soon()) == 1u);
@@ -121,8 +121,8 @@ BOOST_AUTO_TEST_CASE(a_second_push_in_the_same_step_is_dropped) {
   std::vector<float> w0{0.f};
   dsgd::update::sync_average::shard<cpu, dsgd::optim::sgd> shard(cpu{}, w0, {1.f}, 2);
   std::vector<float> g{1.f};
-  BOOST_TEST((shard.push(0, 0, g.data(), soon()) == push_outcome::accumulated));
-  BOOST_TEST((shard.push(0, 0, g.data(), soon()) == push_outcome::dropped));
+  BOOST_TEST((shard.push(0, 0, g.data()) == push_outcome::accumulated));
+  BOOST_TEST((shard.push(0, 0, g.data()) == push_outcome::dropped));
   BOOST_TEST(shard.step() == 0u);
 }
 
@@ -130,8 +130,8 @@ BOOST_AUTO_TEST_CASE(a_dead_worker_becomes_a_timeout_naming_it_not_a_hang) {
   std::vector<float> w0{0.f};
   dsgd::update::sync_average::shard<cpu, dsgd::optim::sgd> shard(cpu{}, w0, {1.f}, 3);
   std::vector<float> g{1.f}, w(1);
-  shard.push(0, 0, g.data(), soon());
-  shard.push(2, 0, g.data(), soon());
+  shard.push(0, 0, g.data());
+  shard.push(2, 0, g.data());
   auto start = steady::now();
   BOOST_CHECK_EXCEPTION(shard.pull(0, 1, w.data(), steady::now() + 200ms), dsgd::error, [](const dsgd::error& e) {
     return e.code() == dsgd::errc::timed_out &&
@@ -144,11 +144,11 @@ BOOST_AUTO_TEST_CASE(a_finished_worker_no_longer_holds_the_step_back) {
   std::vector<float> w0{0.f};
   dsgd::update::sync_average::shard<cpu, dsgd::optim::sgd> shard(cpu{}, w0, {1.f}, 2);
   std::vector<float> g{2.f}, w(1);
-  BOOST_TEST((shard.push(0, 0, g.data(), soon()) == push_outcome::accumulated));
+  BOOST_TEST((shard.push(0, 0, g.data()) == push_outcome::accumulated));
   shard.finish(1);  // worker 1 ran out of data
   BOOST_TEST(shard.pull(0, 1, w.data(), soon()) == 1u);
   BOOST_TEST(w[0] == -2.f);
-  BOOST_TEST((shard.push(0, 1, g.data(), soon()) == push_outcome::applied));
+  BOOST_TEST((shard.push(0, 1, g.data()) == push_outcome::applied));
 }
 
 BOOST_AUTO_TEST_CASE(bad_arguments_are_named) {
@@ -156,10 +156,10 @@ BOOST_AUTO_TEST_CASE(bad_arguments_are_named) {
   BOOST_CHECK_THROW((dsgd::update::sync_average::shard<cpu, dsgd::optim::sgd>(cpu{}, w0, {}, 2, 3)), dsgd::error);
   dsgd::update::sync_average::shard<cpu, dsgd::optim::sgd> shard(cpu{}, w0, {1.f}, 2);
   std::vector<float> g{1.f};
-  BOOST_CHECK_EXCEPTION(shard.push(5, 0, g.data(), soon()), dsgd::error, [](const dsgd::error& e) {
+  BOOST_CHECK_EXCEPTION(shard.push(5, 0, g.data()), dsgd::error, [](const dsgd::error& e) {
     return std::string(e.what()).find("worker 5 is out of range") != std::string::npos;
   });
-  BOOST_CHECK_EXCEPTION(shard.push(0, 3, g.data(), soon()), dsgd::error,
+  BOOST_CHECK_EXCEPTION(shard.push(0, 3, g.data()), dsgd::error,
                         [](const dsgd::error& e) { return std::string(e.what()).find("step 3") != std::string::npos; });
 }
 
@@ -174,8 +174,8 @@ BOOST_AUTO_TEST_CASE(try_pull_copies_nothing_until_the_rule_allows_it) {
   BOOST_TEST(!shard.try_pull(0, 1, w.data()).has_value());
   BOOST_TEST(w[0] == -7.f);
   BOOST_TEST(shard.wait_reason(0, 1).find("worker:0, worker:1") != std::string::npos);
-  shard.push(0, 0, g.data(), soon());
-  shard.push(1, 0, g.data(), soon());
+  shard.push(0, 0, g.data());
+  shard.push(1, 0, g.data());
   BOOST_TEST(shard.try_pull(0, 1, w.data()).value() == 1u);
   BOOST_TEST(w[0] == 2.f);
   BOOST_TEST(shard.wait_reason(0, 1).empty());
@@ -188,8 +188,8 @@ BOOST_AUTO_TEST_CASE(a_pin_keeps_its_version_while_pushes_land_and_costs_no_copy
   BOOST_REQUIRE(pin.has_value());
   BOOST_TEST(pin->step == 0u);
   const float* pinned_at = pin->values->data();
-  shard.push(1, 0, g.data(), soon());  // lands while the pin lives: written to a copy
-  shard.push(1, 1, g.data(), soon());
+  shard.push(1, 0, g.data());  // lands while the pin lives: written to a copy
+  shard.push(1, 1, g.data());
   BOOST_TEST(std::vector<float>(pin->values->begin(), pin->values->end()) == w0, boost::test_tools::per_element());
   BOOST_TEST(shard.pull(0, 0, w.data(), soon()) == 2u);
   BOOST_TEST(w == (std::vector<float>{-1.f, 0.f, 1.f}), boost::test_tools::per_element());
@@ -200,7 +200,7 @@ BOOST_AUTO_TEST_CASE(a_pin_keeps_its_version_while_pushes_land_and_costs_no_copy
   const float* shard_at = first->values->data();
   BOOST_TEST(shard_at != pinned_at);
   first.reset();
-  shard.push(1, 2, g.data(), soon());
+  shard.push(1, 2, g.data());
   auto second = shard.try_pin(1, 0);
   BOOST_TEST(second->values->data() == shard_at);
   BOOST_TEST(second->step == 3u);
@@ -211,9 +211,9 @@ BOOST_AUTO_TEST_CASE(try_pin_pins_nothing_until_the_rule_allows_it) {
   std::vector<float> w0{3.f}, g{1.f};
   dsgd::update::sync_average::shard<cpu, dsgd::optim::sgd> shard(cpu{}, w0, {1.f}, 2);
   BOOST_TEST(!shard.try_pin(0, 1).has_value());
-  shard.push(0, 0, g.data(), soon());
+  shard.push(0, 0, g.data());
   BOOST_TEST(!shard.try_pin(0, 1).has_value());
-  shard.push(1, 0, g.data(), soon());
+  shard.push(1, 0, g.data());
   auto pin = shard.try_pin(0, 1);
   BOOST_REQUIRE(pin.has_value());
   BOOST_TEST(pin->step == 1u);
@@ -226,13 +226,13 @@ BOOST_AUTO_TEST_CASE(a_departed_worker_is_a_backup_only_within_the_backup_count)
   dsgd::update::sync_average::shard<cpu, dsgd::optim::sgd> backup(cpu{}, w0, {1.f}, 3, 2);
   backup.finish(1);
   backup.depart(2);
-  BOOST_TEST((backup.push(0, 0, g.data(), soon()) == push_outcome::applied));  // worker 2 was the backup
+  BOOST_TEST((backup.push(0, 0, g.data()) == push_outcome::applied));  // worker 2 was the backup
   backup.rejoin(2);
-  BOOST_TEST((backup.push(0, 1, g.data(), soon()) == push_outcome::accumulated));  // it counts again
+  BOOST_TEST((backup.push(0, 1, g.data()) == push_outcome::accumulated));  // it counts again
   // Without backups a departed worker is waited for, as before: its deadline names it.
   dsgd::update::sync_average::shard<cpu, dsgd::optim::sgd> none(cpu{}, w0, {1.f}, 2);
   none.depart(1);
-  BOOST_TEST((none.push(0, 0, g.data(), soon()) == push_outcome::accumulated));
+  BOOST_TEST((none.push(0, 0, g.data()) == push_outcome::accumulated));
   BOOST_TEST(none.wait_reason(0, 1).find("worker:1") != std::string::npos);
 }
 

@@ -68,10 +68,10 @@ concept saved_shard_state = std::default_initializable<S> && requires(S& s) {
 /// UpdateRule for what each does). What only some rules do is an optional capability below.
 template <class S>
 concept rule_shard = saved_shard_state<typename S::saved_state> &&
-    requires(S& s, const S& cs, const float* g, float* out, clock_type::time_point t, std::span<const float> v,
+    requires(S& s, const S& cs, const float* g, float* out, std::span<const float> v,
              const typename S::saved_state& saved) {
   { cs.size() } -> std::convertible_to<std::size_t>;
-  { s.push(std::size_t{0}, std::uint64_t{0}, g, t) } -> std::same_as<push_outcome>;
+  { s.push(std::size_t{0}, std::uint64_t{0}, g) } -> std::same_as<push_outcome>;
   { s.try_pull(std::size_t{0}, std::uint64_t{0}, out) } -> std::same_as<std::optional<std::uint64_t>>;
   { s.wait_reason(std::size_t{0}, std::uint64_t{0}) } -> std::convertible_to<std::string>;
   s.finish(std::size_t{0});
@@ -83,14 +83,13 @@ concept rule_shard = saved_shard_state<typename S::saved_state> &&
 };
 
 /// A shard that reads and updates by rows, as an embedding table is (sparse_pull, sparse_push):
-/// `push_rows(worker, step, rows, dim, grads, deadline) -> push_outcome`, rows local to the
+/// `push_rows(worker, step, rows, dim, grads) -> push_outcome`, rows local to the
 /// shard, @p dim floats wide, host memory, counting as one gradient; `try_pull_rows(worker,
 /// step, rows, dim, out)`. The shards of the built-in rules do; a ps whose rule's shards do not
 /// answers a sparse request with errc::invalid_argument naming the rule.
 template <class S>
-concept keyed_rows = requires(S& s, const float* g, float* out, clock_type::time_point t,
-                              std::span<const std::uint64_t> rows) {
-  { s.push_rows(std::size_t{0}, std::uint64_t{0}, rows, std::size_t{1}, g, t) } -> std::same_as<push_outcome>;
+concept keyed_rows = requires(S& s, const float* g, float* out, std::span<const std::uint64_t> rows) {
+  { s.push_rows(std::size_t{0}, std::uint64_t{0}, rows, std::size_t{1}, g) } -> std::same_as<push_outcome>;
   {
     s.try_pull_rows(std::size_t{0}, std::uint64_t{0}, rows, std::size_t{1}, out)
     } -> std::same_as<std::optional<std::uint64_t>>;
@@ -108,21 +107,20 @@ concept pins_values = requires(S& s) {
 /// with the whole gradient), as the async and bounded-staleness shards do for optimizers with
 /// an update::chunked_apply; other shards apply a push once it is complete.
 template <class S>
-concept streams_pushes = requires(S& s, const float* g, clock_type::time_point t) {
+concept streams_pushes = requires(S& s, const float* g) {
   { s.push_chunk(std::size_t{0}, std::size_t{0}, std::size_t{0}, g) } -> std::same_as<bool>;
-  { s.push_streamed(std::size_t{0}, std::uint64_t{0}, g, t) } -> std::same_as<push_outcome>;
+  { s.push_streamed(std::size_t{0}, std::uint64_t{0}, g) } -> std::same_as<push_outcome>;
 };
 
 /// A shard that takes a push as a function adding the gradient into the rule's accumulator
-/// (update::sync_average): `push_decoded(worker, step, add, deadline)` calls `add(acc)` with
+/// (update::sync_average): `push_decoded(worker, step, add)` calls `add(acc)` with
 /// the accumulator (its size() floats, device memory) once the push is admitted, so a
 /// compressed push is decoded straight into it, with no full-size temporary. Other shards get
 /// a compressed push decoded into the ps's receive buffer, then push().
 template <class S>
-concept accumulates_decoded = requires(S& s, clock_type::time_point t) {
+concept accumulates_decoded = requires(S& s) {
   {
-    s.push_decoded(
-        std::size_t{0}, std::uint64_t{0}, [](float*) {}, t)
+    s.push_decoded(std::size_t{0}, std::uint64_t{0}, [](float*) {})
     } -> std::same_as<push_outcome>;
 };
 
@@ -140,8 +138,8 @@ concept tracks_departures = requires(S& s) {
 /// An UpdateRule @p U makes, for any Device D and Optimizer O, a `U::shard<D, O>`: the state of
 /// one variable shard on a ps task, safe to use from many threads, with (update::rule_shard)
 ///  - `shard(device, initial_values_host, optimizer, workers)`, `size()`: its element count;
-///  - `push(worker, step, grad, deadline) -> push_outcome`: a gradient (raw pointer into
-///    device memory) computed at `step`;
+///  - `push(worker, step, grad) -> push_outcome`: a gradient (raw pointer into device memory)
+///    computed at `step`; it never blocks (a sync push that completes the step applies it);
 ///  - `try_pull(worker, step, out) -> std::optional<std::uint64_t>`: if the rule lets `worker`
 ///    read at `step` now, copies a consistent snapshot into `out` and returns the shard's step
 ///    (else nullopt: the ps parks the request and asks again after the next push or finish);

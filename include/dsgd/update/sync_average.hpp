@@ -62,7 +62,7 @@ struct sync_average {
                                                 ") exceeds the number of workers (" + std::to_string(workers) + ")");
     }
 
-    push_outcome push(std::size_t worker, std::uint64_t step, const float* grad, clock_type::time_point /*deadline*/) {
+    push_outcome push(std::size_t worker, std::uint64_t step, const float* grad) {
       std::lock_guard lock(this->mutex_);
       if (!admit(worker, step, "sync_average::push")) return push_outcome::dropped;
       float* acc = thrust::raw_pointer_cast(accumulator_.data());
@@ -76,7 +76,7 @@ struct sync_average {
     /// accumulator itself, once the push is admitted: a compressed push decodes straight into
     /// it (update::accumulates_decoded). @p add must not throw.
     template <class F>
-    push_outcome push_decoded(std::size_t worker, std::uint64_t step, F&& add, clock_type::time_point /*deadline*/) {
+    push_outcome push_decoded(std::size_t worker, std::uint64_t step, F&& add) {
       std::lock_guard lock(this->mutex_);
       if (!admit(worker, step, "sync_average::push")) return push_outcome::dropped;
       add(thrust::raw_pointer_cast(accumulator_.data()));
@@ -91,7 +91,7 @@ struct sync_average {
     /// is over every replica's push, dense or sparse, and is applied densely once.
     /// @throws dsgd::error for a row past the shard or a push from the future
     push_outcome push_rows(std::size_t worker, std::uint64_t step, std::span<const std::uint64_t> rows, std::size_t dim,
-                           const float* grads, clock_type::time_point /*deadline*/) {
+                           const float* grads) {
       this->check_rows(rows, dim, "sync_average::push_rows");
       auto c = detail::coalesce_rows<D>(rows, dim, grads);
       std::lock_guard lock(this->mutex_);

@@ -59,16 +59,15 @@ inline bool size_compressed(std::vector<std::uint32_t>& buffer, const compress::
 template <bool Host, class Shard>
 update::push_outcome push_compressed(Shard& shard, const compress::codec& c, std::span<const std::byte> payload,
                                      std::vector<float>& scratch, std::size_t worker, std::uint64_t step,
-                                     update::clock_type::time_point deadline, const std::string& what) {
+                                     const std::string& what) {
   const std::size_t n = shard.size();
   c.check(payload, n, what);
   if constexpr (Host && update::accumulates_decoded<Shard>) {
-    return shard.push_decoded(
-        worker, step, [&](float* acc) { c.decode_add(payload, acc, n); }, deadline);
+    return shard.push_decoded(worker, step, [&](float* acc) { c.decode_add(payload, acc, n); });
   } else {
     scratch.assign(n, 0.f);
     c.decode_add(payload, scratch.data(), n);
-    return shard.push(worker, step, scratch.data(), deadline);
+    return shard.push(worker, step, scratch.data());
   }
 }
 

@@ -44,8 +44,7 @@ struct handler<protocol::message::compressed_push> {
     auto& shard = *t.shards.find(h);
     auto payload = std::as_bytes(std::span(s.compressed)).first(static_cast<std::size_t>(h.total_length));
     auto outcome = detail::push_compressed<T::device_type::is_host>(
-        shard, t.opts.compression.of(l.name), payload, s.incoming, s.replica, h.step,
-        update::clock_type::now() + t.opts.serving.step_timeout, detail::pushed_shard(l, t.self));
+        shard, t.opts.compression.of(l.name), payload, s.incoming, s.replica, h.step, detail::pushed_shard(l, t.self));
     ++t.shards.pushes_received(t.shards.key(h), s.replica);
     return answer_push(p, h, {outcome, shard.step()}, out);
   }

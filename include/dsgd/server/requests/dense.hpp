@@ -86,13 +86,12 @@ struct handler<protocol::message::push> {
   template <class T, reply_sink S>
   static after answer(T& t, peer_id p, table_peer& s, const transport::frame_header& h, S& out) {
     auto& shard = *t.shards.find(h);  // destination() checked it exists
-    const auto deadline = update::clock_type::now() + t.opts.serving.step_timeout;
     update::push_outcome outcome;
     if constexpr (update::streams_pushes<typename T::shard_type>) {
-      outcome = std::exchange(s.streaming, false) ? shard.push_streamed(s.replica, h.step, s.incoming.data(), deadline)
-                                                  : shard.push(s.replica, h.step, s.incoming.data(), deadline);
+      outcome = std::exchange(s.streaming, false) ? shard.push_streamed(s.replica, h.step, s.incoming.data())
+                                                  : shard.push(s.replica, h.step, s.incoming.data());
     } else {
-      outcome = shard.push(s.replica, h.step, s.incoming.data(), deadline);
+      outcome = shard.push(s.replica, h.step, s.incoming.data());
     }
     ++t.shards.pushes_received(t.shards.key(h), s.replica);
     return answer_push(p, h, {outcome, shard.step()}, out);

@@ -114,8 +114,7 @@ struct handler<protocol::message::sparse_push> {
     const float* grads = s.sparse_in.data() + n * (sizeof(std::uint64_t) / sizeof(float));
     auto& shard = *t.shards.find(h);  // sparse_shard() checked it exists and takes rows
     if constexpr (update::keyed_rows<typename T::shard_type>) {
-      auto outcome = shard.push_rows(s.replica, h.step, rows, l.row_elements(), grads,
-                                     update::clock_type::now() + t.opts.serving.step_timeout);
+      auto outcome = shard.push_rows(s.replica, h.step, rows, l.row_elements(), grads);
       ++t.shards.pushes_received(t.shards.key(h), s.replica);
       return answer_push(p, h, {outcome, shard.step()}, out);
     }

@@ -38,13 +38,11 @@ class arrival_shard : public shard_storage<Derived, D, O> {
       : base(std::move(device), initial, std::move(optimizer), workers) {}
 
   /// Applies @p grad (device memory) from @p worker at once; the step counts applied gradients.
-  push_outcome push(std::size_t worker, std::uint64_t, const float* grad, clock_type::time_point) {
-    return apply_push(worker, grad, false);
-  }
+  push_outcome push(std::size_t worker, std::uint64_t, const float* grad) { return apply_push(worker, grad, false); }
 
   /// push() of a gradient whose chunks went through push_chunk() as they arrived: publishes
   /// them with the rest, or applies @p grad whole when the stream was refused or ended.
-  push_outcome push_streamed(std::size_t worker, std::uint64_t, const float* grad, clock_type::time_point) {
+  push_outcome push_streamed(std::size_t worker, std::uint64_t, const float* grad) {
     return apply_push(worker, grad, true);
   }
 
@@ -53,7 +51,7 @@ class arrival_shard : public shard_storage<Derived, D, O> {
   /// and @p grads (rows.size() x dim) are host memory. Counts as one gradient.
   /// @throws dsgd::error for a row past the shard or an optimizer without a sparse apply
   push_outcome push_rows(std::size_t worker, std::uint64_t, std::span<const std::uint64_t> rows, std::size_t dim,
-                         const float* grads, clock_type::time_point) {
+                         const float* grads) {
     this->check_rows(rows, dim, Derived::name, "::push_rows");
     auto c = coalesce_rows<D>(rows, dim, grads);
     std::lock_guard lock(this->mutex_);

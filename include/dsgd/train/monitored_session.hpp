@@ -48,7 +48,9 @@ struct session_options {
   std::size_t keep_checkpoints = 5;
   /// A recoverable failure (a ps lost or unreachable, a restore by the chief) re-creates the
   /// session, retrying for up to this long overall (an attempt in progress ends there too)
-  /// before the error is thrown; 0: thrown at once.
+  /// before the error is thrown; 0: thrown at once. A ps not reached while the session is
+  /// first made is no such failure (a session that never existed cannot be lost): the
+  /// constructor throws errc::peer_unreachable at the trainer's startup deadline.
   std::chrono::seconds recovery_timeout{300};
   /// > 0: every step's gradients are clipped by their global norm to at most this before they
   /// are pushed (optim::clip_by_global_norm over all of this worker's gradients, as
@@ -210,8 +212,11 @@ class monitored_session {
       saver_.emplace(options_.checkpoint_dir, options_.keep_checkpoints);
       restored_ = saver_->latest();
     }
-    // A ps lost or unreachable while the session is being made is recovered from as in run():
-    // the variables are placed by then, and recover() opens the session anew.
+    // A ps lost while the session is being made is recovered from as in run(): the variables
+    // are placed by then, and recover() opens the session anew. A ps never reached is not: a
+    // session that never existed cannot be lost, so the task fails at its startup deadline,
+    // naming the ps tasks and addresses it could not reach, instead of waiting out the
+    // recovery deadline.
     try {
       if (tensors_) {
         if (restored_) trainer_.restore_variables(*tensors_, names_, options_.checkpoint_dir, *restored_);
@@ -221,7 +226,9 @@ class monitored_session {
         else trainer_.create_variables(variable_views(views_));
       }
     } catch (const dsgd::error& e) {
-      if (!Trainer::recoverable(e.code()) || options_.recovery_timeout.count() == 0) throw;
+      if (e.code() == errc::peer_unreachable || !Trainer::recoverable(e.code()) ||
+          options_.recovery_timeout.count() == 0)
+        throw;
       recover(e);
     }
     restore_residuals();

@@ -20,6 +20,8 @@
 
 #include <chrono>
 #include <functional>
+#include <future>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -111,16 +113,28 @@ BOOST_AUTO_TEST_CASE(a_ps_task_over_inproc_serves_two_workers_until_the_chief_sh
   BOOST_TEST(ps.server()->find(0, 0) != nullptr);
 }
 
+// join() serves until stop(), from another thread, ends it: it is still serving 200 ms after it
+// started, and returns within 10 s of the stop. (A join() that hangs fails here at the deadline
+// and leaves its thread behind, detached, rather than hanging the test.)
 BOOST_AUTO_TEST_CASE(stop_ends_join) {
   const dsgd::test::test_net<inproc> net;
   const auto spec = net.spec(1, 1);
-  inproc_ps_task ps(spec, {"ps", 0}, dsgd::test::quiet_options(), net.transport());
-  ps.stop();  // nothing to stop before serve()
-  ps.serve();
-  std::thread serving([&] { ps.join(); });
-  std::this_thread::sleep_for(10ms);  // join() may or may not have started: stop() ends it either way
-  ps.stop();
-  serving.join();
+  auto ps = std::make_shared<inproc_ps_task>(spec, dsgd::cluster::task_id{"ps", 0}, dsgd::test::quiet_options(),
+                                             net.transport());
+  ps->stop();  // nothing to stop before serve()
+  ps->serve();
+  auto joined = std::make_shared<std::promise<void>>();
+  auto done = joined->get_future();
+  std::thread serving([ps, joined] {
+    ps->join();
+    joined->set_value();
+  });
+  BOOST_TEST((done.wait_for(200ms) == std::future_status::timeout), "join() returned before stop()");
+  ps->stop();
+  const bool ended = done.wait_for(10s) == std::future_status::ready;
+  BOOST_TEST(ended, "join() did not return within 10 s of stop()");
+  if (ended) serving.join();
+  else serving.detach();
 }
 
 BOOST_AUTO_TEST_CASE(a_ps_task_refuses_a_worker_task_a_task_the_spec_lacks_and_a_bad_option) {

@@ -18,7 +18,7 @@ SCENARIOS = [
     ("sync", "sync (3 of 3)"),
     ("backup", "sync, 1 backup (2 of 3)"),
     ("async", "async"),
-    ("ssp", "SSP, bounded_staleness<2>"),
+    ("ssp", "SSP, bounded_staleness S = 2"),
     ("verify_async_1ps", "async, no straggler, 2 workers, 1 ps"),
     ("verify_ssp_2ps", "SSP, no straggler, 2 workers, 2 ps"),
 ]

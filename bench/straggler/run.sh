@@ -4,7 +4,7 @@
 #
 # The straggler scenario of docs/convergence.md: the Fashion-MNIST MLP of dsgd-train
 # on 1 ps + 3 worker processes (dsgd-launch), worker:2 three times slower than its compute,
-# under sync, sync with one backup worker, async and bounded_staleness<2> (SSP). Each run's
+# under sync, sync with one backup worker, async and bounded_staleness with S = 2 (SSP). Each run's
 # chief writes one CSV line per epoch; plot.py then prints the table (steps/s, time to the
 # target accuracy, final accuracy) and draws test accuracy against wall time.
 #

@@ -10,7 +10,7 @@
 // protocol for a fixed number of rounds per benchmark iteration:
 //   step = 0, pushes = 0
 //   repeat: shard.push(w, step, g); ++pushes; step = shard.pull(w, Rule::next_pull(step, pushes), out)
-// (sync_average: push at step s, pull s + 1; async: push, pull anything; bounded_staleness<2>:
+// (sync_average: push at step s, pull s + 1; async: push, pull anything; bounded_staleness:
 // push, pull at the worker's own clock).
 //
 // Metric: gradient bytes absorbed by the shard per second, W * rounds * N * 4 / seconds, and
@@ -370,7 +370,7 @@ int main(int argc, char** argv) {
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   register_rule<dsgd::update::sync_average>("sync_average");
   register_rule<dsgd::update::async>("async");
-  register_rule<dsgd::update::bounded_staleness<2>>("bounded_staleness_2");
+  register_rule<dsgd::update::bounded_staleness>("bounded_staleness_2");
   configure(benchmark::RegisterBenchmark("pull_only/snapshot", pull_only));
   benchmark::AddCustomContext("kernel_threads", std::to_string(kernel_threads()));
   benchmark::RunSpecifiedBenchmarks();

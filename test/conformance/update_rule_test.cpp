@@ -196,14 +196,14 @@ static_assert(!dsgd::update::tracks_departures<user_shard>);
 // Every shipped rule conforms, with the capabilities it claims.
 static_assert(dsgd::UpdateRule<dsgd::update::sync_average>);
 static_assert(dsgd::UpdateRule<dsgd::update::async>);
-static_assert(dsgd::UpdateRule<dsgd::update::bounded_staleness<2>>);
+static_assert(dsgd::UpdateRule<dsgd::update::bounded_staleness>);
 static_assert(dsgd::update::keyed_rows<dsgd::update::sync_average::shard<dsgd::device::cpu, dsgd::optim::sgd>>);
 static_assert(dsgd::update::keyed_rows<dsgd::update::async::shard<dsgd::device::cpu, dsgd::optim::sgd>>);
-static_assert(dsgd::update::keyed_rows<dsgd::update::bounded_staleness<2>::shard<dsgd::device::cpu, dsgd::optim::sgd>>);
+static_assert(dsgd::update::keyed_rows<dsgd::update::bounded_staleness::shard<dsgd::device::cpu, dsgd::optim::sgd>>);
 static_assert(dsgd::update::pins_values<dsgd::update::async::shard<dsgd::device::cpu, dsgd::optim::sgd>>);
 static_assert(dsgd::update::streams_pushes<dsgd::update::async::shard<dsgd::device::cpu, dsgd::optim::sgd>>);
 static_assert(
-    dsgd::update::streams_pushes<dsgd::update::bounded_staleness<1>::shard<dsgd::device::cpu, dsgd::optim::sgd>>);
+    dsgd::update::streams_pushes<dsgd::update::bounded_staleness::shard<dsgd::device::cpu, dsgd::optim::sgd>>);
 static_assert(!dsgd::update::streams_pushes<dsgd::update::sync_average::shard<dsgd::device::cpu, dsgd::optim::sgd>>);
 static_assert(dsgd::update::tracks_departures<dsgd::update::sync_average::shard<dsgd::device::cpu, dsgd::optim::sgd>>);
 static_assert(!dsgd::update::tracks_departures<dsgd::update::async::shard<dsgd::device::cpu, dsgd::optim::sgd>>);

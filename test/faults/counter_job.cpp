@@ -13,7 +13,7 @@
 //               [--save-steps N] [--token T] [--recovery-timeout-s S]
 //
 //   --rule           sync (update::sync_average), async (update::async) or ssp
-//                    (update::bounded_staleness<2>); default sync
+//                    (update::bounded_staleness, S = 2); default sync
 //   --backup N       sync: each step averages the first replicas - N gradients (N backups)
 //   --steps N        sync: train until the global step reaches N; async, ssp: N pushes per
 //                    worker (default 20)
@@ -385,7 +385,7 @@ int main(int argc, char** argv) {
   }
   try {
     if (s.rule == "async") return run<dsgd::update::async>(s);
-    if (s.rule == "ssp") return run<dsgd::update::bounded_staleness<2>>(s);
+    if (s.rule == "ssp") return run<dsgd::update::bounded_staleness>(s);
     return run<dsgd::update::sync_average>(s);
   } catch (const std::exception& e) {
     emit(std::string("error other: ") + e.what());

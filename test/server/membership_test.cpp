@@ -258,10 +258,10 @@ BOOST_AUTO_TEST_CASE(a_sync_shard_refuses_a_minimum_it_cannot_meet) {
 }
 
 BOOST_AUTO_TEST_CASE(the_ssp_bound_counts_only_members) {
-  using shard = dsgd::update::bounded_staleness<1>::shard<dsgd::device::cpu, dsgd::optim::sgd>;
+  using shard = dsgd::update::bounded_staleness::shard<dsgd::device::cpu, dsgd::optim::sgd>;
   const std::vector<float> init(2, 0.f), g(2, 1.f);
   std::vector<float> out(2);
-  shard s(dsgd::device::cpu{}, init, dsgd::optim::sgd{0.1f}, 3);
+  shard s(dsgd::device::cpu{}, init, dsgd::optim::sgd{0.1f}, 3, 1);  // S = 1
   for (int k = 0; k < 3; ++k) s.push(0, 0, g.data());
   s.push(1, 0, g.data());
   s.push(1, 0, g.data());
@@ -277,9 +277,40 @@ BOOST_AUTO_TEST_CASE(the_ssp_bound_counts_only_members) {
   BOOST_TEST(s.try_pull(2, 0, out.data()).has_value());  // it pulls at its own count, at once
 }
 
-BOOST_AUTO_TEST_CASE(an_elastic_ssp_table_holds_back_only_for_members) {
-  using ssp_table = ds::shard_table<dsgd::update::bounded_staleness<0>, dsgd::optim::sgd>;
+// Every task of an SSP job holds the same bound S, chosen at run time: a worker whose
+// registration says another is refused, naming both; one that says the same is taken.
+BOOST_AUTO_TEST_CASE(an_ssp_table_refuses_a_worker_of_another_staleness_naming_both) {
+  using ssp_table = ds::shard_table<dsgd::update::bounded_staleness, dsgd::optim::sgd>;
   ssp_table::options o;
+  o.connection.log = [](std::string_view) {};
+  o.optimizer = {1.f};
+  o.rule.staleness = 2;
+  ssp_table t({"ps", 0}, 1, 1, o);
+  recording_sink out;
+  auto r = dsgd::test::registration_of("chief:0", 0, true, model, {{0, 0, "w", {4}, 0, 4}});
+  r.rule = dsgd::update::describe_rule(dsgd::update::bounded_staleness{.staleness = 3});
+  t.connect(1, "chief:0");
+  dsgd::test::deliver(t, out, 1, {message::register_worker, 0, 0, 0, control_of(r)});
+  auto replies = out.take();
+  BOOST_REQUIRE_EQUAL(replies.size(), 1u);
+  BOOST_REQUIRE((replies[0].type() == message::reply_error));
+  const auto e = replies[0].error();
+  BOOST_TEST(e.code == int(dsgd::errc::invalid_argument));
+  BOOST_TEST(contains(e.message,
+                      "update rule mismatch: chief:0 trains with bounded_staleness(3) but ps:0 applies "
+                      "bounded_staleness(2)"),
+             e.message);
+  r.rule = "bounded_staleness(2)";
+  dsgd::test::deliver(t, out, 1, {message::register_worker, 0, 0, 0, control_of(r)});
+  replies = out.take();
+  BOOST_REQUIRE_EQUAL(replies.size(), 1u);
+  BOOST_TEST((replies[0].type() == message::reply_ok));
+}
+
+BOOST_AUTO_TEST_CASE(an_elastic_ssp_table_holds_back_only_for_members) {
+  using ssp_table = ds::shard_table<dsgd::update::bounded_staleness, dsgd::optim::sgd>;
+  ssp_table::options o;
+  o.rule.staleness = 0;
   o.connection.log = [](std::string_view) {};
   o.optimizer = {1.f};
   o.serving.min_replicas = 1;

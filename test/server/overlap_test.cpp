@@ -184,7 +184,11 @@ BOOST_AUTO_TEST_CASE(overlapped_and_pipelined_sync_training_end_on_the_same_bits
   BOOST_TEST(start.parameters()[0].to_host() != plain[0].values[0]);
 }
 
-using independent_rules = boost::mpl::list<dsgd::update::async, dsgd::update::bounded_staleness<1>>;
+// SSP at a bound of 1 clock.
+struct ssp_1 : dsgd::update::bounded_staleness {
+  ssp_1() : bounded_staleness{.staleness = 1} {}
+};
+using independent_rules = boost::mpl::list<dsgd::update::async, ssp_1>;
 
 // Async and SSP apply each push on its own: once both workers' pushes are answered, a pull finds
 // every push made (2 workers x steps) applied, each exactly once, through the in-parts pushes.

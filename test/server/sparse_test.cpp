@@ -64,10 +64,11 @@ struct running_ps {
   std::unique_ptr<ps_type> ps;
   std::thread thread;
   running_ps(const dsgd::cluster::cluster_spec& spec, int i, const dsgd::test::test_net<inproc>& net, O optimizer,
-             std::size_t max_rows = 1 << 22) {
+             std::size_t max_rows = 1 << 22, U rule = {}) {
     typename ps_type::options o;
     o.connection.token = "secret";
     o.optimizer = optimizer;
+    o.rule = rule;
     o.serving.step_timeout = 20s;
     o.serving.max_rows_per_request = max_rows;
     o.connection.log = [](std::string_view) {};
@@ -361,7 +362,7 @@ BOOST_AUTO_TEST_CASE(an_optimizer_without_a_sparse_apply_is_refused_under_async_
 
 BOOST_AUTO_TEST_CASE(bounded_staleness_counts_a_sparse_push_on_the_workers_clock) {
   auto spec = net.spec(1, 1);
-  running_ps<dsgd::update::bounded_staleness<0>, dsgd::optim::sgd> ps(spec, 0, net, {1.f});
+  running_ps<dsgd::update::bounded_staleness, dsgd::optim::sgd> ps(spec, 0, net, {1.f}, 1 << 22, {.staleness = 0});
   auto plan = dp::round_robin{}.place({{"emb", {3, 1}}}, 1);
   auto c = join_cluster(net, spec, plan, 0, {{0.f, 0.f, 0.f}});
   std::vector<std::uint64_t> keys{2, 2};

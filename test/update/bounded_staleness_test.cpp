@@ -4,6 +4,7 @@
 // Tests for <dsgd/update/bounded_staleness.hpp>: how far ahead a worker may run, on threads.
 #include <dsgd/device/cpu.hpp>
 #include <dsgd/optim/sgd.hpp>
+#include <dsgd/update/async.hpp>
 #include <dsgd/update/bounded_staleness.hpp>
 
 #include <support/deadline.hpp>
@@ -25,7 +26,7 @@ using dsgd::device::cpu;
 using steady = dsgd::update::clock_type;
 using dsgd::update::push_outcome;
 
-static_assert(dsgd::UpdateRule<dsgd::update::bounded_staleness<2>>);
+static_assert(dsgd::UpdateRule<dsgd::update::bounded_staleness>);
 
 using dsgd::test::soon;
 
@@ -33,7 +34,7 @@ BOOST_AUTO_TEST_SUITE(bounded_staleness_rule)
 
 BOOST_AUTO_TEST_CASE(staleness_zero_is_lockstep) {
   std::vector<float> w0{0.f}, g{1.f}, w(1);
-  dsgd::update::bounded_staleness<0>::shard<cpu, dsgd::optim::sgd> shard(cpu{}, w0, {1.f}, 2);
+  dsgd::update::bounded_staleness::shard<cpu, dsgd::optim::sgd> shard(cpu{}, w0, {1.f}, 2, 0);
   shard.push(0, 0, g.data());
   BOOST_CHECK_EXCEPTION(shard.pull(0, 1, w.data(), steady::now() + 100ms), dsgd::error, [](const dsgd::error& e) {
     return e.code() == dsgd::errc::timed_out && std::string(e.what()).find("worker:1 (clock 0)") != std::string::npos;
@@ -42,9 +43,26 @@ BOOST_AUTO_TEST_CASE(staleness_zero_is_lockstep) {
   BOOST_TEST(shard.pull(0, 1, w.data(), soon()) == 2u);
 }
 
+// The bound is the rule's run-time value: the shards make_shard() gives hold it, and
+// describe() says it, as a worker's registration carries it.
+BOOST_AUTO_TEST_CASE(the_bound_is_a_run_time_value_of_the_rule) {
+  const dsgd::update::bounded_staleness rule{.staleness = 5};
+  BOOST_TEST(rule.describe() == "bounded_staleness(5)");
+  BOOST_TEST(dsgd::update::describe_rule(rule) == "bounded_staleness(5)");
+  BOOST_TEST(dsgd::update::describe_rule(dsgd::update::async{}) == "");  // no settings
+  std::vector<float> w0{0.f}, g{1.f}, w(1);
+  auto shard = rule.make_shard<cpu, dsgd::optim::sgd>(cpu{}, w0, {1.f}, 2);
+  for (std::uint64_t c = 0; c < 5; ++c) shard->push(0, c, g.data());
+  BOOST_TEST(shard->try_pull(0, 5, w.data()).has_value());  // 5 ahead of worker 1: allowed
+  shard->push(0, 5, g.data());
+  BOOST_TEST(!shard->try_pull(0, 6, w.data()).has_value());  // 6 ahead: waits
+  BOOST_TEST(shard->wait_reason(0, 6).find("bounded_staleness(5): worker 0 at clock 6") != std::string::npos,
+             shard->wait_reason(0, 6));
+}
+
 BOOST_AUTO_TEST_CASE(a_worker_may_run_s_clocks_ahead_and_no_further) {
   std::vector<float> w0{0.f}, g{1.f}, w(1);
-  dsgd::update::bounded_staleness<2>::shard<cpu, dsgd::optim::sgd> shard(cpu{}, w0, {1.f}, 2);
+  dsgd::update::bounded_staleness::shard<cpu, dsgd::optim::sgd> shard(cpu{}, w0, {1.f}, 2, 2);
   for (std::uint64_t c = 0; c < 2; ++c) {
     BOOST_TEST(shard.pull(0, c, w.data(), soon()) == c);  // up to 2 ahead: no wait
     shard.push(0, c, g.data());
@@ -60,7 +78,7 @@ BOOST_AUTO_TEST_CASE(a_worker_may_run_s_clocks_ahead_and_no_further) {
 
 BOOST_AUTO_TEST_CASE(a_finished_worker_does_not_hold_the_others_back) {
   std::vector<float> w0{0.f}, g{1.f}, w(1);
-  dsgd::update::bounded_staleness<0>::shard<cpu, dsgd::optim::sgd> shard(cpu{}, w0, {1.f}, 2);
+  dsgd::update::bounded_staleness::shard<cpu, dsgd::optim::sgd> shard(cpu{}, w0, {1.f}, 2, 0);
   shard.push(0, 0, g.data());
   shard.finish(1);
   BOOST_TEST(shard.pull(0, 1, w.data(), soon()) == 1u);

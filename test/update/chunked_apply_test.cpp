@@ -94,8 +94,8 @@ BOOST_AUTO_TEST_CASE(nesterov_momentum_in_chunks_equals_it_whole) {
   constexpr std::size_t n = 300;
   const auto w0 = random_vector(n, 2);
   dsgd::optim::momentum opt{0.05f, 0.9f, true};
-  dsgd::update::bounded_staleness<1>::shard<cpu, dsgd::optim::momentum> whole(cpu{}, w0, opt, 1),
-      chunked(cpu{}, w0, opt, 1);
+  dsgd::update::bounded_staleness::shard<cpu, dsgd::optim::momentum> whole(cpu{}, w0, opt, 1, 1),
+      chunked(cpu{}, w0, opt, 1, 1);
   for (unsigned step = 0; step < 3; ++step) {
     const auto g = random_vector(n, 200 + step);
     whole.push(0, step, g.data());

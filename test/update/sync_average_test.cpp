@@ -31,7 +31,7 @@ using dsgd::update::push_outcome;
 
 static_assert(dsgd::UpdateRule<dsgd::update::sync_average>);
 static_assert(dsgd::UpdateRule<dsgd::update::async>);
-static_assert(dsgd::UpdateRule<dsgd::update::bounded_staleness<2>>);
+static_assert(dsgd::UpdateRule<dsgd::update::bounded_staleness>);
 static_assert(!dsgd::UpdateRule<int>);
 
 using dsgd::test::soon;

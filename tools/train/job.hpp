@@ -16,6 +16,7 @@
 #include <dsgd/optim/exponential_decay.hpp>
 #include <dsgd/optim/momentum.hpp>
 #include <dsgd/train/summary_writer.hpp>
+#include <dsgd/update/bounded_staleness.hpp>
 #include <dsgd/update/sync_average.hpp>
 
 #include <chrono>
@@ -112,6 +113,8 @@ typename Trainer::options trainer_options(const settings& s, const schedule& pla
   o.optimizer = plan.ps;
   if constexpr (std::is_same_v<typename Trainer::update_rule_type, dsgd::update::sync_average>)
     o.rule.replicas_to_aggregate = s.backup > 0 ? plan.aggregated : 0;
+  if constexpr (std::is_same_v<typename Trainer::update_rule_type, dsgd::update::bounded_staleness>)
+    o.rule.staleness = s.staleness;
   return o;
 }
 

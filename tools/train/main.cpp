@@ -42,7 +42,7 @@ template <class Model>
 int train_with_rule(const dsgd_train::settings& s) {
   if (s.rule == "sync" || s.rule == "local") return dsgd_train::train<Model, dsgd::update::sync_average>(s);
   if (s.rule == "async") return dsgd_train::train<Model, dsgd::update::async>(s);
-  return dsgd_train::train<Model, dsgd::update::bounded_staleness<2>>(s);
+  return dsgd_train::train<Model, dsgd::update::bounded_staleness>(s);
 }
 
 }  // namespace

@@ -29,6 +29,7 @@ struct settings {
   std::vector<std::size_t> hidden{256, 128};  // the MLP's hidden widths
   std::uint64_t seed = 0;                     // the initial weights' seed; worker k shuffles with 1000 + k + 100 * seed
   std::size_t local_steps = 8;                // --rule local: local steps between averages
+  std::size_t staleness = 2;                  // --rule ssp: the clocks a worker may run ahead
   std::size_t epochs = 12;
   std::size_t batch = 64;
   float lr = 0.05f;
@@ -85,8 +86,10 @@ inline po::options_description described(settings& s) {
   po::options_description d("options", 100, 48);
   auto add = d.add_options();
   add("rule", text(s.rule, "R"),
-      "sync | async | ssp (bounded staleness 2) | local (local SGD: each worker steps alone, the models averaged "
-      "every --local-steps steps) [sync]");
+      "sync | async | ssp (bounded staleness, --staleness S) | local (local SGD: each worker steps alone, the "
+      "models averaged every --local-steps steps) [sync]");
+  add("staleness", whole("staleness", "S", s.staleness, 0, 1'000'000),
+      "--rule ssp: a worker may run up to S clocks ahead of the slowest; every task needs the same S [2]");
   add("local-steps", whole("local-steps", "K", s.local_steps, 1, 1'000'000),
       "--rule local: local steps between averages (>= 1) [8]");
   add("model", text(s.model, "M"), "mlp (784-256-128-10) | softmax [mlp]");
@@ -206,6 +209,8 @@ inline std::optional<settings> parse_options(int argc, char** argv) {
   if (s.rule != "sync" && s.rule != "async" && s.rule != "ssp" && s.rule != "local")
     throw usage_error("--rule " + s.rule + ": expected sync, async, ssp or local");
   if (s.model != "mlp" && s.model != "softmax") throw usage_error("--model " + s.model + ": expected mlp or softmax");
+  if (vm.count("staleness") && s.rule != "ssp")
+    throw usage_error("--staleness " + std::to_string(s.staleness) + ": a bound of --rule ssp, not " + s.rule);
   if (s.backup > 0 && s.rule != "sync")
     throw usage_error("--backup " + std::to_string(s.backup) + ": backup workers need --rule sync, not " + s.rule);
   if (s.logdir.empty())

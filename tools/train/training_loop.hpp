@@ -183,10 +183,13 @@ int train(const settings& s) {
       "%zu recoveries\n",
       t.task().to_string().c_str(), local_steps, seconds, local_steps / seconds, dropped, session.recoveries());
   if (!t.is_chief()) return 0;
+  std::string setting;  // the rule's setting, where it has one
+  if (s.backup > 0) setting = " with " + std::to_string(s.backup) + " backup";
+  if (s.rule == "ssp") setting = " with staleness " + std::to_string(s.staleness);
   std::printf(
       "final test accuracy %.4f (%s%s, %zu workers, %zu ps, %llu global steps in %.1f s = %.1f steps/s, "
       "%zu gradients dropped as stale)\n",
-      accuracy, s.rule.c_str(), s.backup > 0 ? (" with " + std::to_string(s.backup) + " backup").c_str() : "",
+      accuracy, s.rule.c_str(), setting.c_str(),
       t.replicas(), t.cluster().num_tasks("ps"), static_cast<unsigned long long>(session.step()), seconds,
       (session.step() - first_step) / seconds, dropped);
   return accuracy >= s.target ? 0 : 1;

@@ -58,6 +58,8 @@ expect_usage_error "--hidden 0: expected a whole number from 1" --hidden 0
 expect_usage_error "--hidden x: expected a whole number" --hidden 1024,x
 expect_usage_error "--hidden : expected a whole number" --hidden 1024,
 expect_usage_error "--backup 1: backup workers need --rule sync, not async" --backup 1 --rule async
+expect_usage_error "--staleness 3: a bound of --rule ssp, not sync" --staleness 3
+expect_usage_error "--staleness x: expected a whole number" --rule ssp --staleness x
 expect_usage_error "--slowdown worker:2: expected TASK=FACTOR" --slowdown worker:2
 expect_usage_error "--slowdown worker:2=0.5: factor" --slowdown worker:2=0.5
 expect_usage_error "--save-steps needs --logdir DIR" --save-steps 100

@@ -49,6 +49,10 @@ struct client_options {
   /// How each variable's values come back from the ps (none, fp16, bf16); the ps tasks must
   /// serve the same.
   compress::selection pull_compression{};
+  /// The update rule's settings (update::describe_rule: "bounded_staleness(3)"), sent at
+  /// registration; a ps whose rule has other settings refuses this worker. The trainer sets it;
+  /// left empty, the ps does not check them.
+  std::string rule{};
 };
 
 /// Checks @p o, naming a bad field by its path.

@@ -117,7 +117,7 @@ class basic_ps_client {
     std::vector<std::vector<std::uint64_t>> counts(ps_tasks());
     for (std::size_t i = 0; i < ps_tasks(); ++i) {
       bodies[i] = detail::registration_body(me_.to_string(), replica, chief, plan, i, opts_.compression,
-                                            opts_.pull_compression, counts[i]);
+                                            opts_.pull_compression, opts_.rule, counts[i]);
       detail::request r{i, detail::header(protocol::message::register_worker, 0, 0, 0), boost::asio::buffer(bodies[i]),
                         boost::asio::buffer(counts[i])};
       r.h.flags = transport::frame_flags::control;

@@ -200,10 +200,13 @@ struct register_request {
   /// Per layout, the encoding its pulls use (describe(): "none", "bf16", "fp16"),
   /// which the ps must agree with.
   std::vector<std::string> pull_compression;
+  /// The update rule's settings as the worker holds them (update::describe_rule:
+  /// "bounded_staleness(3)"; "" for a rule without settings), which the ps must agree with.
+  std::string rule;
 
   template <class Archive>
   void serialize(Archive& ar, unsigned /*version*/) {
-    ar& task& replica& chief& fingerprint& placement& shards& layouts& compression& pull_compression;
+    ar& task& replica& chief& fingerprint& placement& shards& layouts& compression& pull_compression& rule;
   }
 };
 

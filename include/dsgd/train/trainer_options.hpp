@@ -9,6 +9,7 @@
 #include <dsgd/client/options.hpp>
 #include <dsgd/server/ps_options.hpp>
 #include <dsgd/transport/asio_tcp.hpp>
+#include <dsgd/update/concepts.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -70,7 +71,7 @@ server::ps_options<U, O> ps_options_of(const trainer_options<P, U, O>& o) {
 /// settings, a request_timeout of 0 derived from the ps deadlines (see trainer_options::requests).
 template <class P, class U, class O>
 client::client_options client_options_of(const trainer_options<P, U, O>& o) {
-  client::client_options c{o.connection, o.requests, o.compression, o.pull_compression};
+  client::client_options c{o.connection, o.requests, o.compression, o.pull_compression, update::describe_rule(o.rule)};
   if (c.requests.request_timeout.count() == 0)
     c.requests.request_timeout = std::max(o.serving.step_timeout, o.serving.ready_timeout) + std::chrono::seconds(30);
   return c;

@@ -2,7 +2,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 /// @file
-/// update::bounded_staleness<S>: stale synchronous parallel (SSP) SGD.
+/// update::bounded_staleness: stale synchronous parallel (SSP) SGD, its bound S a run-time value.
 #pragma once
 
 #include <dsgd/update/detail/arrival_shard.hpp>
@@ -24,14 +24,22 @@ namespace dsgd::update {
 /// The bound counts only members: a worker that departed (its ps connection lost, or a slot
 /// of an elastic job nobody holds) holds nobody back; one that joins or rejoins enters at the
 /// slowest member's clock if it is behind it (update::tracks_departures).
-template <std::size_t S>
+///
+/// The rule is a compile-time choice, its bound a number chosen at run time
+/// (`bounded_staleness{.staleness = 3}`, `dsgd-train --rule ssp --staleness 3`); every task of
+/// a job must hold the same S: a worker's registration carries describe(), and a ps holding
+/// another S refuses it, naming both.
 struct bounded_staleness {
-  static constexpr std::size_t staleness = S;
+  std::size_t staleness = 2;  ///< S: how many clocks a worker may run ahead of the slowest member
+
   /// Each push is applied on its own (update::applies_each_push_v).
   static constexpr bool applies_each_push = true;
 
   /// A worker pulls at its own clock: the number of gradients it has pushed.
   static constexpr std::uint64_t next_pull(std::uint64_t, std::uint64_t pushes) noexcept { return pushes; }
+
+  /// @returns "bounded_staleness(2)": what a worker's registration carries and a ps compares.
+  std::string describe() const { return "bounded_staleness(" + std::to_string(staleness) + ")"; }
 
   /// One variable shard under SSP (see UpdateRule): pushes apply at once, as under async
   /// (detail::arrival_shard), and advance the pushing worker's clock; a pull waits for the
@@ -45,8 +53,11 @@ struct bounded_staleness {
     /// The rule's name, in messages.
     static constexpr const char* name = "bounded_staleness";
 
-    shard(D device, std::span<const float> initial, O optimizer, std::size_t workers)
+    /// A shard for @p workers workers, each of which may run @p staleness clocks ahead of the
+    /// slowest member.
+    shard(D device, std::span<const float> initial, O optimizer, std::size_t workers, std::size_t staleness = 2)
         : detail::arrival_shard<shard, D, O>(std::move(device), initial, std::move(optimizer), workers),
+          staleness_(staleness),
           clocks_(workers, 0) {}
 
     /// @returns the clock of @p worker.
@@ -84,9 +95,11 @@ struct bounded_staleness {
     void reset_locked() { std::fill(clocks_.begin(), clocks_.end(), std::uint64_t{0}); }
 
     // For SSP the step a worker pulls at is its own clock (the gradients it has pushed).
-    bool ready_locked(std::size_t, std::uint64_t clock) const { return clock <= S || slowest() >= clock - S; }
+    bool ready_locked(std::size_t, std::uint64_t clock) const {
+      return clock <= staleness_ || slowest() >= clock - staleness_;
+    }
     std::string reason_locked(std::size_t worker, std::uint64_t clock) const {
-      return "bounded_staleness<" + std::to_string(S) + ">: worker " + std::to_string(worker) + " at clock " +
+      return "bounded_staleness(" + std::to_string(staleness_) + "): worker " + std::to_string(worker) + " at clock " +
              std::to_string(clock) + " waited past its deadline for " + laggards(clock);
     }
     std::uint64_t slowest() const {
@@ -98,11 +111,12 @@ struct bounded_staleness {
     std::string laggards(std::uint64_t clock) const {
       std::string out;
       for (std::size_t w = 0; w < clocks_.size(); ++w)
-        if (!this->finished_[w] && !absent_[w] && clocks_[w] + S < clock)
+        if (!this->finished_[w] && !absent_[w] && clocks_[w] + staleness_ < clock)
           out += (out.empty() ? "" : ", ") + ("worker:" + std::to_string(w)) + " (clock " + std::to_string(clocks_[w]) +
                  ")";
       return out;
     }
+    std::size_t staleness_;
     std::vector<std::uint64_t> clocks_;
     std::vector<bool> absent_ = std::vector<bool>(clocks_.size(), false);  // departed, or a slot not held
   };
@@ -111,7 +125,7 @@ struct bounded_staleness {
   template <Device D, class O>
   std::unique_ptr<shard<D, O>> make_shard(D device, std::span<const float> initial, O optimizer,
                                           std::size_t workers) const {
-    return std::make_unique<shard<D, O>>(std::move(device), initial, std::move(optimizer), workers);
+    return std::make_unique<shard<D, O>>(std::move(device), initial, std::move(optimizer), workers, staleness);
   }
 };
 

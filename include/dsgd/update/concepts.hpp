@@ -55,6 +55,18 @@ inline constexpr bool applies_each_push_v = requires {
   requires U::applies_each_push;
 };
 
+/// @returns rule @p u's settings as text where it has a `describe()` ("bounded_staleness(3)"),
+/// else "": a worker's registration carries it, and a ps whose own rule describes itself
+/// otherwise refuses the worker, naming both (a rule's settings must agree across the job).
+template <class U>
+std::string describe_rule(const U& u) {
+  if constexpr (requires {
+                  { u.describe() } -> std::convertible_to<std::string>;
+                })
+    return u.describe();
+  else return {};
+}
+
 /// A saved shard as checkpoints write and read it: shard_state's members.
 template <class S>
 concept saved_shard_state = std::default_initializable<S> && requires(S& s) {

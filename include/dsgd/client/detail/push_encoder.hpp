@@ -54,11 +54,13 @@ inline request pull_request(const placement::plan& plan, const placement::shard&
 }
 
 /// The register_request body of task @p me (replica @p replica) for ps task @p ps of @p plan: its
-/// shards' layouts with the push codec @p pushes and the pull codec @p pulls give each; sizes
+/// shards' layouts with the push codec @p pushes and the pull codec @p pulls give each, and the
+/// rule's settings @p rule; sizes
 /// @p counts for that ps's answer (one count per shard).
 inline std::string registration_body(const std::string& me, std::size_t replica, bool chief,
                                      const placement::plan& plan, std::size_t ps, const compress::selection& pushes,
-                                     const compress::selection& pulls, std::vector<std::uint64_t>& counts) {
+                                     const compress::selection& pulls, const std::string& rule,
+                                     std::vector<std::uint64_t>& counts) {
   auto mine = layouts(plan, ps);
   counts.resize(mine.size());
   auto codecs = describe_codecs(pushes, mine);
@@ -66,7 +68,7 @@ inline std::string registration_body(const std::string& me, std::size_t replica,
   const auto shards = static_cast<std::uint32_t>(mine.size());
   return protocol::encode_control(
       protocol::register_request{me, static_cast<std::uint32_t>(replica), chief, plan.fingerprint(), plan.describe(),
-                                 shards, std::move(mine), std::move(codecs), std::move(pull_codecs)});
+                                 shards, std::move(mine), std::move(codecs), std::move(pull_codecs), rule});
 }
 
 /// A worker's encoders, one per shard of its plan. The residual of a shard (top_k, two_bit)

@@ -31,6 +31,13 @@ struct handler<protocol::message::register_worker> {
     if (t.shards.agree(r) && r.shards == 0) t.log(t.self + " ready: 0 shards");
     detail::check_compression(t.opts.compression, r, t.self);
     detail::check_pull_compression(t.opts.pull_compression, r, t.self);
+    // The rule's settings agree (a worker set up without client_options::rule sends none and
+    // is not checked; the trainer always sends them).
+    if (const auto ours = update::describe_rule(t.opts.rule); !r.rule.empty() && r.rule != ours)
+      throw error(errc::invalid_argument, "update rule mismatch: " + r.task + " trains with " + r.rule + " but " +
+                                              t.self + " applies " +
+                                              (ours.empty() ? std::string("a rule without settings") : ours) +
+                                              " (workers and ps tasks need the same trainer_options::rule)");
     // A replica registering on a new connection supersedes its older ones (a restarted or
     // reconnected worker): closed now, nothing they still carry is applied after the counts
     // below are read, so those counts are final.

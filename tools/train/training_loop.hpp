@@ -189,9 +189,8 @@ int train(const settings& s) {
   std::printf(
       "final test accuracy %.4f (%s%s, %zu workers, %zu ps, %llu global steps in %.1f s = %.1f steps/s, "
       "%zu gradients dropped as stale)\n",
-      accuracy, s.rule.c_str(), setting.c_str(),
-      t.replicas(), t.cluster().num_tasks("ps"), static_cast<unsigned long long>(session.step()), seconds,
-      (session.step() - first_step) / seconds, dropped);
+      accuracy, s.rule.c_str(), setting.c_str(), t.replicas(), t.cluster().num_tasks("ps"),
+      static_cast<unsigned long long>(session.step()), seconds, (session.step() - first_step) / seconds, dropped);
   return accuracy >= s.target ? 0 : 1;
 }
 

@@ -88,6 +88,8 @@
 #include <dsgd/server/reply_sink.hpp>
 #include <dsgd/server/shard_table.hpp>
 
+#include <dsgd/data/auc.hpp>
+#include <dsgd/data/click_stream.hpp>
 #include <dsgd/data/fashion_mnist.hpp>
 
 #include <dsgd/train/local_sgd.hpp>

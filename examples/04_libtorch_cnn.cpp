@@ -24,6 +24,7 @@
 // Every task reads its role from TF_CONFIG (dsgd-launch sets it); the chief prints the test
 // accuracy after each epoch. Usage errors exit 2, naming the option.
 #include <dsgd/adapt/torch.hpp>
+#include <dsgd/cluster/token.hpp>
 #include <dsgd/data/fashion_mnist.hpp>
 #include <dsgd/device/cpu.hpp>
 #include <dsgd/optim/exponential_decay.hpp>
@@ -271,8 +272,8 @@ template <class Rule>
 int train(const settings& s) {
   using trainer = dsgd::trainer<dsgd::device::cpu, dsgd::placement::greedy_by_bytes, Rule, optimizer>;
   typename trainer::options o;
-  const char* token = std::getenv("DSGD_CLUSTER_TOKEN");
-  o.connection.token = token ? token : "dsgd-example-token";
+  o.connection.token = dsgd::cluster::token_from_environment(
+      [](std::string_view m) { std::fprintf(stderr, "%.*s\n", static_cast<int>(m.size()), m.data()); });
   // Every task computes the schedule from the same arguments and cluster: an epoch is one pass
   // over the training set, a step under sync (each averages a batch of every worker), a push
   // under async.

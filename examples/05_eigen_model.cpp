@@ -16,6 +16,7 @@
 // accuracy after each pass. Usage errors exit 2, naming the option.
 #include "eigen_softmax.hpp"
 
+#include <dsgd/cluster/token.hpp>
 #include <dsgd/data/fashion_mnist.hpp>
 #include <dsgd/device/cpu.hpp>
 #include <dsgd/optim/exponential_decay.hpp>
@@ -108,8 +109,8 @@ int train(const settings& s) {
   using optimizer = dsgd::optim::exponential_decay<dsgd::optim::momentum>;
   using trainer = dsgd::trainer<dsgd::device::cpu, dsgd::placement::round_robin, Rule, optimizer>;
   typename trainer::options o;
-  const char* token = std::getenv("DSGD_CLUSTER_TOKEN");
-  o.connection.token = token ? token : "dsgd-example-token";
+  o.connection.token = dsgd::cluster::token_from_environment(
+      [](std::string_view m) { std::fprintf(stderr, "%.*s\n", static_cast<int>(m.size()), m.data()); });
   // An epoch is one pass over the training set: a global step under sync (a batch of every
   // worker), a push under async; the learning rate decays by s.decay each epoch.
   const auto role = dsgd::cluster::resolve_from_environment();

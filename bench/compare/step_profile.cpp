@@ -43,6 +43,7 @@
 //                                          # rate: lr 0.01, decay 0.8 per epoch of 938 steps)
 //
 // bench/compare/step_profile.sh runs these next to a gloo allreduce of the same bytes.
+#include <dsgd/cluster/token.hpp>
 #include <dsgd/data/fashion_mnist.hpp>
 #include <dsgd/model/blas.hpp>
 #include <dsgd/model/mlp.hpp>
@@ -138,8 +139,8 @@ void print_usage(const char* what, const std::string& task, const usage& a, cons
 }
 
 std::string token() {
-  const char* t = std::getenv("DSGD_CLUSTER_TOKEN");
-  return t ? t : "dsgd-example-token";
+  return dsgd::cluster::token_from_environment(
+      [](std::string_view m) { std::fprintf(stderr, "%.*s\n", static_cast<int>(m.size()), m.data()); });
 }
 
 // The baseline: the same batches (shard 0 of 2) and forward/backward, nothing else.

@@ -66,6 +66,7 @@
 #include <dsgd/cluster/replicas.hpp>
 #include <dsgd/cluster/slurm.hpp>
 #include <dsgd/cluster/tf_config.hpp>
+#include <dsgd/cluster/token.hpp>
 
 #include <dsgd/transport/asio_tcp.hpp>
 #include <dsgd/transport/asio_tcp_policy.hpp>

@@ -4,12 +4,14 @@
 // Tests for <dsgd/cluster/environment.hpp>. The environment is always injected with
 // env_from_map, so the tests never read or change the real one.
 #include <dsgd/cluster/environment.hpp>
+#include <dsgd/cluster/token.hpp>
 
 #include <support/error_checks.hpp>
 
 #include <boost/test/unit_test.hpp>
 
 #include <string>
+#include <string_view>
 
 BOOST_AUTO_TEST_SUITE(environment_test)
 
@@ -59,6 +61,23 @@ BOOST_AUTO_TEST_CASE(a_host_list_of_the_wrong_length_is_rejected) {
 BOOST_AUTO_TEST_CASE(ports_past_65535_are_rejected) {
   const auto msg = error_of([] { cluster_from_ranks(3, {.base_port = 65534}); }, dsgd::errc::bad_cluster_spec);
   BOOST_TEST(contains(msg, "base_port 65534 with 3 ranks"));
+}
+
+// No default secret: the token is DSGD_CLUSTER_TOKEN; without it a task fails, saying how to
+// set one, unless DSGD_INSECURE_NO_TOKEN=1 opts out, which is logged.
+BOOST_AUTO_TEST_CASE(the_cluster_token_has_no_default) {
+  BOOST_TEST(token_from_environment({}, env_from_map({{"DSGD_CLUSTER_TOKEN", "s3cret"}})) == "s3cret");
+  for (const auto& env : {env_from_map({}), env_from_map({{"DSGD_CLUSTER_TOKEN", ""}}),
+                          env_from_map({{"DSGD_INSECURE_NO_TOKEN", "yes"}})}) {
+    const auto msg = error_of([&] { token_from_environment({}, env); }, dsgd::errc::invalid_argument);
+    BOOST_TEST(contains(msg, "DSGD_CLUSTER_TOKEN is not set"), msg);
+    BOOST_TEST(contains(msg, "dsgd-launch gives a single-host job a random one"), msg);
+    BOOST_TEST(contains(msg, "DSGD_INSECURE_NO_TOKEN=1"), msg);
+  }
+  std::string logged;
+  BOOST_TEST(token_from_environment([&](std::string_view m) { logged = m; },
+                                    env_from_map({{"DSGD_INSECURE_NO_TOKEN", "1"}})) == insecure_token);
+  BOOST_TEST(contains(logged, "running without a cluster secret"), logged);
 }
 
 BOOST_AUTO_TEST_CASE(slurm_variables_give_the_role) {

@@ -65,7 +65,10 @@ class launcher {
   }
 
   void start_tasks() {
-    if (opts_.token_env) {
+    // A single-host job's tasks share one random token unless one is set: no cluster runs
+    // with a secret anyone could read in the source. A job over several hosts needs the same
+    // DSGD_CLUSTER_TOKEN given to every host's launcher (its tasks fail at start without one).
+    if (opts_.nnodes == 1) {
       const char* given = std::getenv("DSGD_CLUSTER_TOKEN");
       if (given == nullptr || *given == '\0') job_.token = random_token();
     }

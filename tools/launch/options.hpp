@@ -61,7 +61,8 @@ inline po::options_description described(options& o) {
       "killing them")("kill-grace", po::value(&o.kill_grace_s)->value_name("S")->default_value(o.kill_grace_s),
                       "after SIGTERM, wait S seconds before SIGKILL")(
       "token-env", po::bool_switch(&o.token_env),
-      "give every task a random DSGD_CLUSTER_TOKEN (unless already set; single-host jobs only)")(
+      "give every task one random DSGD_CLUSTER_TOKEN unless one is set: what a single-host job always does "
+      "(kept for old command lines; refused with --nnodes, where every host needs the same token)")(
       "max-restarts", po::value(&o.max_restarts)->value_name("N")->default_value(o.max_restarts),
       "restart a task that fails (non-zero status or a signal) up to N times, in place: same role and "
       "address, after 1, 2, 4 ... (at most 30) seconds; past N its failure stops the cluster")(

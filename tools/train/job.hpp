@@ -10,6 +10,7 @@
 #include "options.hpp"
 
 #include <dsgd/cluster/environment.hpp>
+#include <dsgd/cluster/token.hpp>
 #include <dsgd/data/fashion_mnist.hpp>
 #include <dsgd/model/mlp.hpp>
 #include <dsgd/model/softmax_regression.hpp>
@@ -21,9 +22,11 @@
 
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <type_traits>
 
 namespace dsgd_train {
@@ -81,9 +84,11 @@ inline schedule make_schedule(const settings& s, std::size_t replicas, bool sync
           ps};
 }
 
+/// The cluster's secret: DSGD_CLUSTER_TOKEN (dsgd-launch draws one for a single-host job),
+/// with no default (cluster::token_from_environment).
 inline std::string cluster_token() {
-  const char* t = std::getenv("DSGD_CLUSTER_TOKEN");
-  return t ? t : "dsgd-example-token";
+  return dsgd::cluster::token_from_environment(
+      [](std::string_view m) { std::fprintf(stderr, "dsgd-train: %.*s\n", static_cast<int>(m.size()), m.data()); });
 }
 
 /// The trainer's options for @p s and its schedule. For ps:0 of an elastic job with --logdir,

@@ -156,9 +156,10 @@ inline std::string usage_text() {
        "which one it is. The job trains the Fashion-MNIST MLP (or softmax regression) data-parallel\n"
        "over the workers, its variables on the ps tasks.\n\n"
     << described(defaults)
-    << "\nEnvironment: TF_CONFIG (the task), DSGD_CLUSTER_TOKEN, DSGD_MIN_REPLICAS (an elastic job: the\n"
-       "spec's workers are slots and a sync step needs at least this many replicas; dsgd-launch\n"
-       "--workers MIN:MAX sets it).\n\n"
+    << "\nEnvironment: TF_CONFIG (the task), DSGD_CLUSTER_TOKEN (the cluster's secret, the same for\n"
+       "every task; no default: dsgd-launch draws one for a single-host job, DSGD_INSECURE_NO_TOKEN=1\n"
+       "runs without one), DSGD_MIN_REPLICAS (an elastic job: the spec's workers are slots and a sync\n"
+       "step needs at least this many replicas; dsgd-launch --workers MIN:MAX sets it).\n\n"
        "Exit status: 0 done (at --target or above), 1 a failure or below --target, 2 a bad option.\n";
   return s.str();
 }

@@ -4,8 +4,8 @@
 #
 # usage_test.sh DSGD_TRAIN
 # dsgd-train's command line: --help prints the usage and exits 0; every bad option exits 2
-# with a message that names it, before any connection is made (the one case that needs the
-# cluster gets a TF_CONFIG whose tasks nobody serves).
+# with a message that names it, before any connection is made (the cases that need the
+# cluster get a TF_CONFIG whose tasks nobody serves); a task without a cluster token exits 1.
 set -uo pipefail
 program=$1
 failures=0
@@ -76,6 +76,26 @@ expect_usage_error "unexpected argument extra" --epochs 1 extra
 # error comes before any connection.
 export TF_CONFIG='{"cluster":{"ps":["127.0.0.1:9"],"worker":["127.0.0.1:10","127.0.0.1:11"]},"task":{"type":"worker","index":0}}'
 expect_usage_error "--backup 2: must be below the 2 workers" --backup 2
+
+# No default secret: a task without DSGD_CLUSTER_TOKEN fails at start (exit 1), saying how to set
+# one, before it connects; DSGD_INSECURE_NO_TOKEN=1 opts out, logged (it then fails to reach
+# the ps nobody serves, 1 s later).
+msg=$(env -u DSGD_CLUSTER_TOKEN -u DSGD_INSECURE_NO_TOKEN "$program" --model softmax 2>&1 >/dev/null)
+status=$?
+if [[ $status -ne 1 ]] || ! grep -qF "DSGD_CLUSTER_TOKEN is not set" <<<"$msg" || grep -qF "could not reach" <<<"$msg"; then
+  echo "FAIL: without a token: exit $status, expected 1 before connecting ($msg)"
+  failures=$((failures + 1))
+else
+  echo "ok: without a token -> $msg"
+fi
+msg=$(env -u DSGD_CLUSTER_TOKEN DSGD_INSECURE_NO_TOKEN=1 "$program" --model softmax --startup-timeout 1 2>&1 >/dev/null)
+if ! grep -qF "DSGD_INSECURE_NO_TOKEN=1: running without a cluster secret" <<<"$msg" ||
+  ! grep -qF "could not reach ps:0" <<<"$msg"; then
+  echo "FAIL: DSGD_INSECURE_NO_TOKEN=1 did not run without a secret, logged: $msg"
+  failures=$((failures + 1))
+else
+  echo "ok: DSGD_INSECURE_NO_TOKEN=1 -> runs, logged"
+fi
 unset TF_CONFIG
 
 if [[ $failures -ne 0 ]]; then echo "usage_test: $failures failure(s)"; exit 1; fi

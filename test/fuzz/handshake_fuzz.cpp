@@ -120,10 +120,10 @@ void offer(dsgd::fuzz::input_reader& in) {
   std::string reason;
   if (auto decoded = t::detail::ring_offer::decode(offer_bytes, reason)) {
     if (decoded->bytes != 0) {
-      dsgd::fuzz::check(decoded->name.size() == t::detail::ring_offer::name_size &&
-                            decoded->name.starts_with("/dsgd-") &&
-                            decoded->name.find_first_not_of("0123456789abcdef", 6) == std::string::npos,
-                        "an offer naming something other than a dsgd segment was accepted");
+      dsgd::fuzz::check(decoded->name.size() <= t::detail::ring_offer::name_size &&
+                            decoded->name.starts_with("/proc/") && decoded->name.find("/fd/") != std::string::npos &&
+                            decoded->name.find_first_not_of("0123456789/procfd") == std::string::npos,
+                        "an offer naming something other than a descriptor path was accepted");
       std::string why;
       dsgd::fuzz::check(!t::detail::shared_ring::open(*decoded, std::size_t{1} << 20, why).has_value() && !why.empty(),
                         "a forged offer opened a segment, or failed without a reason");
@@ -192,7 +192,7 @@ std::vector<std::string> dsgd::fuzz::seeds() {
   out.push_back(std::string(1, '\6') + "\x05ps 0" + token);
   // Offer: a well-formed one naming a segment that does not exist, one naming a file elsewhere,
   // and no offer; answers 1 and 2.
-  const t::detail::ring_offer good{.bytes = 4096, .name = "/dsgd-000000000000000000000000"};
+  const t::detail::ring_offer good{.bytes = 4096, .name = "/proc/1/fd/999999"};
   const t::detail::ring_offer bad{.bytes = 4096, .name = "/dev-shm-../../../etc/passwd0000"};
   out.push_back(std::string(1, '\3') + as_string(good.encode()) + as_string(t::detail::ring_answer::encode(true)));
   auto two = t::detail::ring_answer::encode(true);

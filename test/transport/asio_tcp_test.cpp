@@ -200,16 +200,19 @@ struct cluster_fixture : dsgd::test::loopback_listener {
     return headers;
   }
 
-  // The names of dsgd segments in /dev/shm (none once every handshake has finished).
-  // This process's segments: their names start with its pid in 8 hex digits (other tests'
-  // processes make segments of their own meanwhile).
-  static std::vector<std::string> shm_names() {
-    char prefix[16];
-    std::snprintf(prefix, sizeof prefix, "dsgd-%08x", static_cast<unsigned>(::getpid()));
+  // This process's descriptors of ring segments, through which a peer could still open one
+  // (none once every handshake has finished: the mappings stay, the descriptors go), and any
+  // dsgd name in /dev/shm (rings have none).
+  static std::vector<std::string> open_segments() {
     std::vector<std::string> out;
     std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd", ec)) {
+      std::error_code link_ec;
+      const auto target = std::filesystem::read_symlink(e.path(), link_ec).string();
+      if (!link_ec && target.starts_with("/memfd:dsgd-ring")) out.push_back(e.path().string() + " -> " + target);
+    }
     for (const auto& e : std::filesystem::directory_iterator("/dev/shm", ec))
-      if (e.path().filename().string().starts_with(prefix)) out.push_back(e.path().filename().string());
+      if (e.path().filename().string().starts_with("dsgd-")) out.push_back(e.path().string());
     return out;
   }
 
@@ -508,7 +511,7 @@ BOOST_AUTO_TEST_CASE(peers_on_one_host_move_payloads_through_shared_memory_and_l
   BOOST_TEST(client->receives_through_shared_memory());
   BOOST_TEST(server->sends_through_shared_memory());
   BOOST_TEST(server->receives_through_shared_memory());
-  BOOST_TEST(shm_names().empty());  // both names removed once mapped
+  BOOST_TEST(open_segments().empty());  // both descriptors closed once mapped
 
   // Ten messages of 2.5 MiB each way through 4 MiB rings: every lap wraps, and a chunk that
   // finds the ring full goes inline; the bytes arrive whole and in order either way.
@@ -543,7 +546,7 @@ BOOST_AUTO_TEST_CASE(shared_memory_is_used_only_when_both_sides_allow_it) {
     BOOST_TEST(!server->receives_through_shared_memory());
     const auto headers = expect_delivered(*client, *server, random_bytes(1u << 20, 21));
     BOOST_TEST((headers.at(0).flags & t::frame_flags::shared_memory) == 0u);
-    BOOST_TEST(shm_names().empty());
+    BOOST_TEST(open_segments().empty());
   }
 }
 
@@ -572,7 +575,7 @@ BOOST_AUTO_TEST_CASE(a_malformed_shared_memory_offer_fails_the_handshake_and_nam
   expect_closed_by_server(s);
   BOOST_TEST(log_mentions("shared-memory offer names no dsgd segment"));
   BOOST_TEST(accepted.empty());
-  BOOST_TEST(shm_names().empty());  // the server's own ring went with the failed handshake
+  BOOST_TEST(open_segments().empty());  // the server's own ring went with the failed handshake
 }
 
 BOOST_AUTO_TEST_SUITE_END()
@@ -585,7 +588,7 @@ BOOST_AUTO_TEST_CASE(payloads_wrap_around_the_ring_and_a_full_ring_refuses_inste
   BOOST_REQUIRE_MESSAGE(tx.has_value(), why);
   auto rx = t::detail::shared_ring::open(tx->offer(), 1u << 20, why);
   BOOST_REQUIRE_MESSAGE(rx.has_value(), why);
-  tx->unlink();
+  tx->withdraw();
   std::mt19937 rng(5);
   std::vector<std::vector<std::byte>> in_flight;
   std::size_t refused = 0;
@@ -628,8 +631,21 @@ BOOST_AUTO_TEST_CASE(a_segment_is_opened_only_with_its_cookie_and_within_the_siz
   auto wrong_size = tx->offer();
   wrong_size.bytes = 4096;
   BOOST_TEST(!t::detail::shared_ring::open(wrong_size, 1u << 20, why).has_value());
-  tx->unlink();
-  BOOST_TEST(!t::detail::shared_ring::open(tx->offer(), 1u << 20, why).has_value());  // name gone
+  const auto withdrawn = tx->offer();
+  tx->withdraw();
+  BOOST_TEST(!t::detail::shared_ring::open(withdrawn, 1u << 20, why).has_value());  // descriptor closed
+  BOOST_TEST(why.find("open /proc/") != std::string::npos, why);
+  // Only a ring's descriptor is opened: a regular file named by its /proc path is not.
+  const auto file = std::filesystem::temp_directory_path() / ("dsgd_ring_file_" + std::to_string(::getpid()));
+  const int file_fd = ::open(file.c_str(), O_RDWR | O_CREAT | O_TRUNC, 0600);
+  BOOST_REQUIRE(file_fd >= 0);
+  BOOST_REQUIRE(::ftruncate(file_fd, static_cast<off_t>(t::detail::shared_ring::header_bytes + 8192)) == 0);
+  auto on_disk = withdrawn;
+  on_disk.name = "/proc/" + std::to_string(::getpid()) + "/fd/" + std::to_string(file_fd);
+  BOOST_TEST(!t::detail::shared_ring::open(on_disk, 1u << 20, why).has_value());
+  BOOST_TEST(why.find("not a dsgd ring") != std::string::npos, why);
+  ::close(file_fd);
+  std::filesystem::remove(file);
   // The offer round-trips through its wire form.
   auto again = t::detail::shared_ring::create(8192, why);
   BOOST_REQUIRE(again.has_value());
@@ -640,45 +656,55 @@ BOOST_AUTO_TEST_CASE(a_segment_is_opened_only_with_its_cookie_and_within_the_siz
   BOOST_TEST(t::detail::shared_ring::open(*decoded, 1u << 20, why).has_value());
 }
 
-// A segment whose creator was killed between creating it and removing its name (the soak's
-// kill -9 during a handshake) is removed by the next handshake's sweep once its creator is gone
-// and it is older than the handshake deadline; a live creator's segment and other names stay.
-BOOST_AUTO_TEST_CASE(segments_left_by_a_killed_creator_are_removed_and_no_others) {
+// A creator killed between making its ring and its peer opening it (the soak's kill -9 during a
+// handshake) leaves nothing: the segment has no name anywhere, the kernel frees it with the
+// creator's descriptor, and the peer's open fails, so payloads would go inline. 200 times, a
+// child makes a 4 MiB ring, hands over its offer and is killed with SIGKILL; no dsgd name
+// appears in /dev/shm, no open succeeds, and the host's shared memory does not grow by the
+// 800 MiB the rings would hold had they outlived their creators.
+BOOST_AUTO_TEST_CASE(a_creator_killed_before_its_peer_opens_the_ring_leaves_nothing) {
   using ring = t::detail::shared_ring;
-  BOOST_TEST(ring::creator_of("/dsgd-00007de0ae7babbbfc7ba18a").value_or(0) == 0x7de0u);
-  BOOST_TEST(!ring::creator_of("/dsgd-00007de0ae7babbbfc7ba18").has_value());   // too short
-  BOOST_TEST(!ring::creator_of("/dsgd-00007DE0ae7babbbfc7ba18a").has_value());  // not ours: upper case
-  BOOST_TEST(!ring::creator_of("/dsgd-00000000ae7babbbfc7ba18a").has_value());  // no pid 0
-  BOOST_TEST(!ring::creator_of("/sem.dsgd-00007de0ae7babb").has_value());
-
-  // A pid that is gone: a child that exits at once, reaped.
-  const pid_t child = ::fork();
-  BOOST_REQUIRE(child >= 0);
-  if (child == 0) ::_exit(0);
-  int status = 0;
-  BOOST_REQUIRE(::waitpid(child, &status, 0) == child);
-  char dead_name[40], live_name[40];
-  std::snprintf(dead_name, sizeof dead_name, "dsgd-%08x0123456789abcdef", static_cast<unsigned>(child));
-  std::snprintf(live_name, sizeof live_name, "dsgd-%08xfedcba9876543210", static_cast<unsigned>(::getpid()));
-  const std::filesystem::path shm = "/dev/shm";
-  for (const char* name : {dead_name, live_name}) {
-    const int fd = ::shm_open(("/" + std::string(name)).c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
-    BOOST_REQUIRE_MESSAGE(fd >= 0, name << ": " << std::strerror(errno));
-    ::close(fd);
+  const auto shmem_kib = [] {
+    std::FILE* f = std::fopen("/proc/meminfo", "r");
+    long kib = -1;
+    char line[256];
+    while (f && std::fgets(line, sizeof line, f))
+      if (std::sscanf(line, "Shmem: %ld kB", &kib) == 1) break;
+    if (f) std::fclose(f);
+    return kib;
+  };
+  const long before = shmem_kib();
+  std::size_t refused = 0;
+  for (int round = 0; round < 200; ++round) {
+    int pipe_fds[2];
+    BOOST_REQUIRE(::pipe(pipe_fds) == 0);
+    const pid_t child = ::fork();
+    BOOST_REQUIRE(child >= 0);
+    if (child == 0) {
+      std::string why;
+      auto r = ring::create(4u << 20, why);
+      const auto offer = r ? r->offer().encode() : t::detail::ring_offer{}.encode();
+      if (::write(pipe_fds[1], offer.data(), offer.size()) != static_cast<ssize_t>(offer.size())) ::_exit(1);
+      ::pause();  // killed here, holding the ring, its peer not yet in
+      ::_exit(0);
+    }
+    ::close(pipe_fds[1]);
+    t::detail::ring_offer::bytes_type bytes{};
+    BOOST_REQUIRE(::read(pipe_fds[0], bytes.data(), bytes.size()) == static_cast<ssize_t>(bytes.size()));
+    ::close(pipe_fds[0]);
+    ::kill(child, SIGKILL);
+    int status = 0;
+    BOOST_REQUIRE(::waitpid(child, &status, 0) == child);
+    std::string why;
+    const auto offer = t::detail::ring_offer::decode(bytes, why);
+    BOOST_REQUIRE_MESSAGE(offer && offer->bytes == (4u << 20), why);
+    if (!ring::open(*offer, 8u << 20, why)) ++refused;
   }
-  const auto exists = [&](const char* name) { return std::filesystem::exists(shm / name); };
-  // Young: kept whoever made it (the creator could be mid-handshake in another pid namespace).
-  ring::remove_stale(10s);
-  BOOST_TEST(exists(dead_name));
-  BOOST_TEST(exists(live_name));
-  // An hour old: the dead creator's goes, the live one's (this process) stays.
-  const std::array<timespec, 2> hour_ago{timespec{::time(nullptr) - 3600, 0}, timespec{::time(nullptr) - 3600, 0}};
-  for (const char* name : {dead_name, live_name})
-    BOOST_REQUIRE(::utimensat(AT_FDCWD, (shm / name).c_str(), hour_ago.data(), 0) == 0);
-  BOOST_TEST(ring::remove_stale(10s) >= 1u);
-  BOOST_TEST(!exists(dead_name));
-  BOOST_TEST(exists(live_name));
-  ::shm_unlink(("/" + std::string(live_name)).c_str());
+  BOOST_TEST(refused == 200u);
+  BOOST_TEST(cluster_fixture::open_segments().empty());
+  const long after = shmem_kib();
+  BOOST_TEST_MESSAGE("Shmem before " << before << " kB, after " << after << " kB");
+  if (before >= 0 && after >= 0) BOOST_TEST(after - before < 200 * 1024, "Shmem grew by " << after - before << " kB");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -35,11 +35,11 @@ enum class payload_checksums {
 /// go through a ring in shared memory, one per direction, with only the frame headers on the
 /// socket: one copy on each side instead of the kernel's two socket copies and its TCP work.
 /// Both ends must allow it, and the handshake sets it up; it is never used with TLS. A ring that
-/// cannot be made (no /dev/shm, no room there) only means payloads go inline on the socket.
+/// cannot be made (no room for it) only means payloads go inline on the socket.
 /// docs/transport.md, "Shared memory between tasks on one host".
 struct shared_memory_options {
   bool enabled = true;  ///< false: every payload goes on the socket
-  /// Bytes of each direction's ring, reserved in /dev/shm for the connection's life. A payload
+  /// Bytes of each direction's ring, reserved in shared memory for the connection's life. A payload
   /// larger than what the ring has free when it is sent goes inline on the socket instead.
   std::size_t ring_bytes = std::size_t{4} << 20;
 };

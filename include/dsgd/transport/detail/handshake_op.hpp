@@ -112,10 +112,9 @@ class handshake_op {
       case step::check_proof: {
         if (auto e = o.hs_->verify_proof(o.peer_proof_, reason)) return finish(std::move(op), e, reason);
         c.peer_identity_ = o.hs_->peer_identity();
-        // A ring the system cannot make (no /dev/shm, full) only means payloads go inline.
+        // A ring the system cannot make (no memory to reserve) only means payloads go inline.
         std::string ignored;
         if (o.shared_memory_eligible()) {
-          shared_ring::remove_stale_now_and_then(c.options_.handshake_timeout);  // of processes killed in a handshake
           c.tx_ring_ = shared_ring::create(c.options_.shared_memory.ring_bytes, ignored);
         }
         o.own_offer_ = c.tx_ring_ ? c.tx_ring_->offer().encode() : ring_offer{}.encode();
@@ -140,7 +139,7 @@ class handshake_op {
         auto mapped = ring_answer::decode(o.peer_answer_, reason);
         if (!mapped) return finish(std::move(op), errc::handshake_failed, reason);
         if (c.tx_ring_) {
-          c.tx_ring_->unlink();  // mapped by the peer, or declined: either way nobody opens it again
+          c.tx_ring_->withdraw();  // mapped by the peer, or declined: either way nobody opens it again
           if (!*mapped) c.tx_ring_.reset();
         }
         c.authenticated_ = true;

@@ -2,10 +2,13 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 /// @file
-/// A one-way ring of payload bytes in POSIX shared memory, between two tasks on one host: the
-/// sender copies a frame's payload into the ring and sends only the header over the socket;
-/// the receiver copies the payload out of the ring when that header arrives. The socket stays
-/// the only thing either side waits on, so deadlines, peer loss and ordering are the socket's.
+/// A one-way ring of payload bytes in shared memory, between two tasks on one host: the sender
+/// copies a frame's payload into the ring and sends only the header over the socket; the
+/// receiver copies the payload out of the ring when that header arrives. The socket stays the
+/// only thing either side waits on, so deadlines, peer loss and ordering are the socket's.
+/// The memory is anonymous (memfd_create): it has no name in /dev/shm, the peer opens it
+/// through the creator's descriptor (/proc/PID/fd/FD), and the kernel frees it with its last
+/// holder, so a process killed at any point leaves nothing behind.
 /// docs/transport.md, "Shared memory between tasks on one host".
 // IWYU pragma: private, include <dsgd/transport/asio_tcp.hpp>
 #pragma once
@@ -32,9 +35,7 @@
 #include <utility>
 
 #if defined(__linux__)
-#include <dirent.h>
 #include <fcntl.h>
-#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -48,17 +49,18 @@ inline bool starts_with(std::span<const std::byte> in, const std::array<std::byt
 }
 
 /// What a sender tells its peer about the ring it made for it, in the handshake: 64 bytes,
-/// little-endian: magic `DSGM` (0..3), the ring's capacity (8..15; 0 offers nothing), its
-/// shm_open name (16..45, NUL padded) and a random cookie (48..63) that the segment also holds.
+/// little-endian: magic `DSGM` (0..3), the ring's capacity (8..15; 0 offers nothing), the path
+/// the peer opens it by, `/proc/PID/fd/FD` of the creator's descriptor (16..45, NUL padded),
+/// and a random cookie (48..63) that the segment also holds.
 struct ring_offer {
   static constexpr std::size_t size = 64;
-  static constexpr std::size_t name_size = 30;  // "/dsgd-", 8 hex digits of the pid, 16 random
-  static constexpr std::string_view name_prefix = "/dsgd-";
+  static constexpr std::size_t name_size = 30;  // room for "/proc/" 10 digits "/fd/" 10 digits
+  static constexpr std::string_view name_prefix = "/proc/";
   static constexpr std::array<std::byte, 4> magic{std::byte{'D'}, std::byte{'S'}, std::byte{'G'}, std::byte{'M'}};
   using bytes_type = std::array<std::byte, size>;
 
   std::uint64_t bytes = 0;             ///< ring capacity; 0: no ring offered
-  std::string name;                    ///< shm_open name
+  std::string name;                    ///< /proc/PID/fd/FD of the creator
   std::array<std::byte, 16> cookie{};  ///< also at the start of the segment: proves it is this one
 
   bytes_type encode() const noexcept {
@@ -78,7 +80,7 @@ struct ring_offer {
     }
     ring_offer o;
     o.bytes = load_le<std::uint64_t>(in.data() + 8);
-    for (std::size_t i = 0; i < name_size; ++i) o.name += static_cast<char>(in[16 + i]);
+    for (std::size_t i = 0; i < name_size && in[16 + i] != std::byte{0}; ++i) o.name += static_cast<char>(in[16 + i]);
     std::memcpy(o.cookie.data(), in.data() + 48, o.cookie.size());
     if (o.bytes == 0) return o;
     // Only names of the form this side makes: nothing else on the host can be opened by it.
@@ -89,12 +91,18 @@ struct ring_offer {
     return o;
   }
 
-  /// @returns whether @p name has the form of every name shared_ring::create() makes:
-  /// name_prefix, then lower-case hex digits (the creator's pid in 8, 16 random), name_size in all.
+  /// @returns whether @p name has the form of every path shared_ring::create() offers,
+  /// `/proc/PID/fd/FD` with PID and FD of 1 to 10 decimal digits: nothing else on the host is
+  /// opened on a peer's word.
   static bool well_formed_name(std::string_view name) noexcept {
-    return name.size() == name_size && name.starts_with(name_prefix) &&
-           std::all_of(name.begin() + name_prefix.size(), name.end(),
-                       [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+    const auto digits = [](std::string_view d) {
+      return !d.empty() && d.size() <= 10 &&
+             std::all_of(d.begin(), d.end(), [](char c) { return c >= '0' && c <= '9'; });
+    };
+    if (name.size() > name_size || !name.starts_with(name_prefix)) return false;
+    const auto rest = name.substr(name_prefix.size());
+    const auto slash = rest.find("/fd/");
+    return slash != std::string_view::npos && digits(rest.substr(0, slash)) && digits(rest.substr(slash + 4));
   }
 };
 
@@ -129,7 +137,8 @@ struct ring_answer {
 /// (open(), read()). Positions count bytes since the start and only grow; a payload never
 /// wraps: one that does not fit before the end starts at the beginning, and both sides apply
 /// the same rule, so the receiver needs no offsets. The segment is unmapped on destruction;
-/// its name is removed by unlink() once the peer has mapped it (or declined).
+/// the sender's descriptor, through which the peer opens it, is closed by withdraw() once the
+/// peer has mapped it (or declined), or on destruction.
 class shared_ring {
  public:
   /// Bytes before the data: the cookie and capacity, then the two positions on their own lines.
@@ -142,6 +151,7 @@ class shared_ring {
   shared_ring(shared_ring&& o) noexcept
       : base_(std::exchange(o.base_, nullptr)),
         capacity_(o.capacity_),
+        fd_(std::exchange(o.fd_, -1)),
         name_(std::exchange(o.name_, {})),
         cookie_(o.cookie_),
         position_(o.position_) {}
@@ -150,6 +160,7 @@ class shared_ring {
       release();
       base_ = std::exchange(o.base_, nullptr);
       capacity_ = o.capacity_;
+      fd_ = std::exchange(o.fd_, -1);
       name_ = std::move(o.name_);
       o.name_.clear();
       cookie_ = o.cookie_;
@@ -159,103 +170,36 @@ class shared_ring {
   }
   ~shared_ring() { release(); }
 
-  /// Removes the segments that processes killed during a handshake left behind: every
-  /// `/dsgd-` name of this user whose creator (the pid in its name) is gone and that was last
-  /// changed more than @p older_than ago. A live creator removes its name within its handshake
-  /// deadline, so the age only guards a segment of a process this one cannot see (another pid
-  /// namespace sharing /dev/shm); losing it would only leave that ring's payloads on the socket.
-  /// @returns how many it removed
-  static std::size_t remove_stale(std::chrono::milliseconds older_than) noexcept {
-#if defined(__linux__)
-    DIR* dir = ::opendir("/dev/shm");
-    if (dir == nullptr) return 0;
-    std::size_t removed = 0;
-    const auto cutoff = std::chrono::system_clock::now() - older_than;
-    while (const dirent* e = ::readdir(dir)) {
-      const std::size_t n = std::strlen(e->d_name);
-      if (n + 1 != ring_offer::name_size) continue;
-      std::array<char, ring_offer::name_size + 1> name{'/'};  // the shm_open name, NUL-terminated
-      std::memcpy(name.data() + 1, e->d_name, n + 1);
-      const auto pid = creator_of({name.data(), ring_offer::name_size});
-      if (!pid || (::kill(static_cast<pid_t>(*pid), 0) == 0 || errno != ESRCH)) continue;
-      struct stat st {};
-      if (::fstatat(::dirfd(dir), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
-          st.st_uid != ::geteuid())
-        continue;
-      using std::chrono::system_clock;
-      const auto changed =
-          system_clock::from_time_t(st.st_mtim.tv_sec) +
-          std::chrono::duration_cast<system_clock::duration>(std::chrono::nanoseconds{st.st_mtim.tv_nsec});
-      if (changed < cutoff && ::shm_unlink(name.data()) == 0) ++removed;
-    }
-    ::closedir(dir);
-    return removed;
-#else
-    (void)older_than;
-    return 0;
-#endif
-  }
-
-  /// remove_stale() at most once a second per process, as each handshake asks for it.
-  static void remove_stale_now_and_then(std::chrono::milliseconds older_than) noexcept {
-    static std::atomic<std::int64_t> last_sweep{-1};
-    const auto now = std::chrono::steady_clock::now().time_since_epoch();
-    const auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(now).count();
-    auto last = last_sweep.load(std::memory_order_relaxed);
-    if (last >= 0 && now_ms - last < 1000) return;
-    if (!last_sweep.compare_exchange_strong(last, now_ms, std::memory_order_relaxed)) return;  // another thread sweeps
-    remove_stale(older_than);
-  }
-
-  /// @returns the pid that a shm_open name of create()'s form carries
-  /// (ring_offer::well_formed_name), or nothing for any other name or pid 0.
-  static std::optional<std::uint32_t> creator_of(std::string_view name) noexcept {
-    if (!ring_offer::well_formed_name(name)) return std::nullopt;
-    std::uint32_t pid = 0;
-    for (const char c : name.substr(ring_offer::name_prefix.size(), 8))
-      pid = pid << 4 | static_cast<std::uint32_t>(c <= '9' ? c - '0' : c - 'a' + 10);
-    if (pid == 0) return std::nullopt;
-    return pid;
-  }
-
-  /// Sender: makes a fresh segment of @p capacity data bytes with a random name, mode 0600,
-  /// its memory reserved now (a full /dev/shm fails here, not later with SIGBUS).
+  /// Sender: makes a fresh anonymous segment of @p capacity data bytes (memfd_create, close
+  /// on exec), its memory reserved now (no room fails here, not later with SIGBUS), and keeps
+  /// the descriptor the peer opens it through until withdraw().
   /// @returns the ring, or nothing with @p reason
   static std::optional<shared_ring> create(std::size_t capacity, std::string& reason) {
 #if defined(__linux__)
-    std::array<unsigned char, 12 + 16> random{};
+    std::array<unsigned char, 16> random{};
     if (RAND_bytes(random.data(), static_cast<int>(random.size())) != 1) {
       reason = "RAND_bytes failed";
       return std::nullopt;
     }
-    // "/dsgd-", the creator's pid in 8 hex digits, 16 random ones: a segment left behind by a
-    // killed process names it (tests and leak checks tell theirs from another process's).
-    constexpr char hex[] = "0123456789abcdef";
-    std::string name(ring_offer::name_prefix);
-    const auto pid = static_cast<std::uint32_t>(::getpid());
-    for (int shift = 28; shift >= 0; shift -= 4) name += hex[(pid >> shift) & 15];
-    for (std::size_t i = 0; i < 8; ++i) {
-      name += hex[random[i] >> 4];
-      name += hex[random[i] & 15];
-    }
-    const int fd = ::shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
+    const int fd = ::memfd_create("dsgd-ring", MFD_CLOEXEC);
     if (fd < 0) {
-      reason = "shm_open " + name + ": " + std::strerror(errno);
+      reason = std::string("memfd_create: ") + std::strerror(errno);
       return std::nullopt;
     }
     const std::size_t total = header_bytes + capacity;
     const int err = ::posix_fallocate(fd, 0, static_cast<off_t>(total));
     void* base = err == 0 ? ::mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : MAP_FAILED;
     const int map_errno = errno;
-    ::close(fd);
     if (base == MAP_FAILED) {
-      ::shm_unlink(name.c_str());
+      ::close(fd);
       reason = "reserving " + std::to_string(total) +
                " bytes of shared memory: " + std::strerror(err != 0 ? err : map_errno);
       return std::nullopt;
     }
-    shared_ring r(static_cast<std::byte*>(base), capacity, std::move(name));
-    std::memcpy(r.cookie_.data(), random.data() + 12, r.cookie_.size());
+    shared_ring r(static_cast<std::byte*>(base), capacity,
+                  "/proc/" + std::to_string(::getpid()) + "/fd/" + std::to_string(fd));
+    r.fd_ = fd;
+    std::memcpy(r.cookie_.data(), random.data(), r.cookie_.size());
     std::memcpy(r.base_, r.cookie_.data(), r.cookie_.size());
     store_le(r.base_ + 16, std::uint64_t{capacity});
     r.head().store(0, std::memory_order_relaxed);
@@ -268,24 +212,35 @@ class shared_ring {
 #endif
   }
 
-  /// Receiver: maps the segment @p offer names, after checking that it is the one offered
-  /// (its cookie and size) and that its capacity is at most @p max_capacity.
-  /// @returns the ring, or nothing with @p reason (another host, another user, a stale name)
+  /// Receiver: maps the segment @p offer names, after checking that it is an anonymous segment
+  /// of this user (a regular file without a link), the one offered (its cookie and size), and
+  /// that its capacity is at most @p max_capacity.
+  /// @returns the ring, or nothing with @p reason (another host, another user, a creator gone)
   static std::optional<shared_ring> open(const ring_offer& offer, std::size_t max_capacity, std::string& reason) {
 #if defined(__linux__)
     if (offer.bytes == 0 || offer.bytes > max_capacity) {
       reason = "ring of " + std::to_string(offer.bytes) + " bytes is outside 1.." + std::to_string(max_capacity);
       return std::nullopt;
     }
-    const int fd = ::shm_open(offer.name.c_str(), O_RDWR, 0);
+    // Only a descriptor of a ring is opened: the link is read first (reading it opens nothing),
+    // so a peer's offer never makes this task open a device or a file another process holds.
+    std::array<char, 64> target{};
+    const auto n = ::readlink(offer.name.c_str(), target.data(), target.size() - 1);
+    if (n < 0 || !std::string_view(target.data(), static_cast<std::size_t>(n)).starts_with("/memfd:dsgd-ring")) {
+      reason = "open " + offer.name + ": " + (n < 0 ? std::strerror(errno) : "not a dsgd ring");
+      return std::nullopt;
+    }
+    // And opening it neither waits (a FIFO) nor takes a terminal, whatever it became meanwhile.
+    const int fd = ::open(offer.name.c_str(), O_RDWR | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
     if (fd < 0) {
-      reason = "shm_open " + offer.name + ": " + std::strerror(errno);
+      reason = "open " + offer.name + ": " + std::strerror(errno);
       return std::nullopt;
     }
     const std::size_t total = header_bytes + static_cast<std::size_t>(offer.bytes);
     struct stat st {};
     void* base = MAP_FAILED;
-    if (::fstat(fd, &st) == 0 && st.st_uid == ::geteuid() && static_cast<std::size_t>(st.st_size) == total)
+    if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink == 0 && st.st_uid == ::geteuid() &&
+        static_cast<std::size_t>(st.st_size) == total)
       base = ::mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     ::close(fd);
     if (base == MAP_FAILED) {
@@ -312,12 +267,13 @@ class shared_ring {
   /// @returns the ring's data capacity in bytes.
   std::size_t capacity() const noexcept { return capacity_; }
 
-  /// Sender: removes the segment's name (the mapping stays); once the peer has mapped it or
-  /// declined, nothing else may open it.
-  void unlink() noexcept {
+  /// Sender: closes the descriptor the peer opened the segment through (the mapping stays);
+  /// once the peer has mapped it or declined, nothing else may open it.
+  void withdraw() noexcept {
 #if defined(__linux__)
-    if (!name_.empty()) ::shm_unlink(name_.c_str());
+    if (fd_ >= 0) ::close(fd_);
 #endif
+    fd_ = -1;
     name_.clear();
   }
 
@@ -364,7 +320,7 @@ class shared_ring {
       : base_(base), capacity_(capacity), name_(std::move(name)) {}
 
   void release() noexcept {
-    unlink();
+    withdraw();
 #if defined(__linux__)
     if (base_) ::munmap(base_, header_bytes + capacity_);
 #endif
@@ -388,7 +344,8 @@ class shared_ring {
 
   std::byte* base_ = nullptr;
   std::size_t capacity_ = 0;
-  std::string name_;                    // until unlink(); the sender's only
+  int fd_ = -1;                         // the sender's descriptor of the segment, until withdraw()
+  std::string name_;                    // its /proc path, until withdraw(); the sender's only
   std::array<std::byte, 16> cookie_{};  // the sender's
   std::uint64_t position_ = 0;          // sender: bytes written; receiver: bytes read
 };

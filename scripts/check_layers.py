@@ -32,7 +32,8 @@ ALLOWED = {
     "optim": {"device", "core"},
     "update": {"optim", "device", "tensor", "core"},
     "compress": {"device", "core"},
-    "placement": {"tensor", "core"},
+    # placement::pinned reads TF device strings ("/job:ps/task:0"), cluster/device_spec.hpp.
+    "placement": {"cluster", "tensor", "core"},
     "cluster": {"device", "core"},
     "transport": {"cluster", "core"},
     "checkpoint": {"placement", "tensor", "core"},

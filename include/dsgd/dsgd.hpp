@@ -31,6 +31,7 @@
 #include <dsgd/optim/concepts.hpp>
 #include <dsgd/optim/cosine_decay.hpp>
 #include <dsgd/optim/exponential_decay.hpp>
+#include <dsgd/optim/ftrl.hpp>
 #include <dsgd/optim/mean.hpp>
 #include <dsgd/optim/momentum.hpp>
 #include <dsgd/optim/piecewise_constant.hpp>
@@ -55,6 +56,7 @@
 #include <dsgd/placement/concepts.hpp>
 #include <dsgd/placement/greedy_by_bytes.hpp>
 #include <dsgd/placement/partitioned.hpp>
+#include <dsgd/placement/pinned.hpp>
 #include <dsgd/placement/plan.hpp>
 #include <dsgd/placement/round_robin.hpp>
 

@@ -11,6 +11,7 @@
 #include <dsgd/optim/adam.hpp>
 #include <dsgd/optim/concepts.hpp>
 #include <dsgd/optim/exponential_decay.hpp>
+#include <dsgd/optim/ftrl.hpp>
 #include <dsgd/optim/momentum.hpp>
 #include <dsgd/optim/sgd.hpp>
 #include <dsgd/placement/round_robin.hpp>
@@ -98,6 +99,7 @@ static_assert(dsgd::Optimizer<dsgd::optim::sgd, cpu>);
 static_assert(dsgd::Optimizer<dsgd::optim::momentum, cpu>);
 static_assert(dsgd::Optimizer<dsgd::optim::adagrad, cpu>);
 static_assert(dsgd::Optimizer<dsgd::optim::adam, cpu>);
+static_assert(dsgd::Optimizer<dsgd::optim::ftrl, cpu>);
 static_assert(dsgd::Optimizer<dsgd::optim::exponential_decay<dsgd::optim::momentum>, cpu>);
 static_assert(dsgd::Optimizer<sign_sgd, cpu>);
 static_assert(dsgd::Optimizer<counted_momentum, cpu>);

@@ -10,6 +10,7 @@
 #include <dsgd/placement/concepts.hpp>
 #include <dsgd/placement/greedy_by_bytes.hpp>
 #include <dsgd/placement/partitioned.hpp>
+#include <dsgd/placement/pinned.hpp>
 #include <dsgd/placement/round_robin.hpp>
 #include <dsgd/trainer.hpp>
 #include <dsgd/update/sync_average.hpp>
@@ -50,6 +51,7 @@ struct owner_only {  // near-miss: the TF1-style owner(i, n) alone
 static_assert(dsgd::Placement<dsgd::placement::round_robin>);
 static_assert(dsgd::Placement<dsgd::placement::greedy_by_bytes>);
 static_assert(dsgd::Placement<dsgd::placement::partitioned>);
+static_assert(dsgd::Placement<dsgd::placement::pinned<>>);
 static_assert(dsgd::Placement<all_on_last>);
 static_assert(!dsgd::Placement<wrong_result>);
 static_assert(!dsgd::Placement<owner_only>);

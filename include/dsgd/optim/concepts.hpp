@@ -50,7 +50,7 @@ namespace optim {
 
 /// An Optimizer whose update is one rule per element, written once and mapped in place over a
 /// variable (its apply()), out of place over a range (update::chunked_apply) and over rows
-/// (update::sparse_apply); optim::sgd, momentum, adagrad and adam are. A model provides
+/// (update::sparse_apply); optim::sgd, momentum, adagrad, adam and ftrl are. A model provides
 ///  - `O::slot_count`: how many per-element slots its state holds;
 ///  - `O::slots_of(s)`: a `std::array` of the slots' raw data pointers (const for a const @p s);
 ///  - `o.with_rule(s, grad_scale, f)`: calls `f(rule)` with the DSGD_HOST_DEVICE rule of the

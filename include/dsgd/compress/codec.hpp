@@ -31,11 +31,21 @@ class codec {
  public:
   codec() : codec(none{}) {}
 
-  /// Holds a copy of @p c. A type that is no Compressor is refused, naming the concept.
+  /// Holds a copy of @p c.
   template <class C>
   requires(!std::same_as<std::remove_cvref_t<C>, codec> && Compressor<std::remove_cvref_t<C>>)
       codec(C&& c)  // NOLINT(google-explicit-constructor): a Compressor is a codec
       : held_(std::make_shared<const held<std::remove_cvref_t<C>>>(std::forward<C>(c))) {}
+
+  /// A type that is no Compressor is refused here, with a message that names the concept (GCC
+  /// says only "could not convert" when a constrained constructor does not apply).
+  template <class C>
+  requires(!std::same_as<std::remove_cvref_t<C>, codec> && !Compressor<std::remove_cvref_t<C>>)
+      codec(C&&) {  // NOLINT(google-explicit-constructor)
+    static_assert(Compressor<std::remove_cvref_t<C>>,
+                  "this type does not satisfy dsgd::Compressor: it needs name, uses_residual, describe, max_bytes, "
+                  "encode, check and decode_add (compress/concepts.hpp)");
+  }
 
   /// @returns the Compressor's name ("top_k"), as it is registered.
   std::string_view name() const noexcept { return held_->name(); }

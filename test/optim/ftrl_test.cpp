@@ -43,38 +43,7 @@ static_assert(dsgd::update::sparse_apply<ftrl>::available);
 namespace {
 
 using dsgd::test::random_values;
-
-// FTRL-Proximal in double, one element at a time, from TensorFlow's documented kernel
-// (tf.raw_ops.ApplyFtrlV2; ApplyFtrl is l2_shrinkage = 0):
-//   g_s = g + 2 l2_shrinkage w;  n_new = n + g^2;  z += g_s - (n_new^(-p) - n^(-p)) / lr * w;
-//   n = n_new;  w = |z| <= l1 ? 0 : -(z - sign(z) l1) / (n_new^(-p) / lr + 2 l2).
-struct reference_ftrl {
-  double learning_rate;
-  double power;
-  double initial_accumulator;
-  double l1;
-  double l2;
-  double l2_shrinkage;
-  std::vector<double> n;
-  std::vector<double> z;
-
-  void step(std::vector<double>& w, const std::vector<float>& grad, double grad_scale) {
-    if (n.empty()) {
-      n.assign(w.size(), initial_accumulator);
-      z.assign(w.size(), 0.0);
-    }
-    for (std::size_t i = 0; i < w.size(); ++i) {
-      const double g = grad_scale * double{grad[i]};
-      const double g_shrunk = g + 2.0 * l2_shrinkage * w[i];
-      const double n_new = n[i] + g * g;
-      const double sigma = (std::pow(n_new, -power) - std::pow(n[i], -power)) / learning_rate;
-      z[i] += g_shrunk - sigma * w[i];
-      n[i] = n_new;
-      const double sign = z[i] < 0 ? -1.0 : 1.0;
-      w[i] = std::abs(z[i]) <= l1 ? 0.0 : -(z[i] - sign * l1) / (std::pow(n_new, -power) / learning_rate + 2.0 * l2);
-    }
-  }
-};
+using dsgd::test::reference_ftrl;
 
 reference_ftrl reference_of(const ftrl& o) {
   return {o.learning_rate,

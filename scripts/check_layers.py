@@ -30,27 +30,31 @@ ALLOWED = {
     "data": {"core"},
     "tensor": {"device", "core"},
     "optim": {"device", "core"},
-    "update": {"optim", "device", "tensor", "core"},
+    # Embedding tables (DESIGN.md, "Embedding tables"): the ps's hash tables of rows with their
+    # admission and eviction, and the worker's lookups and combiners; rows are updated by optim's
+    # row optimizers.
+    "embedding": {"optim", "device", "tensor", "core"},
+    "update": {"embedding", "optim", "device", "tensor", "core"},
     "compress": {"device", "core"},
     # placement::pinned reads TF device strings ("/job:ps/task:0"), cluster/device_spec.hpp.
     "placement": {"cluster", "tensor", "core"},
     "cluster": {"device", "core"},
     "transport": {"cluster", "core"},
-    "checkpoint": {"placement", "tensor", "core"},
+    "checkpoint": {"embedding", "placement", "tensor", "core"},
     # Adapters present a user's model (Eigen, libtorch) as variables: they may use everything
     # below the trainer, and nothing includes them (rule 5).
-    "adapt": {"train", "server", "client", "protocol", "transport", "checkpoint", "update", "compress", "optim", "placement",
-              "cluster", "tensor", "device", "data", "core"},
+    "adapt": {"train", "server", "client", "protocol", "transport", "checkpoint", "update", "embedding",
+              "compress", "optim", "placement", "cluster", "tensor", "device", "data", "core"},
     "model": {"tensor", "device", "optim", "core"},
     # The wire protocol between ps tasks and workers lies below both; the ps side (server) and
     # the worker side (client) never include each other.
     "protocol": {"transport", "compress", "placement", "cluster", "tensor", "device", "core"},
-    "server": {"protocol", "transport", "checkpoint", "update", "compress", "optim", "placement",
+    "server": {"protocol", "transport", "checkpoint", "update", "embedding", "compress", "optim",
+               "placement", "cluster", "tensor", "device", "core"},
+    "client": {"protocol", "transport", "checkpoint", "embedding", "compress", "optim", "placement",
                "cluster", "tensor", "device", "core"},
-    "client": {"protocol", "transport", "checkpoint", "compress", "optim", "placement", "cluster",
-               "tensor", "device", "core"},
-    "train": {"server", "client", "protocol", "transport", "checkpoint", "update", "compress",
-              "optim", "placement", "cluster", "tensor", "device", "data", "core"},
+    "train": {"server", "client", "protocol", "transport", "checkpoint", "update", "embedding",
+              "compress", "optim", "placement", "cluster", "tensor", "device", "data", "core"},
     "top": None,  # anything
 }
 POLICIES = {"device", "optim", "update", "compress", "placement"}

@@ -236,6 +236,60 @@ BOOST_AUTO_TEST_CASE(a_departed_worker_is_a_backup_only_within_the_backup_count)
   BOOST_TEST(none.wait_reason(0, 1).find("worker:1") != std::string::npos);
 }
 
+// Steps of sparse pushes only are applied to the rows they touched (TensorFlow's sparse apply of
+// IndexedSlices, and what async does): with momentum, a row no push of the step named keeps its
+// value and its velocity, where a dense apply would move it along its velocity. The oracle is
+// lazy momentum by hand on the mean of the step's row gradients (duplicate rows summed, the sum
+// over workers divided by the workers). A step with a dense push among its pushes is dense.
+BOOST_AUTO_TEST_CASE(sparse_steps_apply_only_the_rows_they_touched) {
+  constexpr std::size_t rows = 50, dim = 4, workers = 3, steps = 8;
+  const float lr = 0.1f, mu = 0.9f;
+  std::mt19937 rng(11);
+  std::normal_distribution<float> n01;
+  std::uniform_int_distribution<std::uint64_t> pick(0, rows - 1);
+  std::vector<float> w0(rows * dim);
+  for (auto& v : w0) v = n01(rng);
+  dsgd::update::sync_average::shard<cpu, dsgd::optim::momentum> shard(cpu{}, w0, {lr, mu, false}, workers);
+
+  std::vector<float> w = w0, velocity(rows * dim, 0.f);
+  for (std::uint64_t s = 0; s < steps; ++s) {
+    const bool dense_step = s == 5;  // worker 0 pushes a dense gradient there
+    std::vector<float> sum(rows * dim, 0.f);
+    std::vector<bool> touched(rows, false);
+    for (std::size_t k = 0; k < workers; ++k) {
+      if (dense_step && k == 0) {
+        std::vector<float> g(rows * dim);
+        for (auto& v : g) v = n01(rng);
+        for (std::size_t i = 0; i < g.size(); ++i) sum[i] += g[i];
+        shard.push(k, s, g.data());
+        continue;
+      }
+      std::vector<std::uint64_t> keys(4);  // 4 rows a push, a repeat likely across workers
+      for (auto& r : keys) r = pick(rng);
+      keys.push_back(keys.front());  // and one within the push
+      std::vector<float> g(keys.size() * dim);
+      for (auto& v : g) v = n01(rng);
+      for (std::size_t i = 0; i < keys.size(); ++i) {
+        touched[keys[i]] = true;
+        for (std::size_t c = 0; c < dim; ++c) sum[keys[i] * dim + c] += g[i * dim + c];
+      }
+      shard.push_rows(k, s, keys, dim, g.data());
+    }
+    for (std::size_t r = 0; r < rows; ++r) {
+      if (!dense_step && !touched[r]) continue;
+      for (std::size_t c = 0; c < dim; ++c) {
+        const std::size_t i = r * dim + c;
+        velocity[i] = mu * velocity[i] + sum[i] / float(workers);
+        w[i] -= lr * velocity[i];
+      }
+    }
+  }
+  BOOST_TEST(shard.step() == steps);
+  std::vector<float> actual(rows * dim);
+  shard.pull(0, steps, actual.data(), soon());
+  BOOST_TEST(actual == w, boost::test_tools::tolerance(1e-5f) << boost::test_tools::per_element());
+}
+
 BOOST_AUTO_TEST_CASE(assign_restores_values_and_step) {
   std::vector<float> w0{0.f, 0.f}, restored{4.f, 5.f}, w(2);
   dsgd::update::sync_average::shard<cpu, dsgd::optim::sgd> shard(cpu{}, w0, {1.f}, 1);

@@ -5,6 +5,7 @@
 /// update::sync_average: synchronous SGD with SyncReplicasOptimizer semantics.
 #pragma once
 
+#include <dsgd/update/chunked_apply.hpp>
 #include <dsgd/update/detail/rows.hpp>
 #include <dsgd/update/detail/shard_storage.hpp>
 
@@ -14,8 +15,11 @@
 #include <thrust/transform.h>
 
 #include <algorithm>
+#include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace dsgd::update {
 
@@ -67,6 +71,7 @@ struct sync_average {
       if (!admit(worker, step, "sync_average::push")) return push_outcome::dropped;
       float* acc = thrust::raw_pointer_cast(accumulator_.data());
       thrust::transform(this->device_.policy(), acc, acc + accumulator_.size(), grad, acc, thrust::plus<float>());
+      dense_in_step_ = true;
       pushed_[worker] = true;
       ++count_;
       return maybe_apply() ? push_outcome::applied : push_outcome::accumulated;
@@ -80,15 +85,24 @@ struct sync_average {
       std::lock_guard lock(this->mutex_);
       if (!admit(worker, step, "sync_average::push")) return push_outcome::dropped;
       add(thrust::raw_pointer_cast(accumulator_.data()));
+      dense_in_step_ = true;
       pushed_[worker] = true;
       ++count_;
       return maybe_apply() ? push_outcome::applied : push_outcome::accumulated;
     }
 
     /// A sparse push: rows @p rows (local to the shard, @p dim floats wide; host memory, as is
-    /// @p grads, rows.size() x dim) are added into the step's dense accumulator, duplicates
-    /// adding up, and the push counts as @p worker's gradient for @p step like push(): the mean
-    /// is over every replica's push, dense or sparse, and is applied densely once.
+    /// @p grads, rows.size() x dim) are added into the step's accumulator, duplicates adding
+    /// up, and the push counts as @p worker's gradient for @p step like push(): the mean is over
+    /// every replica's push, dense or sparse.
+    ///
+    /// A step whose pushes were all sparse is applied to the rows they touched only, when the
+    /// optimizer has a sparse apply (update::sparse_apply: sgd, momentum): its cost is the rows
+    /// touched, not the shard, and the rows no push named keep their values and slots, as
+    /// TensorFlow's sparse apply of IndexedSlices leaves them (momentum does not move them, weight
+    /// decay does not shrink them); that is also what async and bounded_staleness do with a
+    /// sparse push. A step with a dense push among its pushes, or an optimizer without a sparse
+    /// apply, applies the mean densely once.
     /// @throws dsgd::error for a row past the shard or a push from the future
     push_outcome push_rows(std::size_t worker, std::uint64_t step, std::span<const std::uint64_t> rows, std::size_t dim,
                            const float* grads) {
@@ -97,6 +111,8 @@ struct sync_average {
       std::lock_guard lock(this->mutex_);
       if (!admit(worker, step, "sync_average::push_rows")) return push_outcome::dropped;
       detail::scatter_add_rows(this->device_, thrust::raw_pointer_cast(accumulator_.data()), c, dim);
+      touched_.insert(touched_.end(), rows.begin(), rows.end());
+      touched_dim_ = touched_dim_ == 0 || touched_dim_ == dim ? dim : mixed_dims;
       pushed_[worker] = true;
       ++count_;
       return maybe_apply() ? push_outcome::applied : push_outcome::accumulated;
@@ -166,6 +182,7 @@ struct sync_average {
       this->device_.synchronize();
       std::fill(pushed_.begin(), pushed_.end(), false);
       count_ = 0;
+      forget_rows();
     }
 
     bool ready_locked(std::size_t, std::uint64_t step) const { return this->step_ >= step; }
@@ -205,14 +222,51 @@ struct sync_average {
 
     // Caller holds the lock: the mean of the step's pushes applied, the next step open.
     bool apply_step() {
-      this->apply(thrust::raw_pointer_cast(accumulator_.data()), 1.f / static_cast<float>(count_));
-      thrust::fill(this->device_.policy(), accumulator_.begin(), accumulator_.end(), 0.f);
-      this->device_.synchronize();
+      const float scale = 1.f / static_cast<float>(count_);
+      float* acc = thrust::raw_pointer_cast(accumulator_.data());
+      if constexpr (sparse_apply<O>::available) {
+        if (!dense_in_step_ && touched_dim_ != mixed_dims) {
+          apply_touched_rows(acc, scale);
+        } else {
+          apply_dense(acc, scale);
+        }
+      } else {
+        apply_dense(acc, scale);
+      }
+      forget_rows();
       std::fill(pushed_.begin(), pushed_.end(), false);
       count_ = 0;
       ++this->step_;
       this->cv_.notify_all();
       return true;
+    }
+
+    void apply_dense(float* acc, float scale) {
+      this->apply(acc, scale);
+      thrust::fill(this->device_.policy(), accumulator_.begin(), accumulator_.end(), 0.f);
+      this->device_.synchronize();
+    }
+
+    // A step of sparse pushes only: the optimizer on the rows they touched (no row at all when
+    // every push was empty), and those rows of the accumulator back to zero.
+    void apply_touched_rows(float* acc, float scale) {
+      if (touched_.empty()) return;
+      std::sort(touched_.begin(), touched_.end());
+      touched_.erase(std::unique(touched_.begin(), touched_.end()), touched_.end());
+      const std::size_t dim = touched_dim_, count = touched_.size();
+      typename D::template vector<std::uint64_t> rows(touched_.begin(), touched_.end());
+      typename D::template vector<float> grads(count * dim);
+      detail::for_each_row_element(this->device_, count, dim,
+                                   detail::take_rows_kernel{detail::raw_data(grads), acc, detail::raw_data(rows), dim});
+      sparse_apply<O>::apply(this->optimizer_, this->device_, this->slots_, this->writable_values(),
+                             detail::raw_data(rows), count, dim, detail::raw_data(grads), scale);
+      this->device_.synchronize();
+    }
+
+    void forget_rows() {
+      touched_.clear();
+      touched_dim_ = 0;
+      dense_in_step_ = false;
     }
 
     std::string missing() const {
@@ -238,6 +292,12 @@ struct sync_average {
     std::size_t aggregate_ = replicas_ == this->workers_ ? 0 : replicas_;  // R as given; 0: every member
     std::size_t min_members_ = 0;                                          // 0: not elastic
     std::size_t count_ = 0;
+    // The step's sparse pushes: the rows they named (host memory, duplicates until applied) and
+    // their width, mixed_dims when two pushes disagreed; whether a dense push came too.
+    static constexpr std::size_t mixed_dims = static_cast<std::size_t>(-1);
+    std::vector<std::uint64_t> touched_;
+    std::size_t touched_dim_ = 0;
+    bool dense_in_step_ = false;
   };
 
   /// @returns a new shard of this rule holding @p initial, for @p workers workers.

@@ -36,6 +36,14 @@ struct gather_rows_kernel {
   DSGD_HOST_DEVICE void operator()(std::size_t i) const { out[i] = values[rows[i / dim] * dim + i % dim]; }
 };
 
+// The host's form of the row kernels below: one call a row, its columns a loop the compiler
+// vectorises (an element a call costs a division by dim each, which dominates on a CPU).
+template <class Kernel>
+struct per_row {
+  Kernel k;
+  void operator()(std::size_t r) const { k.row(r); }
+};
+
 // Rows are unique, so no two elements write the same place.
 struct scatter_add_rows_kernel {
   float* acc;
@@ -43,7 +51,45 @@ struct scatter_add_rows_kernel {
   const std::uint64_t* rows;
   std::size_t dim;
   DSGD_HOST_DEVICE void operator()(std::size_t i) const { acc[rows[i / dim] * dim + i % dim] += g[i]; }
+  void row(std::size_t r) const {
+    float* a = acc + rows[r] * dim;
+    const float* x = g + r * dim;
+    for (std::size_t c = 0; c < dim; ++c) a[c] += x[c];
+  }
 };
+
+// Moves rows out of an accumulator into a block: out[i] = acc[element], and acc[element] = 0.
+// Rows are unique, so no two elements touch the same place.
+struct take_rows_kernel {
+  float* out;
+  float* acc;
+  const std::uint64_t* rows;
+  std::size_t dim;
+  DSGD_HOST_DEVICE void operator()(std::size_t i) const {
+    float& a = acc[rows[i / dim] * dim + i % dim];
+    out[i] = a;
+    a = 0.f;
+  }
+  void row(std::size_t r) const {
+    float* a = acc + rows[r] * dim;
+    float* o = out + r * dim;
+    for (std::size_t c = 0; c < dim; ++c) {
+      o[c] = a[c];
+      a[c] = 0.f;
+    }
+  }
+};
+
+/// Runs row kernel @p k over @p count rows of @p dim floats: a row a call on the host, an
+/// element a call on a device.
+template <Device D, class Kernel>
+void for_each_row_element(const D& device, std::size_t count, std::size_t dim, Kernel k) {
+  if constexpr (D::is_host) {
+    thrust::for_each_n(device.policy(), thrust::counting_iterator<std::size_t>(0), count, per_row<Kernel>{k});
+  } else {
+    thrust::for_each_n(device.policy(), thrust::counting_iterator<std::size_t>(0), count * dim, k);
+  }
+}
 
 /// Sparse rows with duplicates summed: unique rows in ascending order and, for each, the sum
 /// (in the order pushed) of the gradient rows given for it; both in the device's memory.
@@ -108,8 +154,7 @@ auto raw_data(V& v) {
 /// acc[row] += grad row, for the unique rows of @p c (@p acc in @p device's memory).
 template <Device D>
 void scatter_add_rows(const D& device, float* acc, const coalesced_rows<D>& c, std::size_t dim) {
-  thrust::for_each_n(device.policy(), thrust::counting_iterator<std::size_t>(0), c.count * dim,
-                     scatter_add_rows_kernel{acc, raw_data(c.grads), raw_data(c.rows), dim});
+  for_each_row_element(device, c.count, dim, scatter_add_rows_kernel{acc, raw_data(c.grads), raw_data(c.rows), dim});
   device.synchronize();
 }
 

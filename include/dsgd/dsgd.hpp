@@ -32,9 +32,11 @@
 #include <dsgd/optim/cosine_decay.hpp>
 #include <dsgd/optim/exponential_decay.hpp>
 #include <dsgd/optim/ftrl.hpp>
+#include <dsgd/optim/lazy_adam.hpp>
 #include <dsgd/optim/mean.hpp>
 #include <dsgd/optim/momentum.hpp>
 #include <dsgd/optim/piecewise_constant.hpp>
+#include <dsgd/optim/rowwise_adagrad.hpp>
 #include <dsgd/optim/sgd.hpp>
 
 #include <dsgd/update/async.hpp>

@@ -147,4 +147,76 @@ struct reference_ftrl {
   }
 };
 
+/// Row-wise Adagrad in double over the rows of a table, from FBGEMM's EXACT_ROWWISE_ADAGRAD
+/// (TorchRec's row-wise Adagrad), one accumulator per row:
+///   acc[r] += (sum over the row of g^2) / dim;  w -= lr / (sqrt(acc[r]) + eps) * g.
+/// Rows not in a step keep their weights and accumulator.
+struct reference_rowwise_adagrad {
+  double learning_rate;
+  double initial_accumulator;
+  double epsilon;
+  std::vector<double> accumulator;  // one per row; empty until the first step
+
+  /// One update of rows @p rows (unique) of the @p dim-wide rows of @p w, from the packed
+  /// gradient rows @p grad (rows.size() x dim).
+  void step(std::vector<double>& w, std::size_t dim, const std::vector<std::uint64_t>& rows,
+            const std::vector<float>& grad, double grad_scale) {
+    if (accumulator.empty()) accumulator.assign(w.size() / dim, initial_accumulator);
+    for (std::size_t k = 0; k < rows.size(); ++k) {
+      double mean_square = 0.0;
+      for (std::size_t c = 0; c < dim; ++c) {
+        const double g = grad_scale * double{grad[k * dim + c]};
+        mean_square += g * g / double(dim);
+      }
+      double& acc = accumulator[rows[k]];
+      acc += mean_square;
+      const double multiplier = learning_rate / (std::sqrt(acc) + epsilon);
+      for (std::size_t c = 0; c < dim; ++c)
+        w[rows[k] * dim + c] -= multiplier * (grad_scale * double{grad[k * dim + c]});
+    }
+  }
+};
+
+/// TF1 contrib's LazyAdamOptimizer in double over the rows of a variable: the beta powers are
+/// global (t counts every step, whichever rows it has), and only the rows in a step change:
+///   m_r = beta1 m_r + (1 - beta1) g;  v_r = beta2 v_r + (1 - beta2) g^2;
+///   TF1:   w_r -= lr sqrt(1 - beta2^t) / (1 - beta1^t) * m_r / (sqrt(v_r) + eps)
+///   dsgd:  w_r -= lr (m_r / (1 - beta1^t)) / (sqrt(v_r / (1 - beta2^t)) + eps)   (PyTorch's eps)
+/// (@p tf1_epsilon picks the first). With every row in every step it is dense Adam.
+struct reference_lazy_adam {
+  double learning_rate;
+  double beta1;
+  double beta2;
+  double epsilon;
+  bool tf1_epsilon;
+  std::vector<double> m;
+  std::vector<double> v;
+  std::uint64_t t = 0;
+
+  void step(std::vector<double>& w, std::size_t dim, const std::vector<std::uint64_t>& rows,
+            const std::vector<float>& grad, double grad_scale) {
+    if (m.empty()) {
+      m.assign(w.size(), 0.0);
+      v.assign(w.size(), 0.0);
+    }
+    ++t;
+    const double beta1_power = std::pow(beta1, double(t));
+    const double beta2_power = std::pow(beta2, double(t));
+    for (std::size_t k = 0; k < rows.size(); ++k) {
+      for (std::size_t c = 0; c < dim; ++c) {
+        const std::size_t i = rows[k] * dim + c;
+        const double g = grad_scale * double{grad[k * dim + c]};
+        m[i] = beta1 * m[i] + (1.0 - beta1) * g;
+        v[i] = beta2 * v[i] + (1.0 - beta2) * g * g;
+        if (tf1_epsilon) {
+          const double lr_t = learning_rate * std::sqrt(1.0 - beta2_power) / (1.0 - beta1_power);
+          w[i] -= lr_t * m[i] / (std::sqrt(v[i]) + epsilon);
+        } else {
+          w[i] -= learning_rate * (m[i] / (1.0 - beta1_power)) / (std::sqrt(v[i] / (1.0 - beta2_power)) + epsilon);
+        }
+      }
+    }
+  }
+};
+
 }  // namespace dsgd::test

@@ -7,6 +7,7 @@
 
 #include <dsgd/config.hpp>
 #include <dsgd/device/concepts.hpp>
+#include <dsgd/error.hpp>
 #include <dsgd/optim/concepts.hpp>
 
 #include <thrust/memory.h>
@@ -62,6 +63,13 @@ struct adam_rule {
 /// PyTorch's torch.optim.AdamW and Keras' `AdamW`: every element first decays by
 /// `w <- w * (1 - learning_rate * weight_decay)`, outside the moments. (Note that PyTorch's
 /// AdamW defaults to weight_decay = 0.01; here the default is 0, plain Adam.)
+///
+/// The rule reads the step count, so a part of an update is none of its own: adam has no
+/// chunked or sparse apply (update::chunked_apply, update::sparse_apply), and a sparse push to
+/// it under async or SSP is refused. As a row optimizer (optim::row_optimizer) it is lazy Adam:
+/// a table row keeps its `m` and `v` (`2 * dim` floats, 0 for a new row) and only the rows
+/// given change, with the bias corrections of the table's update count `row_step::t`; see
+/// optim::lazy_adam, which is the same on a dense variable's sparse pushes.
 struct adam {
   float learning_rate = 1e-3f;
   float beta1 = 0.9f;
@@ -113,19 +121,54 @@ struct adam {
   /// (optim::elementwise).
   template <class S, class F>
   void with_rule(const S& s, float grad_scale, F&& f) const {
-    const std::uint64_t t = s.t + 1;
+    f(rule_at(s.t + 1, grad_scale));
+  }
+  /// The element rule of update number @p t (>= 1).
+  detail::adam_rule rule_at(std::uint64_t t, float grad_scale) const {
     // The corrections are computed in double: beta2^t loses most of its digits in float when
     // beta2 is close to 1.
     const double correction1 = 1.0 - std::pow(static_cast<double>(beta1), static_cast<double>(t));
     const double correction2 = 1.0 - std::pow(static_cast<double>(beta2), static_cast<double>(t));
-    f(detail::adam_rule{learning_rate, beta1, 1.f - beta1, beta2, 1.f - beta2, static_cast<float>(1.0 / correction1),
-                        static_cast<float>(1.0 / correction2), epsilon, grad_scale,
-                        detail::decay_factor(learning_rate, weight_decay)});
+    return detail::adam_rule{learning_rate,
+                             beta1,
+                             1.f - beta1,
+                             beta2,
+                             1.f - beta2,
+                             static_cast<float>(1.0 / correction1),
+                             static_cast<float>(1.0 / correction2),
+                             epsilon,
+                             grad_scale,
+                             detail::decay_factor(learning_rate, weight_decay)};
   }
   /// @p out's step count after one update of @p in.
   template <class S>
   void advance(const S& in, S& out) const noexcept {
     out.t = in.t + 1;
+  }
+
+  // --- rows of a table (optim::row_optimizer): lazy Adam -------------------------------------
+  /// A row keeps its first and second moments: `2 * dim` floats, `m` then `v`.
+  DSGD_HOST_DEVICE std::size_t row_slots(std::size_t dim) const noexcept { return 2 * dim; }
+  /// A new row's moments are 0.
+  DSGD_HOST_DEVICE void init_row_slots(float* slots, std::size_t dim) const noexcept {
+    detail::fill_row_slot(slots, 2 * dim, 0.f);
+  }
+  /// Calls @p f with the rule that updates one row and its moments as apply() updates each
+  /// element at step `step.t`: TF1's LazyAdamOptimizer, the beta powers global, `m`, `v` and
+  /// `w` updated on the rows given only.
+  /// @throws dsgd::error (errc::invalid_argument) when `step.t` is 0 (the updates count from 1)
+  template <class F>
+  void with_row_rule(float grad_scale, row_step step, F&& f) const {
+    if (step.t == 0)
+      throw error(errc::invalid_argument, "optim::adam::with_row_rule: row_step.t is 0, but updates count from 1");
+    f(detail::element_row_rule<detail::adam_rule>{rule_at(step.t, grad_scale)});
+  }
+  /// Updates the row of @p dim weights at @p w and its moments at @p slots from the gradient
+  /// row @p g, as update number `step.t` of the table.
+  /// @throws dsgd::error (errc::invalid_argument) when `step.t` is 0
+  void apply_row(float* w, float* slots, const float* g, std::size_t dim, float grad_scale = 1.f,
+                 row_step step = {}) const {
+    detail::apply_one_row(*this, w, slots, g, dim, grad_scale, step);
   }
 };
 

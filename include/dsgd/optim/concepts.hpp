@@ -10,6 +10,7 @@
 
 #include <concepts>
 #include <cstddef>
+#include <cstdint>
 
 namespace dsgd {
 
@@ -69,6 +70,43 @@ concept elementwise = requires {
 template <class O>
 inline constexpr bool counts_updates_v = requires {
   requires O::counts_updates;
+};
+
+/// What one update of a table's rows needs that is not per row: the same for every row of one
+/// push, so a push's rows can be applied in any order, one by one or in parallel.
+struct row_step {
+  /// The 1-based number of this update among the table's updates (its update count once this
+  /// one is applied): lazy Adam's bias corrections `1 - beta^t`, as TF1's LazyAdamOptimizer
+  /// takes them from the optimizer's global beta powers. Every push applied to the table counts
+  /// once, whichever rows it touches. Rules without a counter ignore it.
+  std::uint64_t t = 1;
+};
+
+/// An optimizer that updates the rows of an embedding table, each row's state kept next to the
+/// row (the table stores `dim` weights and `o.row_slots(dim)` floats of state per row, and
+/// knows nothing else of the optimizer). A model provides
+///  - `o.row_slots(dim)`: how many state floats a row of @p dim weights keeps;
+///  - `o.init_row_slots(slots, dim)`: writes a new row's state (Adagrad's and FTRL's initial
+///    accumulators, zeros for momentum and Adam) to the `row_slots(dim)` floats at @p slots;
+///  - `o.with_row_rule(grad_scale, step, f)`: calls `f(rule)` with the rule of one update (the
+///    push numbered `step.t`, gradient `grad_scale * g`), a copyable DSGD_HOST_DEVICE callable
+///    `rule(float* w, float* slots, const float* g, std::size_t dim)` that updates one row in
+///    place; it holds everything that is not per row, so a table computes it once per push and
+///    maps it over the push's rows in a loop or in a Thrust kernel;
+///  - `o.apply_row(w, slots, g, dim, grad_scale, step)`: that rule applied to one row.
+///
+/// An optim::elementwise optimizer's rule over a row is its element rule mapped over the row's
+/// columns, slot `j` of column `c` at `slots[j * dim + c]` (optim::detail::element_row_rule):
+/// the same arithmetic as its dense apply, so a row updated alone ends bit for bit where the
+/// dense apply leaves that row. optim::sgd, momentum, adagrad, adam (as lazy Adam: only the
+/// rows given change), ftrl, rowwise_adagrad and lazy_adam are row optimizers.
+template <class O>
+concept row_optimizer = std::copy_constructible<O> &&
+    requires(const O& o, float* w, float* slots, const float* g, std::size_t dim, row_step step) {
+  { o.row_slots(dim) } -> std::convertible_to<std::size_t>;
+  o.init_row_slots(slots, dim);
+  o.with_row_rule(1.f, step, [](const auto&) {});
+  o.apply_row(w, slots, g, dim, 1.f, step);
 };
 
 }  // namespace optim

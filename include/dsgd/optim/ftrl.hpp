@@ -164,6 +164,29 @@ struct ftrl {
     }
   }
 
+  // --- rows of a table (optim::row_optimizer) --------------------------------------------------
+  /// A row keeps its accumulators and linear terms: `2 * dim` floats, `n` then `z`.
+  DSGD_HOST_DEVICE std::size_t row_slots(std::size_t dim) const noexcept { return 2 * dim; }
+  /// A new row's accumulators are `initial_accumulator_value`, its linear terms 0.
+  DSGD_HOST_DEVICE void init_row_slots(float* slots, std::size_t dim) const noexcept {
+    detail::fill_row_slot(slots, dim, initial_accumulator_value);
+    detail::fill_row_slot(slots + dim, dim, 0.f);
+  }
+  /// Calls @p f with the rule that updates one row and its slots as apply() updates each
+  /// element (TensorFlow's SparseApplyFtrl), after validate().
+  /// @throws dsgd::error (errc::invalid_argument) for bad settings
+  template <class F>
+  void with_row_rule(float grad_scale, row_step, F&& f) const {
+    detail::with_element_row_rule(*this, grad_scale, f);
+  }
+  /// Updates the row of @p dim weights at @p w and its slots at @p slots from the gradient row
+  /// @p g. In a loop over many rows, prefer with_row_rule(): it validates the settings once.
+  /// @throws dsgd::error (errc::invalid_argument) for bad settings, before anything is written
+  void apply_row(float* w, float* slots, const float* g, std::size_t dim, float grad_scale = 1.f,
+                 row_step step = {}) const {
+    detail::apply_one_row(*this, w, slots, g, dim, grad_scale, step);
+  }
+
  private:
   static void require_non_negative(std::string_view path, std::string_view field, float value) {
     if (!(value >= 0.f) || !std::isfinite(value))

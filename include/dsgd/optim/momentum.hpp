@@ -98,6 +98,26 @@ struct momentum {
       f(detail::momentum_rule<false>{learning_rate, momentum, grad_scale, decay});
     }
   }
+
+  // --- rows of a table (optim::row_optimizer) --------------------------------------------------
+  /// A row keeps its velocities: @p dim floats.
+  DSGD_HOST_DEVICE std::size_t row_slots(std::size_t dim) const noexcept { return dim; }
+  /// A new row's velocities are 0.
+  DSGD_HOST_DEVICE void init_row_slots(float* slots, std::size_t dim) const noexcept {
+    detail::fill_row_slot(slots, dim, 0.f);
+  }
+  /// Calls @p f with the rule that updates one row and its velocities as apply() updates each
+  /// element (TensorFlow's SparseApplyMomentum: rows not pushed keep their velocity).
+  template <class F>
+  void with_row_rule(float grad_scale, row_step, F&& f) const {
+    detail::with_element_row_rule(*this, grad_scale, f);
+  }
+  /// Updates the row of @p dim weights at @p w and its velocities at @p slots from the gradient
+  /// row @p g.
+  void apply_row(float* w, float* slots, const float* g, std::size_t dim, float grad_scale = 1.f,
+                 row_step step = {}) const {
+    detail::apply_one_row(*this, w, slots, g, dim, grad_scale, step);
+  }
 };
 
 }  // namespace dsgd::optim

@@ -66,6 +66,22 @@ struct sgd {
   void with_rule(const S&, float grad_scale, F&& f) const {
     f(detail::sgd_rule{learning_rate, grad_scale, detail::decay_factor(learning_rate, weight_decay)});
   }
+
+  // --- rows of a table (optim::row_optimizer) --------------------------------------------------
+  /// A row keeps no state.
+  DSGD_HOST_DEVICE std::size_t row_slots(std::size_t) const noexcept { return 0; }
+  /// Nothing to write.
+  DSGD_HOST_DEVICE void init_row_slots(float*, std::size_t) const noexcept {}
+  /// Calls @p f with the rule that updates one row as apply() updates each element.
+  template <class F>
+  void with_row_rule(float grad_scale, row_step, F&& f) const {
+    detail::with_element_row_rule(*this, grad_scale, f);
+  }
+  /// Updates the row of @p dim weights at @p w from the gradient row @p g (@p slots unused).
+  void apply_row(float* w, float* slots, const float* g, std::size_t dim, float grad_scale = 1.f,
+                 row_step step = {}) const {
+    detail::apply_one_row(*this, w, slots, g, dim, grad_scale, step);
+  }
 };
 
 }  // namespace dsgd::optim

@@ -2,11 +2,12 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 /// @file
-/// The three ways one element rule is mapped over a variable: in place over all of it, out of
-/// place over a range (a push applied chunk by chunk), and in place over some rows (a sparse
-/// push). Each optimizer writes its arithmetic once, as a DSGD_HOST_DEVICE rule (see
-/// dsgd::optim::elementwise); every kernel that applies it is one of the maps below, so the
-/// three can never drift apart and agree bit for bit.
+/// The four ways one element rule is mapped: in place over all of a variable, out of place over
+/// a range (a push applied chunk by chunk), in place over some rows of a variable (a sparse
+/// push), and over one row of an embedding table with its slots beside it (a row optimizer's
+/// rule, see dsgd::optim::row_optimizer). Each optimizer writes its arithmetic once, as a
+/// DSGD_HOST_DEVICE rule (see dsgd::optim::elementwise); every kernel that applies it is one of
+/// the maps below, so they can never drift apart and agree bit for bit.
 // IWYU pragma: private, include <dsgd/optim/concepts.hpp>
 #pragma once
 
@@ -19,6 +20,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 namespace dsgd::optim::detail {
@@ -98,6 +100,49 @@ element_kernel<Rule, Rule::slot_count, Index, InPlace> make_kernel(const Rule& r
     }
   }
   return kernel;
+}
+
+/// The row map: @p Rule over the @p dim columns of one table row, in place, slot `j` of column
+/// `c` at `slots[j * dim + c]` (a table keeps `slot_count * dim` floats of state per row). The
+/// element kernel is the one of the dense maps, over a variable of @p dim elements: a row
+/// updated alone ends bit for bit where the dense apply leaves it.
+template <class Rule>
+struct element_row_rule {
+  Rule rule;
+  DSGD_HOST_DEVICE void operator()(float* w, float* slots, const float* g, std::size_t dim) const {
+    element_kernel<Rule, Rule::slot_count, whole_index, true> kernel{rule, whole_index{}, w, w, g, {}, {}};
+    if constexpr (Rule::slot_count > 0) {
+      for (std::size_t j = 0; j < Rule::slot_count; ++j) {
+        kernel.s_out[j] = slots + j * dim;
+        kernel.s_in[j] = slots;  // unread in place
+      }
+    }
+    for (std::size_t c = 0; c < dim; ++c) kernel(c);
+  }
+};
+
+/// The state passed to with_rule() of an optimizer whose element rule reads no counter
+/// (sgd, momentum, adagrad, ftrl): a table row's rule needs none. An optimizer that reads its
+/// state there (adam's t) fails to compile with it, as it should.
+struct no_state {};
+
+/// Calls @p f with @p o's element rule mapped over one table row (element_row_rule), for an
+/// optimizer whose rule reads no counter.
+template <class O, class F>
+void with_element_row_rule(const O& o, float grad_scale, F&& f) {
+  o.with_rule(no_state{}, grad_scale,
+              [&](const auto& rule) { f(element_row_rule<std::decay_t<decltype(rule)>>{rule}); });
+}
+
+/// Writes @p value to the @p dim floats at @p slots: one slot of a new table row.
+DSGD_HOST_DEVICE inline void fill_row_slot(float* slots, std::size_t dim, float value) {
+  for (std::size_t c = 0; c < dim; ++c) slots[c] = value;
+}
+
+/// One row optimizer's apply_row(): its rule (with_row_rule) on one row.
+template <class O, class Step>
+void apply_one_row(const O& o, float* w, float* slots, const float* g, std::size_t dim, float grad_scale, Step step) {
+  o.with_row_rule(grad_scale, step, [&](const auto& rule) { rule(w, slots, g, dim); });
 }
 
 /// Advances @p out's counters to those of @p in after one update (adam's t), for an optimizer

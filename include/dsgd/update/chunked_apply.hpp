@@ -9,6 +9,7 @@
 
 #include <dsgd/device/concepts.hpp>
 #include <dsgd/optim/concepts.hpp>
+#include <dsgd/update/detail/archetypes.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -52,13 +53,39 @@ struct chunked_apply<O> {
 /// How optimizer @p O updates only some rows of a variable (TensorFlow's "sparse apply"): the
 /// optimizer's rule on the elements of those rows and on their slots, every other row and slot
 /// left as it is (for momentum, TensorFlow's SparseApplyMomentum). Async and bounded-staleness
-/// shards need it for sparse pushes; sync_average does not (it applies the dense mean). Every
-/// partially_applicable optimizer has one; another can specialise this with `available = true`
-/// and the `apply` below, and without one a sparse push under async or SSP is an error that
-/// says so.
+/// shards need it for sparse pushes, and sync_average for a step of sparse pushes only (without
+/// one it applies the dense mean). Every partially_applicable optimizer has one, as has every
+/// optimizer with an `apply_rows` of its own (applies_rows); another can specialise this with
+/// `available = true` and the `apply` below, and without one a sparse push under async or SSP
+/// is an error that says so.
 template <class O>
 struct sparse_apply {
   static constexpr bool available = false;  ///< no sparse apply for O
+};
+
+/// True for an optimizer with a sparse apply of its own, `o.apply_rows(device, s, w, rows,
+/// count, dim, g, grad_scale)`: one update of some rows of a dense variable that its element
+/// rule alone cannot make (optim::lazy_adam advances its `t` once per push; optim::rowwise_adagrad
+/// reduces over a row).
+template <class O>
+concept applies_rows = requires(const O& o, const detail::archetype_device& d,
+                                typename O::template state<detail::archetype_device>& s, float* w,
+                                const std::uint64_t* rows, const float* g, std::size_t n) {
+  o.apply_rows(d, s, w, rows, n, n, g, 1.f);
+};
+
+/// An optimizer's own sparse apply (applies_rows): optim::lazy_adam, optim::rowwise_adagrad.
+template <applies_rows O>
+requires(!partially_applicable<O>) struct sparse_apply<O> {
+  static constexpr bool available = true;  ///< O has a sparse apply
+  /// Updates rows @p rows[0..count) (unique, local to the shard) of the @p dim-wide rows at
+  /// @p w from the rows @p g (count x dim) with `o.apply_rows`; every pointer is in @p device's
+  /// memory.
+  template <Device D>
+  static void apply(const O& o, const D& device, typename O::template state<D>& s, float* w, const std::uint64_t* rows,
+                    std::size_t count, std::size_t dim, const float* g, float grad_scale) {
+    o.apply_rows(device, s, w, rows, count, dim, g, grad_scale);
+  }
 };
 
 /// The row map of @p O's element rule (optim::detail::map_rows).

@@ -39,6 +39,11 @@
 #include <dsgd/optim/rowwise_adagrad.hpp>
 #include <dsgd/optim/sgd.hpp>
 
+#include <dsgd/embedding/combiner.hpp>
+#include <dsgd/embedding/dedup.hpp>
+#include <dsgd/embedding/key_hash.hpp>
+#include <dsgd/embedding/row_cache.hpp>
+
 #include <dsgd/update/async.hpp>
 #include <dsgd/update/bounded_staleness.hpp>
 #include <dsgd/update/chunked_apply.hpp>

@@ -9,10 +9,10 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config
   libboost-dev libboost-serialization-dev libboost-test-dev libboost-program-options-dev
-  libopenblas-dev zlib1g-dev libssl-dev nlohmann-json3-dev libbenchmark-dev
+  libopenblas-dev zlib1g-dev libssl-dev nlohmann-json3-dev libbenchmark-dev robin-map-dev
   dataset-fashion-mnist
   python3 python3-yaml iproute2
-  slurm-client slurmctld slurmd munge openmpi-bin libopenmpi-dev
+  slurm-client slurmctld slurmd munge openmpi-bin libopenmpi-dev mpich
   clang libclang-rt-dev libomp-dev lld clang-format-14
   libeigen3-dev libtorch-dev python3-torch
 )

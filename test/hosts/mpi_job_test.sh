@@ -13,7 +13,10 @@ set -euo pipefail
 example=$1
 shift
 command -v mpirun >/dev/null || { echo "mpi_job_test: skipped: Open MPI's mpirun is not installed (openmpi-bin)"; exit 77; }
-mpirun --version 2>&1 | grep -q "Open MPI" || { echo "mpi_job_test: skipped: mpirun is not Open MPI's"; exit 77; }
+# The version text read whole first: `grep -q` may stop reading early, and with pipefail the
+# SIGPIPE that ends mpirun would read as "not Open MPI" and skip the test.
+version=$(mpirun --version 2>&1 || true)
+[[ $version == *"Open MPI"* ]] || { echo "mpi_job_test: skipped: mpirun is not Open MPI's"; exit 77; }
 # Four consecutive free ports, checked by binding each; the base moves on if one is taken.
 base=$(python3 - <<'PY'
 import random, socket

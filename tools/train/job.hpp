@@ -12,6 +12,7 @@
 #include <dsgd/cluster/environment.hpp>
 #include <dsgd/cluster/token.hpp>
 #include <dsgd/data/fashion_mnist.hpp>
+#include <dsgd/error.hpp>
 #include <dsgd/model/mlp.hpp>
 #include <dsgd/model/softmax_regression.hpp>
 #include <dsgd/optim/exponential_decay.hpp>
@@ -82,6 +83,30 @@ inline schedule make_schedule(const settings& s, std::size_t replicas, bool sync
           static_cast<std::uint64_t>(s.epochs) * steps_per_epoch,
           worker,
           ps};
+}
+
+/// This task's role: TF_CONFIG, else the ranks of Open MPI, MPICH or Slurm laid out by --num-ps,
+/// --base-port and DSGD_HOSTS. A layout error names DSGD_HOSTS when it gave the hosts.
+/// @throws dsgd::error as cluster::resolve_from_environment does
+inline dsgd::cluster::role resolve_role(const settings& s) {
+  try {
+    return dsgd::cluster::resolve_from_environment(s.layout);
+  } catch (const dsgd::error& e) {
+    if (s.hosts_variable.empty() || e.code() != dsgd::make_error_code(dsgd::errc::bad_cluster_spec)) throw;
+    throw dsgd::error(dsgd::errc::bad_cluster_spec,
+                      std::string(e.what()) + " (the hosts of DSGD_HOSTS=" + s.hosts_variable + ")");
+  }
+}
+
+/// "worker:0: role from MPICH (PMI_RANK=2, size 4, num_ps 2), at localhost:2224": what a task
+/// started by mpirun, mpiexec or srun derived from its rank; nothing under TF_CONFIG, which
+/// names the task itself.
+inline std::string role_line(const settings& s, const dsgd::cluster::role& r) {
+  if (r.source == dsgd::cluster::role_source::tf_config) return {};
+  std::string origin = r.origin;
+  if (!s.hosts_variable.empty()) origin += ", hosts from DSGD_HOSTS";
+  return r.task.to_string() + ": role from " + std::string(dsgd::cluster::to_string(r.source)) + " (" + origin +
+         "), at " + r.cluster.address(r.task).to_string();
 }
 
 /// The cluster's secret: DSGD_CLUSTER_TOKEN (dsgd-launch draws one for a single-host job),

@@ -2,8 +2,8 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // dsgd-train: the project's training job. Every task of a cluster runs this program; TF_CONFIG
-// (set by dsgd-launch, a Kubernetes training operator, or by hand), Open MPI or Slurm tells it
-// which task it is. It trains the Fashion-MNIST MLP 784-256-128-10 (or softmax regression)
+// (set by dsgd-launch, a Kubernetes training operator, or by hand), Open MPI, MPICH or Slurm
+// tells it which task it is. It trains the Fashion-MNIST MLP 784-256-128-10 (or softmax regression)
 // data-parallel over the workers, the variables on the ps tasks; the chief prints progress and
 // the test accuracy.
 //

@@ -13,6 +13,7 @@
 #include <boost/program_options.hpp>
 
 #include <cstdint>
+#include <cstdlib>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -39,7 +40,8 @@ struct settings {
   std::size_t backup = 0;             // sync: aggregate workers - backup gradients per step
   struct slowdown slowdown;           // "worker:2=3": that task's steps take 3x its compute time
   std::string csv;                    // the chief writes one line per evaluation here
-  dsgd::cluster::rank_layout layout;  // under mpirun or srun: which ranks are ps tasks, ports
+  dsgd::cluster::rank_layout layout;  // under mpirun, mpiexec or srun: which ranks are ps tasks, ports, hosts
+  std::string hosts_variable;         // DSGD_HOSTS as given ("" unset), which filled layout.hosts
   std::string listen;                 // ps: where to listen ("" the spec's address, "*" any)
   std::size_t ps_threads = 1;         // ps: threads serving its connections
   double startup_timeout_s = 120;     // workers: how long to retry an unreachable ps
@@ -135,9 +137,9 @@ inline po::options_description described(settings& s) {
             [&s](const std::string& o, const std::string& v) { s.pull_compress = read_codec(o, v, true); }),
       "pulls as none | fp16 | bf16 [none]");
   add("num-ps", whole("num-ps", "N", s.layout.num_ps, 0, 1'000'000),
-      "under mpirun or srun: ranks 0..N-1 are the ps tasks [1]");
+      "under mpirun, mpiexec or srun: ranks 0..N-1 are the ps tasks [1]");
   add("base-port", whole("base-port", "P", s.layout.base_port, 1, 65535),
-      "under mpirun or srun: rank r listens on P + r [2222]");
+      "under mpirun, mpiexec or srun: rank r listens on P + r of its host (DSGD_HOSTS) [2222]");
   add("listen", text(s.listen, "ADDR"), "ps: \"*\" any address, an IP, \"if:NAME\" [the spec's address]");
   add("ps-threads", whole("ps-threads", "N", s.ps_threads, 1, 1024),
       "ps: threads serving its connections, 1 to 1024 [1]");
@@ -152,14 +154,16 @@ inline std::string usage_text() {
   settings defaults;
   std::ostringstream s;
   s << "usage: dsgd-train [OPTIONS]\n"
-       "Every task of the cluster runs this program; TF_CONFIG (dsgd-launch), Open MPI or Slurm says\n"
-       "which one it is. The job trains the Fashion-MNIST MLP (or softmax regression) data-parallel\n"
+       "Every task of the cluster runs this program; TF_CONFIG (dsgd-launch), Open MPI, MPICH or Slurm\n"
+       "says which one it is. The job trains the Fashion-MNIST MLP (or softmax regression) data-parallel\n"
        "over the workers, its variables on the ps tasks.\n\n"
     << described(defaults)
     << "\nEnvironment: TF_CONFIG (the task), DSGD_CLUSTER_TOKEN (the cluster's secret, the same for\n"
        "every task; no default: dsgd-launch draws one for a single-host job, DSGD_INSECURE_NO_TOKEN=1\n"
        "runs without one), DSGD_MIN_REPLICAS (an elastic job: the spec's workers are slots and a sync\n"
-       "step needs at least this many replicas; dsgd-launch --workers MIN:MAX sets it).\n\n"
+       "step needs at least this many replicas; dsgd-launch --workers MIN:MAX sets it), DSGD_HOSTS\n"
+       "(under mpirun, mpiexec or srun: the ranks' hosts, H0,H1,... one per rank in rank order or one\n"
+       "for all; unset: localhost, or under srun the step's node list; TF_CONFIG names its own).\n\n"
        "Exit status: 0 done (at --target or above), 1 a failure or below --target, 2 a bad option.\n";
   return s.str();
 }
@@ -217,6 +221,12 @@ inline std::optional<settings> parse_options(int argc, char** argv) {
   if (s.logdir.empty())
     for (const char* option : {"save-secs", "save-steps", "keep", "summary-steps"})
       if (vm.count(option)) throw usage_error(std::string("--") + option + " needs --logdir DIR");
+  // The ranks' hosts under mpirun, mpiexec or srun, from the environment every rank is given
+  // alike (mpirun -x DSGD_HOSTS, mpiexec -genvlist DSGD_HOSTS, srun --export=ALL).
+  if (const char* hosts = std::getenv("DSGD_HOSTS"); hosts && *hosts) {
+    s.hosts_variable = hosts;
+    s.layout.hosts = read_hosts("DSGD_HOSTS", s.hosts_variable);
+  }
   return s;
 }
 

@@ -5,7 +5,8 @@
 # usage_test.sh DSGD_TRAIN
 # dsgd-train's command line: --help prints the usage and exits 0; every bad option exits 2
 # with a message that names it, before any connection is made (the cases that need the
-# cluster get a TF_CONFIG whose tasks nobody serves); a task without a cluster token exits 1.
+# cluster get a TF_CONFIG whose tasks nobody serves); a task without a cluster token exits 1;
+# DSGD_HOSTS gives the ranks' hosts, a bad list named.
 set -uo pipefail
 program=$1
 failures=0
@@ -97,6 +98,38 @@ else
   echo "ok: DSGD_INSECURE_NO_TOKEN=1 -> runs, logged"
 fi
 unset TF_CONFIG
+
+# DSGD_HOSTS, the ranks' hosts under mpirun, mpiexec or srun: an empty entry is a bad option
+# (exit 2); a list whose length is neither 1 nor the job's ranks fails at start (exit 1), naming
+# the variable; a good one gives the rank's task its host, said at start. Roles from MPICH's
+# variables; nothing listens on ports 9-11 (worker:1 gives up after its 1 s startup deadline).
+unset_roles=(-u TF_CONFIG -u OMPI_COMM_WORLD_RANK -u OMPI_COMM_WORLD_SIZE -u SLURM_PROCID -u SLURM_NTASKS)
+msg=$(env "${unset_roles[@]}" DSGD_HOSTS=h1,,h3 PMI_RANK=2 PMI_SIZE=3 "$program" --model softmax 2>&1 >/dev/null)
+status=$?
+if [[ $status -ne 2 ]] || ! grep -qF "DSGD_HOSTS=h1,,h3: empty host at position 2" <<<"$msg"; then
+  echo "FAIL: DSGD_HOSTS=h1,,h3: exit $status, expected 2 naming the empty host ($msg)"
+  failures=$((failures + 1))
+else
+  echo "ok: DSGD_HOSTS=h1,,h3 -> $msg"
+fi
+msg=$(env "${unset_roles[@]}" DSGD_CLUSTER_TOKEN=t DSGD_HOSTS=h1,h2 PMI_RANK=2 PMI_SIZE=3 \
+  "$program" --model softmax --num-ps 1 --base-port 9 2>&1 >/dev/null)
+status=$?
+if [[ $status -ne 1 ]] || ! grep -qF "hosts has 2 entries; expected none, one, or one per rank (3) (the hosts of DSGD_HOSTS=h1,h2)" <<<"$msg"; then
+  echo "FAIL: DSGD_HOSTS=h1,h2 for 3 ranks: exit $status, expected 1 naming the variable ($msg)"
+  failures=$((failures + 1))
+else
+  echo "ok: DSGD_HOSTS=h1,h2 for 3 ranks -> $msg"
+fi
+out=$(env "${unset_roles[@]}" DSGD_CLUSTER_TOKEN=t DSGD_HOSTS=localhost,localhost,127.0.0.1 PMI_RANK=2 PMI_SIZE=3 \
+  timeout 60 "$program" --model softmax --num-ps 1 --base-port 9 --startup-timeout 1 2>&1)
+want="worker:1: role from MPICH (PMI_RANK=2, size 3, num_ps 1, hosts from DSGD_HOSTS), at 127.0.0.1:11"
+if ! grep -qF "$want" <<<"$out"; then
+  echo "FAIL: DSGD_HOSTS=localhost,localhost,127.0.0.1 under PMI_RANK=2: no line '$want' in: $out"
+  failures=$((failures + 1))
+else
+  echo "ok: DSGD_HOSTS=localhost,localhost,127.0.0.1 -> $want"
+fi
 
 if [[ $failures -ne 0 ]]; then echo "usage_test: $failures failure(s)"; exit 1; fi
 echo "usage_test: all passed"

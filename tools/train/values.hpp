@@ -14,6 +14,7 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace dsgd_train {
@@ -51,6 +52,24 @@ inline std::vector<std::size_t> read_widths(const std::string& option, const std
     const auto comma = v.find(',', at);
     widths.push_back(read_whole(option, v.substr(at, comma == std::string::npos ? comma : comma - at), 1, 1 << 20));
     if (comma == std::string::npos) return widths;
+    at = comma + 1;
+  }
+}
+
+/// DSGD_HOSTS=node1,node2,...: the rank layout's hosts, one for every rank or one for all, in
+/// rank order; no entry empty. cluster_spec checks the names themselves.
+inline std::vector<std::string> read_hosts(const std::string& variable, const std::string& v) {
+  std::vector<std::string> hosts;
+  std::size_t at = 0;
+  while (true) {
+    const auto comma = v.find(',', at);
+    std::string host = v.substr(at, comma == std::string::npos ? comma : comma - at);
+    if (host.empty() || host.find_first_of(" \t") != std::string::npos)
+      throw usage_error(variable + "=" + v + ": " +
+                        (host.empty() ? "empty host" : "host \"" + host + "\" has a blank") + " at position " +
+                        std::to_string(hosts.size() + 1) + "; expected H0,H1,... (one host per rank, or one for all)");
+    hosts.push_back(std::move(host));
+    if (comma == std::string::npos) return hosts;
     at = comma + 1;
   }
 }

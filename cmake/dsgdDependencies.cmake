@@ -10,6 +10,9 @@ find_dependency(Boost 1.74 COMPONENTS serialization)
 find_dependency(OpenSSL)
 find_dependency(ZLIB)
 find_dependency(nlohmann_json 3.10)
+# The hash map of the embedding tables' rows (embedding/row_table.hpp): header-only (Debian:
+# robin-map-dev), target tsl::robin_map.
+find_dependency(tsl-robin-map)
 find_package(OpenMP QUIET COMPONENTS CXX)
 find_package(CUDAToolkit QUIET)
 

@@ -39,16 +39,21 @@
 #include <dsgd/optim/rowwise_adagrad.hpp>
 #include <dsgd/optim/sgd.hpp>
 
+#include <dsgd/embedding/admission.hpp>
 #include <dsgd/embedding/combiner.hpp>
 #include <dsgd/embedding/dedup.hpp>
+#include <dsgd/embedding/eviction.hpp>
+#include <dsgd/embedding/initializer.hpp>
 #include <dsgd/embedding/key_hash.hpp>
 #include <dsgd/embedding/row_cache.hpp>
+#include <dsgd/embedding/row_table.hpp>
 
 #include <dsgd/update/async.hpp>
 #include <dsgd/update/bounded_staleness.hpp>
 #include <dsgd/update/chunked_apply.hpp>
 #include <dsgd/update/concepts.hpp>
 #include <dsgd/update/sync_average.hpp>
+#include <dsgd/update/table_shard.hpp>
 
 #include <dsgd/compress/bf16.hpp>
 #include <dsgd/compress/codec.hpp>

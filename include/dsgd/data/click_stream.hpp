@@ -19,6 +19,7 @@
 /// @endcode
 #pragma once
 
+#include <dsgd/detail/mix64.hpp>
 #include <dsgd/detail/validate.hpp>
 #include <dsgd/error.hpp>
 
@@ -42,12 +43,8 @@ namespace detail {
 // rather than taken from <random>, whose distributions differ between standard libraries: the
 // stream must be the same on every machine.
 
-/// The splitmix64 finaliser (Stafford's variant 13): a bijection of 64-bit words.
-constexpr std::uint64_t mix64(std::uint64_t x) noexcept {
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
+/// The splitmix64 finaliser (a bijection of 64-bit words).
+using dsgd::detail::mix64;
 
 /// The inverse of an odd multiplier modulo 2^64 (Newton's iteration doubles the good bits).
 constexpr std::uint64_t inverse_odd(std::uint64_t a) noexcept {

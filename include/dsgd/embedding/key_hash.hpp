@@ -20,6 +20,7 @@
 /// @endcode
 #pragma once
 
+#include <dsgd/detail/mix64.hpp>
 #include <dsgd/error.hpp>
 
 #include <bit>
@@ -86,13 +87,9 @@ constexpr std::uint64_t xxhash64(const Byte* p, std::size_t n, std::uint64_t see
   return h ^ (h >> 32);
 }
 
-/// The splitmix64 finaliser (Stafford's variant 13): a bijection of 64-bit words whose every
-/// output bit depends on every input bit.
-constexpr std::uint64_t mix64(std::uint64_t x) noexcept {
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
+/// The splitmix64 finaliser (a bijection of 64-bit words whose every output bit depends on
+/// every input bit).
+using dsgd::detail::mix64;
 
 /// The inverse of an odd @p a modulo 2^64 (each Newton step doubles the correct low bits).
 constexpr std::uint64_t inverse_odd(std::uint64_t a) noexcept {

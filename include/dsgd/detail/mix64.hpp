@@ -1,0 +1,23 @@
+// SPDX-FileCopyrightText: Copyright (c) 2026 The dsgd authors
+// SPDX-License-Identifier: Apache-2.0
+//
+/// @file
+/// dsgd::detail::mix64: the splitmix64 finaliser, the one integer mixer behind the project's
+/// reproducible numbers (the click stream's draws, a table's initial rows and admission coins,
+/// key spaces, the routing of keys to ps tasks).
+// IWYU pragma: private, include <dsgd/dsgd.hpp>
+#pragma once
+
+#include <cstdint>
+
+namespace dsgd::detail {
+
+/// The splitmix64 finaliser (Stafford's variant 13): a bijection of 64-bit words whose every
+/// output bit depends on every input bit.
+constexpr std::uint64_t mix64(std::uint64_t x) noexcept {
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+}  // namespace dsgd::detail

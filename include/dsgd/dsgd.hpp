@@ -40,6 +40,12 @@
 #include <dsgd/optim/sgd.hpp>
 
 #include <dsgd/embedding/admission.hpp>
+#include <dsgd/embedding/any_admission.hpp>
+#include <dsgd/embedding/any_eviction.hpp>
+#include <dsgd/embedding/any_initializer.hpp>
+#include <dsgd/embedding/any_policies.hpp>
+#include <dsgd/embedding/any_row_optimizer.hpp>
+#include <dsgd/embedding/any_table.hpp>
 #include <dsgd/embedding/combiner.hpp>
 #include <dsgd/embedding/dedup.hpp>
 #include <dsgd/embedding/eviction.hpp>
@@ -47,6 +53,7 @@
 #include <dsgd/embedding/key_hash.hpp>
 #include <dsgd/embedding/row_cache.hpp>
 #include <dsgd/embedding/row_table.hpp>
+#include <dsgd/embedding/table_spec.hpp>
 
 #include <dsgd/update/async.hpp>
 #include <dsgd/update/bounded_staleness.hpp>
@@ -67,6 +74,7 @@
 
 #include <dsgd/placement/concepts.hpp>
 #include <dsgd/placement/greedy_by_bytes.hpp>
+#include <dsgd/placement/hash_keys.hpp>
 #include <dsgd/placement/partitioned.hpp>
 #include <dsgd/placement/pinned.hpp>
 #include <dsgd/placement/plan.hpp>

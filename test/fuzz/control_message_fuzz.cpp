@@ -8,9 +8,10 @@
 // fuzz_support.cpp fails any single allocation out of proportion to the input).
 //
 // Input: one byte choosing the message type (register_request, error_reply, shard_layout,
-// checkpoint_request), then the control payload.
+// checkpoint_request, embedding::table_spec), then the control payload.
 #include "fuzz_support.hpp"
 
+#include <dsgd/embedding/table_spec.hpp>
 #include <dsgd/protocol/messages.hpp>
 
 #include <string>
@@ -45,7 +46,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::string_view payload(reinterpret_cast<const char*>(data) + 1, size - 1);
   // The transport refuses larger control payloads before anything is read (limits).
   if (payload.size() > dsgd::transport::limits{}.max_control_bytes) return 0;
-  switch (data[0] % 4) {
+  switch (data[0] % 5) {
     case 0:
       decode_as<protocol::register_request>(payload, "register_request");
       break;
@@ -55,8 +56,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     case 2:
       decode_as<protocol::shard_layout>(payload, "shard_layout");
       break;
-    default:
+    case 3:
       decode_as<protocol::checkpoint_request>(payload, "checkpoint_request");
+      break;
+    default:
+      decode_as<dsgd::embedding::table_spec>(payload, "create_table");
       break;
   }
   return 0;
@@ -84,5 +88,15 @@ std::vector<std::string> dsgd::fuzz::seeds() {
   add(2, protocol::encode_control(protocol::shard_layout{3, 0, "dense/kernel", {784, 256}, 0, 784}));
   add(2, protocol::encode_control(protocol::shard_layout{}));
   add(3, protocol::encode_control(protocol::checkpoint_request{"ckpt/run-1"}));
+  namespace emb = dsgd::embedding;
+  add(4, protocol::encode_control(emb::table_spec{.name = "user_id",
+                                                  .dim = 16,
+                                                  .rule = emb::table_rule::bounded_staleness(3),
+                                                  .optimizer = emb::row_optimizer_spec::ftrl(0.1f, 0.01f, 0.001f),
+                                                  .initializer = emb::initializer_spec::truncated_normal(0.25f, 7),
+                                                  .admission = emb::admission_spec::by_probability(0.5, 9),
+                                                  .eviction = emb::eviction_spec::by_age(1000),
+                                                  .max_rows = 1000000}));
+  add(4, protocol::encode_control(emb::table_spec{}));
   return out;
 }

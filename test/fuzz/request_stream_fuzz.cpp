@@ -4,7 +4,8 @@
 // Fuzz target for <dsgd/server/shard_table.hpp>: a stream of request frames from three
 // authenticated peers, delivered as a connection delivers them (each chunk's header, its payload
 // into destination(), then received()), to a table whose two replicas registered, created w [4, 3]
-// and b [3] and opened a session. Every request kind of protocol::messages is reached through its
+// and b [3], opened a session and created two embedding tables (0 sync, 1 async with admission
+// and a cap). Every request kind of protocol::messages is reached through its
 // handler (but save and restore, which touch the file system), with any variable, shard, step,
 // length and chunking, as are reply kinds and unknown types sent as requests.
 //
@@ -17,6 +18,7 @@
 // then its payload (zeros past the end of the input), at most 64 frames.
 #include "fuzz_support.hpp"
 
+#include <dsgd/embedding/table_spec.hpp>
 #include <dsgd/optim/sgd.hpp>
 #include <dsgd/placement/round_robin.hpp>
 #include <dsgd/protocol/messages.hpp>
@@ -135,6 +137,22 @@ table make_table(counting_sink& out) {
           bytes_of(std::vector<float>(3, 1.f)), 1 << 16);
   deliver(t, out, 1, static_cast<std::uint16_t>(protocol::message::open_session), 0, 0, 7, {}, 1);
   dsgd::fuzz::check(t.ready(), "the table is not ready after its setup");
+  // Two embedding tables: 0 sync, rows of 2; 1 async, rows of 3, count admission and a cap of
+  // 4 rows with eviction, so that pulls and pushes reach admission, eviction and the cap.
+  namespace emb = dsgd::embedding;
+  const emb::table_spec tables[] = {
+      {.name = "sync_ids", .dim = 2, .rule = emb::table_rule::sync(), .optimizer = emb::row_optimizer_spec::sgd(0.5f)},
+      {.name = "async_ids",
+       .dim = 3,
+       .rule = emb::table_rule::async(),
+       .optimizer = emb::row_optimizer_spec::adagrad(0.1f),
+       .initializer = emb::initializer_spec::uniform(-1.f, 1.f, 3),
+       .admission = emb::admission_spec::by_count(2),
+       .eviction = emb::eviction_spec::least_frequent(),
+       .max_rows = 4}};
+  for (std::uint32_t id = 0; id < 2; ++id)
+    deliver(t, out, 1, static_cast<std::uint16_t>(protocol::message::create_table), id, 0, 0,
+            bytes_of(protocol::encode_control(tables[id])), 1 << 16);
   return t;
 }
 

@@ -18,21 +18,7 @@ command -v mpirun >/dev/null || { echo "mpi_job_test: skipped: Open MPI's mpirun
 version=$(mpirun --version 2>&1 || true)
 [[ $version == *"Open MPI"* ]] || { echo "mpi_job_test: skipped: mpirun is not Open MPI's"; exit 77; }
 # Four consecutive free ports, checked by binding each; the base moves on if one is taken.
-base=$(python3 - <<'PY'
-import random, socket
-for _ in range(200):
-    base = random.randrange(20000, 60000)
-    socks = []
-    try:
-        for p in range(base, base + 4):
-            s = socket.socket(); s.bind(("127.0.0.1", p)); socks.append(s)
-        print(base); break
-    except OSError:
-        pass
-    finally:
-        for s in socks: s.close()
-PY
-)
+base=$("$(dirname "$0")/../../scripts/free_ports.py" 4)
 export DSGD_CLUSTER_TOKEN=$(od -An -tx1 -N16 /dev/urandom | tr -d ' \n')
 # --oversubscribe: four ranks on fewer cores; --bind-to none: the ranks share the cores as the
 # scheduler likes (mpirun would pin each to one core); root runs need --allow-run-as-root.

@@ -25,21 +25,7 @@ grep -q "HYDRA" <<<"$version" || {
   exit 77
 }
 # Four consecutive free ports, checked by binding each; the base moves on if one is taken.
-base=$(python3 - <<'PY'
-import random, socket
-for _ in range(200):
-    base = random.randrange(20000, 60000)
-    socks = []
-    try:
-        for p in range(base, base + 4):
-            s = socket.socket(); s.bind(("127.0.0.1", p)); socks.append(s)
-        print(base); break
-    except OSError:
-        pass
-    finally:
-        for s in socks: s.close()
-PY
-)
+base=$("$(dirname "$0")/../../scripts/free_ports.py" 4)
 # Roles from MPICH alone: a TF_CONFIG, Open MPI's or Slurm's variables inherited from the caller
 # would come first (TF_CONFIG, Open MPI) or confuse the check.
 unset TF_CONFIG OMPI_COMM_WORLD_RANK OMPI_COMM_WORLD_SIZE SLURM_PROCID SLURM_NTASKS SLURM_NPROCS

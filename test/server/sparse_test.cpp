@@ -5,6 +5,8 @@
 // <dsgd/client/ps_client.hpp> (pull_rows, push_rows: embedding tables): ps tasks and workers as
 // threads of this process over transport::inproc (no sockets), dsgd::trainer's among them.
 #include <dsgd/client/ps_client.hpp>
+#include <dsgd/embedding/initializer.hpp>
+#include <dsgd/embedding/table_spec.hpp>
 #include <dsgd/optim/adagrad.hpp>
 #include <dsgd/optim/adam.hpp>
 #include <dsgd/optim/momentum.hpp>
@@ -19,6 +21,7 @@
 
 #include <support/inproc_cluster.hpp>
 #include <support/reference_optim.hpp>
+#include <support/table_model.hpp>
 #include <support/worker_loops.hpp>
 
 #include <boost/test/unit_test.hpp>
@@ -563,6 +566,143 @@ BOOST_AUTO_TEST_CASE(the_ps_checks_every_sparse_request_itself_and_answers_with_
   float row3[4];
   std::memcpy(row3, pulled.second.data(), sizeof row3);
   for (int k = 0; k < 4; ++k) BOOST_TEST(row3[k] == float(12 + k) - 3.f);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// Dynamic embedding tables (update::table_shard on each ps task, keys routed by
+// placement::hash_keys): create_table, pull_table, read_table, push_table.
+BOOST_FIXTURE_TEST_SUITE(dynamic_tables, inproc_net)
+
+namespace emb = dsgd::embedding;
+constexpr std::size_t table_dim = 4;
+const emb::initializer::uniform table_init{-0.1f, 0.1f, 7};
+
+emb::table_spec ids_table(emb::table_rule rule, std::uint32_t admit_after = 2) {
+  return {.name = "ids",
+          .dim = table_dim,
+          .rule = rule,
+          .optimizer = emb::row_optimizer_spec::adagrad(0.5f, 0.1f),
+          .initializer = emb::initializer_spec::of(table_init),
+          .admission = emb::admission_spec::by_count(admit_after)};
+}
+
+// Three workers over two ps tasks: the table's keys split between them by hash, a sync step of
+// each ps task completing with every worker's push. The rows equal one process on the
+// concatenated batch (dsgd::test::sync_oracle), the keys the second step they are pushed in
+// admitted; the keys never admitted read their initial rows; the pushes' dropped counts add up
+// to the oracle's.
+BOOST_AUTO_TEST_CASE(a_sync_table_over_two_ps_tasks_equals_one_process_on_the_concatenated_batch) {
+  constexpr std::size_t workers = 3, steps = 6;
+  auto spec = net.spec(2, workers);
+  using ps_t = running_ps<dsgd::update::sync_average, dsgd::optim::sgd>;
+  ps_t ps0(spec, 0, net, {0.1f}), ps1(spec, 1, net, {0.1f});
+  auto plan = dp::round_robin{}.place({{"b", {1}}}, 2);
+
+  std::vector<std::uint64_t> keys;  // every key of the batches
+  for (std::uint64_t k = 1000; k < 1030; ++k) keys.push_back(k);
+  std::vector<float> rows(keys.size() * table_dim);
+  std::vector<std::uint64_t> dropped(workers, 0);
+  std::vector<std::exception_ptr> failed(workers);
+  std::vector<std::thread> threads;
+  for (std::size_t k = 0; k < workers; ++k)
+    threads.emplace_back([&, k] {
+      try {
+        auto c = join_cluster(net, spec, plan, k, {{0.f}});
+        c->create_table(0, ids_table(emb::table_rule::sync()));  // every worker: the same spec
+        for (std::uint64_t s = 0; s < steps; ++s) {
+          auto step = dsgd::test::table_worker_step(k, s, table_dim, [&](auto keys, auto out) {
+            expect(c->pull_table(0, table_dim, keys, out, s) == s, "pull_table(..., s) == s");
+          });
+          dropped[k] += c->push_table(0, table_dim, step.keys, step.grads, s);
+        }
+        if (k == 0) {  // once the last step is applied on both ps tasks, every key's row
+          expect(c->pull_table(0, table_dim, {}, {}, steps) == steps, "pull_table(..., steps) == steps");
+          c->read_table(0, table_dim, keys, rows);
+        }
+        c->finish();
+      } catch (...) {
+        failed[k] = std::current_exception();
+      }
+    });
+  for (auto& t : threads) t.join();
+  for (auto& f : failed)
+    if (f) std::rethrow_exception(f);
+
+  std::size_t oracle_dropped = 0;
+  auto w = dsgd::test::sync_oracle(workers, steps, table_dim, 2, 0.5f, 0.1f, table_init, oracle_dropped);
+  BOOST_TEST(dropped[0] + dropped[1] + dropped[2] == oracle_dropped);
+  BOOST_TEST(oracle_dropped > 0u);
+  std::size_t admitted = 0;
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    std::vector<float> expected(table_dim);
+    if (auto it = w.find(keys[i]); it != w.end()) {
+      expected = it->second;
+      ++admitted;
+    } else {
+      table_init(keys[i], expected);
+    }
+    for (std::size_t d = 0; d < table_dim; ++d)
+      BOOST_TEST(rows[i * table_dim + d] == expected[d], "key " << keys[i] << boost::test_tools::tolerance(1e-5f));
+  }
+  BOOST_TEST(admitted == w.size());
+}
+
+// Hybrid: the dense variables sync, the table async. A table push is applied at once, before
+// the dense step it belongs to completes; the dense step still waits for both workers.
+BOOST_AUTO_TEST_CASE(hybrid_dense_variables_sync_and_a_table_async_in_one_job) {
+  auto spec = net.spec(1, 2);
+  running_ps<dsgd::update::sync_average, dsgd::optim::sgd> ps(spec, 0, net, {1.f});
+  auto plan = dp::round_robin{}.place({{"b", {1}}}, 1);
+  auto c0 = join_cluster(net, spec, plan, 0, {{0.f}});
+  auto c1 = join_cluster(net, spec, plan, 1, {{0.f}});
+  c0->create_table(0, ids_table(emb::table_rule::async(), 1));
+  std::vector<std::uint64_t> key{77};
+  std::vector<float> before(table_dim), after(table_dim), g(table_dim, 1.f);
+  c0->pull_table(0, table_dim, key, before, 0);  // admits key 77 (admission after 1 sighting)
+  BOOST_TEST(c0->push_table(0, table_dim, key, g, 0) == 0u);
+  BOOST_TEST(c0->pull_table(0, table_dim, key, after, 0) == 1u);  // one update of the table
+  for (std::size_t d = 0; d < table_dim; ++d) BOOST_TEST(after[d] < before[d]);
+  std::vector<float> one{1.f};
+  std::vector<std::span<const float>> grad{one};
+  BOOST_TEST(c0->push(plan, 0, grad) == 0u);
+  BOOST_TEST(c1->push(plan, 0, grad) == 0u);
+  BOOST_TEST(pull_all(*c0, plan, 0, 1)[0] == -1.f);             // the dense step: the mean of both
+  c1->create_table(0, ids_table(emb::table_rule::async(), 1));  // the same spec again: fine
+}
+
+// Bad requests are named errors, and the connection keeps serving.
+BOOST_AUTO_TEST_CASE(bad_table_requests_are_named_errors) {
+  auto spec = net.spec(1, 1);
+  running_ps<dsgd::update::async, dsgd::optim::sgd> ps(spec, 0, net, {1.f});
+  auto plan = dp::round_robin{}.place({{"b", {1}}}, 1);
+  auto c = join_cluster(net, spec, plan, 0, {{0.f}});
+  c->create_table(0, ids_table(emb::table_rule::async()));
+  BOOST_CHECK_EXCEPTION(c->create_table(0, ids_table(emb::table_rule::sync())), dsgd::error, [](const dsgd::error& e) {
+    return mentions(e, dsgd::errc::invalid_argument, {"ids: dim 4, async", "ids: dim 4, sync"});
+  });
+  std::vector<std::uint64_t> key{5};
+  std::vector<float> row(table_dim), bad(table_dim, 1.f);
+  BOOST_CHECK_EXCEPTION(c->pull_table(3, table_dim, key, row, 0), dsgd::error, [](const dsgd::error& e) {
+    return mentions(e, dsgd::errc::invalid_argument, {"table_pull", "no table 3"});
+  });
+  bad[2] = std::nanf("");
+  BOOST_CHECK_EXCEPTION(c->push_table(0, table_dim, key, bad, 0), dsgd::error, [](const dsgd::error& e) {
+    return mentions(e, dsgd::errc::invalid_argument, {"ids", "key 5", "column 2"});
+  });
+  BOOST_CHECK_EXCEPTION(c->push_table(0, table_dim, key, std::vector<float>(3), 0), dsgd::error,
+                        [](const dsgd::error& e) { return e.code() == dsgd::errc::shape_mismatch; });
+  // Evaluation reads do not count as sightings: after two, the first training pull still does
+  // not admit (admission after 2), and the gradient of key 5 is dropped.
+  c->read_table(0, table_dim, key, row);
+  c->read_table(0, table_dim, key, row);
+  std::vector<float> initial(table_dim);
+  table_init(5, initial);
+  BOOST_TEST(row == initial, boost::test_tools::per_element());
+  c->pull_table(0, table_dim, key, row, 0);
+  BOOST_TEST(c->push_table(0, table_dim, key, std::vector<float>(table_dim, 1.f), 0) == 1u);
+  c->pull_table(0, table_dim, key, row, 0);  // the second sighting admits
+  BOOST_TEST(c->push_table(0, table_dim, key, std::vector<float>(table_dim, 1.f), 0) == 0u);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -16,6 +16,8 @@
 #include <dsgd/client/residuals.hpp>
 #include <dsgd/detail/log.hpp>
 #include <dsgd/detail/retry.hpp>
+#include <dsgd/embedding/table_spec.hpp>
+#include <dsgd/placement/hash_keys.hpp>
 #include <dsgd/placement/plan.hpp>
 #include <dsgd/protocol/messages.hpp>
 #include <dsgd/transport/asio_tcp_policy.hpp>
@@ -362,7 +364,90 @@ class basic_ps_client {
     return n;
   }
 
+  // --- embedding tables ------------------------------------------------------------------
+  // A dynamic table (docs/embeddings.md) lives on every ps task, each holding the keys a
+  // KeyPlacement routes to it. Every call below goes to every ps task, with no keys where none
+  // of the caller's goes to it, so that a sync table's step counts this worker on each.
+
+  /// Asks every ps task to hold its part of table @p id, made from @p spec (its rule, optimizer,
+  /// initializer, admission, eviction and caps). Every worker may ask: the same spec again is
+  /// nothing new, another is an error naming both.
+  /// @throws dsgd::error what a ps answers: errc::invalid_argument for a bad spec or another one
+  void create_table(std::uint32_t id, const embedding::table_spec& spec) {
+    spec.validate();
+    const std::string body = protocol::encode_control(spec);
+    std::vector<detail::request> batch;
+    for (std::size_t i = 0; i < ps_tasks(); ++i) {
+      detail::request r{i, detail::header(protocol::message::create_table, id, 0, 0), boost::asio::buffer(body), {}};
+      r.h.flags = transport::frame_flags::control;
+      batch.push_back(r);
+    }
+    channel_.run(batch);
+  }
+
+  /// The lookup of a training step in table @p id (rows of @p dim floats): the rows of @p keys
+  /// (unique, as embedding::deduplicator leaves them; a key given twice is looked up twice) into
+  /// @p out, keys.size() x dim, once the table's rule lets this worker read at @p step (sync:
+  /// the table's step; SSP: this worker's clock, its pushes so far; async: any). Under async and
+  /// SSP the lookup admits keys (embedding::table_spec's admission); a key without a row reads
+  /// its initial row. @returns the smallest step (sync), clock (SSP) or update count the ps
+  /// tasks reported.
+  /// @throws dsgd::error errc::shape_mismatch when out.size() != keys.size() x dim, and what a ps
+  ///         answers (no such table, too many keys, errc::timed_out past its step deadline)
+  template <KeyPlacement P = placement::hash_keys>
+  std::uint64_t pull_table(std::uint32_t id, std::size_t dim, std::span<const std::uint64_t> keys, std::span<float> out,
+                           std::uint64_t step, const P& placement = {}) {
+    return lookup(id, dim, keys, out, step, 0, placement, "pull_table");
+  }
+
+  /// The lookup of an evaluation in table @p id: as pull_table(), but at once, and it never
+  /// admits, creates or touches a row.
+  template <KeyPlacement P = placement::hash_keys>
+  void read_table(std::uint32_t id, std::size_t dim, std::span<const std::uint64_t> keys, std::span<float> out,
+                  const P& placement = {}) {
+    lookup(id, dim, keys, out, 0, 1, placement, "read_table");
+  }
+
+  /// Sends the gradient rows @p grads (keys.size() x dim, row i for keys[i]) of table @p id,
+  /// computed on rows pulled at @p step, to the ps tasks holding the keys: summed into the step
+  /// (sync) or applied at once (async, SSP). @returns how many keys had their gradient dropped
+  /// because they have no row (not admitted, or evicted since their pull).
+  /// @throws dsgd::error as pull_table(), and errc::invalid_argument from a ps for a NaN or
+  ///         infinite gradient (naming the table and key; nothing of that push applied there)
+  template <KeyPlacement P = placement::hash_keys>
+  std::uint64_t push_table(std::uint32_t id, std::size_t dim, std::span<const std::uint64_t> keys,
+                           std::span<const float> grads, std::uint64_t step, const P& placement = {}) {
+    auto groups = detail::route_keys(placement, ps_tasks(), keys, dim, grads.size(), "push_table");
+    std::vector<std::uint64_t> dropped(groups.size(), 0);
+    std::vector<detail::request> batch;
+    for (std::size_t k = 0; k < groups.size(); ++k) {
+      auto& g = groups[k];
+      detail::request r{g.ps, detail::header(protocol::message::table_push, id, 0, step), detail::key_buffer(g, keys),
+                        boost::asio::buffer(&dropped[k], sizeof(std::uint64_t))};
+      r.payload_rows = detail::rows_source(g, grads, dim);
+      batch.push_back(r);
+    }
+    channel_.run(batch);
+    std::uint64_t n = 0;
+    for (auto d : dropped) n += d;
+    return n;
+  }
+
  private:
+  // pull_table (@p mode 0) and read_table (1).
+  template <KeyPlacement P>
+  std::uint64_t lookup(std::uint32_t id, std::size_t dim, std::span<const std::uint64_t> keys, std::span<float> out,
+                       std::uint64_t step, std::uint32_t mode, const P& placement, const char* what) {
+    auto groups = detail::route_keys(placement, ps_tasks(), keys, dim, out.size(), what);
+    std::vector<detail::request> batch;
+    for (auto& g : groups)
+      batch.push_back({g.ps, detail::header(protocol::message::table_pull, id, mode, step), detail::key_buffer(g, keys),
+                       detail::rows_destination(g, out, dim)});
+    auto replies = channel_.run(batch);
+    detail::scatter_rows(groups, out, dim);
+    return std::ranges::min(replies, {}, &reply::step).step;
+  }
+
   // "ps:1 (10.0.0.2:2222)": how errors name a ps task.
   std::string named(std::size_t i) const {
     return "ps:" + std::to_string(i) + " (" + spec_.address("ps", int(i)).to_string() + ")";

@@ -46,21 +46,8 @@ namespace detail {
 /// The splitmix64 finaliser (a bijection of 64-bit words).
 using dsgd::detail::mix64;
 
-/// The inverse of an odd multiplier modulo 2^64 (Newton's iteration doubles the good bits).
-constexpr std::uint64_t inverse_odd(std::uint64_t a) noexcept {
-  std::uint64_t x = a;  // correct to 3 bits for any odd a
-  for (int i = 0; i < 5; ++i) x *= 2 - a * x;
-  return x;
-}
-
-/// The inverse of mix64: unmix64(mix64(x)) == x.
-constexpr std::uint64_t unmix64(std::uint64_t x) noexcept {
-  x ^= (x >> 31) ^ (x >> 62);
-  x *= inverse_odd(0x94d049bb133111ebull);
-  x ^= (x >> 27) ^ (x >> 54);
-  x *= inverse_odd(0xbf58476d1ce4e5b9ull);
-  return x ^ (x >> 30) ^ (x >> 60);
-}
+/// Its inverse.
+using dsgd::detail::unmix64;
 
 /// splitmix64 (Steele, Lea and Flood 2014) started at @p state: one example's random numbers.
 struct splitmix64 {

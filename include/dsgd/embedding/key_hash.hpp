@@ -91,21 +91,8 @@ constexpr std::uint64_t xxhash64(const Byte* p, std::size_t n, std::uint64_t see
 /// every input bit).
 using dsgd::detail::mix64;
 
-/// The inverse of an odd @p a modulo 2^64 (each Newton step doubles the correct low bits).
-constexpr std::uint64_t inverse_odd(std::uint64_t a) noexcept {
-  std::uint64_t x = a;
-  for (int i = 0; i < 5; ++i) x *= 2 - a * x;
-  return x;
-}
-
-/// The inverse of mix64.
-constexpr std::uint64_t unmix64(std::uint64_t x) noexcept {
-  x ^= (x >> 31) ^ (x >> 62);
-  x *= inverse_odd(0x94d049bb133111ebull);
-  x ^= (x >> 27) ^ (x >> 54);
-  x *= inverse_odd(0xbf58476d1ce4e5b9ull);
-  return x ^ (x >> 30) ^ (x >> 60);
-}
+/// Its inverse.
+using dsgd::detail::unmix64;
 
 }  // namespace detail
 

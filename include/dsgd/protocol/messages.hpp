@@ -48,6 +48,9 @@ namespace dsgd::protocol {
 /// | compressed_pull (step as pull) | none | compressed_pull_reply: the shard's values as its agreed pull codec (fp16, bf16) encodes them, 2 bytes each |
 /// | open_session (chief; step = a new session stamp) | none | ok |
 /// | dropped_count | none | ok, step = the pushes this ps task's shards dropped (stale or duplicate) |
+/// | create_table (variable = table id) | control: embedding::table_spec | ok once this ps task holds its part of the table (the same spec again: ok; another: error) |
+/// | table_pull (variable = table id; step = step or clock; shard = 0 training, 1 evaluation) | n keys: u64 LE, each this ps task's | pull_reply: n x dim floats, step = the table's step (or clock) |
+/// | table_push (variable = table id; step = pulled at) | n keys (u64 LE), then n x dim floats | push_applied / push_accumulated / push_dropped, step as table_pull's; payload: u64 LE, the keys whose gradient was dropped (no row) |
 ///
 /// The reply to register_worker carries, for each shard of the request's `layouts` in that
 /// order, a u64 LE: how many pushes (dense or sparse) of this replica the ps has received for
@@ -83,6 +86,9 @@ enum class message : std::uint16_t {
   compressed_pull = 13,
   open_session = 14,
   dropped_count = 15,
+  create_table = 16,
+  table_pull = 17,
+  table_push = 18,
   reply_ok = 64,
   reply_error = 65,
   pull_reply = 66,
@@ -127,6 +133,9 @@ inline constexpr message_info messages[] = {
     {message::compressed_pull, "compressed_pull", payload_kind::none},
     {message::open_session, "open_session", payload_kind::none},
     {message::dropped_count, "dropped_count", payload_kind::none},
+    {message::create_table, "create_table", payload_kind::control},
+    {message::table_pull, "table_pull", payload_kind::sparse},
+    {message::table_push, "table_push", payload_kind::sparse},
     {message::reply_ok, "reply_ok", payload_kind::reply},
     {message::reply_error, "reply_error", payload_kind::reply},
     {message::pull_reply, "pull_reply", payload_kind::reply},

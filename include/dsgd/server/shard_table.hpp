@@ -26,6 +26,7 @@
 #include <dsgd/server/requests/register.hpp>
 #include <dsgd/server/requests/session.hpp>
 #include <dsgd/server/requests/sparse.hpp>
+#include <dsgd/server/requests/table.hpp>
 #include <dsgd/update/concepts.hpp>
 
 #include <cstddef>

@@ -331,7 +331,12 @@ class client_channel {
           // register_worker (none for other oks).
           if (type == protocol::message::pull_reply || type == protocol::message::compressed_pull_reply)
             return pull_destination(*slot, type, h, ec);
-          if (type == protocol::message::reply_ok) return transport::chunk_destination(slot->reply_into, h, ec);
+          // A table_push's answer carries its dropped keys (a u64) the same way.
+          if (type == protocol::message::reply_ok ||
+              (h.payload_length != 0 &&
+               (type == protocol::message::push_applied || type == protocol::message::push_accumulated ||
+                type == protocol::message::push_dropped)))
+            return transport::chunk_destination(slot->reply_into, h, ec);
           if (type == protocol::message::reply_error) {
             slot->control.resize(h.payload_length);
             return boost::asio::buffer(slot->control);

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <dsgd/error.hpp>
+#include <dsgd/placement/hash_keys.hpp>
 #include <dsgd/placement/plan.hpp>
 #include <dsgd/protocol/messages.hpp>
 #include <dsgd/transport/frame.hpp>
@@ -116,6 +117,23 @@ inline std::vector<row_group> route(const placement::plan& plan, std::size_t var
                                [&](std::uint64_t k, std::size_t g) { return k < groups[g].first_row; });
     groups[it == by_row.begin() ? by_row.front() : *std::prev(it)].at.push_back(i);
   }
+  return groups;
+}
+
+/// Splits @p keys of a dynamic table by the ps task @p placement routes each to: one group per
+/// ps task of @p ps_tasks, in task order, also for a task none of the keys goes to.
+/// @param floats the size of the caller's rows buffer, which must be keys.size() x @p dim
+/// @throws dsgd::error errc::shape_mismatch for a rows buffer of another size
+template <KeyPlacement P>
+std::vector<row_group> route_keys(const P& placement, std::size_t ps_tasks, std::span<const std::uint64_t> keys,
+                                  std::size_t dim, std::size_t floats, const char* what) {
+  if (floats != keys.size() * dim)
+    throw error(errc::shape_mismatch, std::string(what) + ": " + std::to_string(keys.size()) + " keys need " +
+                                          std::to_string(keys.size() * dim) + " floats (rows of " +
+                                          std::to_string(dim) + "), the buffer holds " + std::to_string(floats));
+  std::vector<row_group> groups(ps_tasks);
+  for (std::size_t t = 0; t < ps_tasks; ++t) groups[t].ps = t;
+  for (std::size_t i = 0; i < keys.size(); ++i) groups[placement.task_of(keys[i], ps_tasks)].at.push_back(i);
   return groups;
 }
 

@@ -63,6 +63,28 @@ inline std::string_view control_bytes(const table_peer& s) {
   return {reinterpret_cast<const char*>(s.control.data()), s.control.size()};
 }
 
+/// Where a chunk of a keyed request (sparse_pull, sparse_push, table_pull, table_push) goes: on
+/// its first chunk @p check(s) sizes the request's buffer, or throws a dsgd::error, which marks
+/// the request rejected (kept for its last chunk to answer) and sends its chunks to scratch;
+/// else the chunk's part of @p whole(s), the request's buffer.
+template <class Check, class Whole>
+std::span<std::byte> keyed_chunk(table_peer& s, const transport::frame_header& h, error_code& ec, Check&& check,
+                                 Whole&& whole) {
+  if (h.chunk_offset == 0) {
+    s.rejected.reset();
+    try {
+      check(s);
+    } catch (const dsgd::error& e) {
+      s.rejected.emplace(e.code(), e.what());
+    }
+  }
+  if (s.rejected) {
+    s.discard.resize(h.payload_length);
+    return std::span(s.discard);
+  }
+  return chunk_of(whole(s), h, ec);
+}
+
 /// Throws the error a rejected sparse request of @p s was kept for (its last chunk has come).
 inline void throw_if_rejected(table_peer& s) {
   if (!s.rejected) return;

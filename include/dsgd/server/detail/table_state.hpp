@@ -4,8 +4,8 @@
 /// @file
 /// server::detail::table_state: what a shard_table's request handlers act on. The task's name
 /// and settings and its parts, each behind its own interface: the shards (shard_store), the
-/// peers and the session (peer_registry), the parked requests, and the compressed pulls'
-/// encodings.
+/// peers and the session (peer_registry), the parked requests, the compressed pulls'
+/// encodings, and the embedding tables (table_store).
 // IWYU pragma: private, include <dsgd/server/shard_table.hpp>
 #pragma once
 
@@ -14,6 +14,7 @@
 #include <dsgd/server/detail/parked_requests.hpp>
 #include <dsgd/server/detail/peer_registry.hpp>
 #include <dsgd/server/detail/shard_store.hpp>
+#include <dsgd/server/detail/table_store.hpp>
 #include <dsgd/server/ps_options.hpp>
 #include <dsgd/update/concepts.hpp>
 #include <dsgd/update/sync_average.hpp>
@@ -59,6 +60,7 @@ struct table_state {
   peer_registry peers;
   parked_requests parked;
   pull_encodings encodings;  ///< compressed pulls' replies, encoded once per version
+  table_store tables;        ///< the embedding tables, each under its own rule
 };
 
 }  // namespace dsgd::server::detail

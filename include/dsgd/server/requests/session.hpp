@@ -57,6 +57,7 @@ struct handler<protocol::message::finish> {
   template <class T, reply_sink S>
   static after answer(T& t, peer_id p, table_peer& s, const transport::frame_header& h, S& out) {
     t.shards.for_each([&](auto& shard) { shard.finish(s.replica); });
+    t.tables.finish(s.replica);
     t.peers.finished(s, t.shards.global_step());
     detail::reply(out, p, h, protocol::message::reply_ok);
     return after::retry_parked;

@@ -46,27 +46,21 @@ template <class T>
 std::span<std::byte> sparse_payload(const T& t, table_peer& s, protocol::message kind, const transport::frame_header& h,
                                     error_code& ec) {
   const bool pull = kind == protocol::message::sparse_pull;
-  if (h.chunk_offset == 0) {
-    s.rejected.reset();
-    try {
-      const auto& l = sparse_shard(t, s, kind, h);
-      auto n = detail::sparse_request_keys(kind, l, h.total_length, t.opts.serving.max_rows_per_request, t.self);
-      if (pull) {
-        s.keys_in.resize(n);
-      } else {
-        s.sparse_keys = n;
-        s.sparse_in.resize(h.total_length / sizeof(float));
-      }
-    } catch (const dsgd::error& e) {
-      s.rejected.emplace(e.code(), e.what());
-    }
-  }
-  if (s.rejected) {
-    s.discard.resize(h.payload_length);
-    return std::span(s.discard);
-  }
-  auto whole = pull ? std::as_writable_bytes(std::span(s.keys_in)) : std::as_writable_bytes(std::span(s.sparse_in));
-  return detail::chunk_of(whole, h, ec);
+  return detail::keyed_chunk(
+      s, h, ec,
+      [&](table_peer& s) {
+        const auto& l = sparse_shard(t, s, kind, h);
+        auto n = detail::sparse_request_keys(kind, l, h.total_length, t.opts.serving.max_rows_per_request, t.self);
+        if (pull) {
+          s.keys_in.resize(n);
+        } else {
+          s.sparse_keys = n;
+          s.sparse_in.resize(h.total_length / sizeof(float));
+        }
+      },
+      [&](table_peer& s) {
+        return pull ? std::as_writable_bytes(std::span(s.keys_in)) : std::as_writable_bytes(std::span(s.sparse_in));
+      });
 }
 
 template <>

@@ -50,6 +50,7 @@
 #include <dsgd/cluster/tf_config.hpp>
 #include <dsgd/detail/log.hpp>
 #include <dsgd/device/cpu.hpp>
+#include <dsgd/embedding/table_spec.hpp>
 #include <dsgd/optim/concepts.hpp>
 #include <dsgd/optim/sgd.hpp>
 #include <dsgd/placement/concepts.hpp>
@@ -168,6 +169,22 @@ class trainer {
   /// Sends gradient rows for rows @p keys of variable @p v (train::worker::push_rows).
   std::size_t push_rows(std::size_t v, std::span<const std::uint64_t> keys, std::span<const float> grads) {
     return as_worker("push_rows()").push_rows(v, keys, grads);
+  }
+  /// Makes dynamic embedding table @p id on every ps task (train::worker::create_table).
+  void create_table(std::uint32_t id, const embedding::table_spec& spec) {
+    as_worker("create_table()").create_table(id, spec);
+  }
+  /// Reads the rows of @p keys of table @p id for this step (train::worker::pull_table).
+  std::uint64_t pull_table(std::uint32_t id, std::span<const std::uint64_t> keys, std::span<float> out) {
+    return as_worker("pull_table()").pull_table(id, keys, out);
+  }
+  /// Reads rows of table @p id for an evaluation, admitting none (train::worker::read_table).
+  std::uint64_t read_table(std::uint32_t id, std::span<const std::uint64_t> keys, std::span<float> out) {
+    return as_worker("read_table()").read_table(id, keys, out);
+  }
+  /// Sends gradient rows of table @p id (train::worker::push_table). @returns the keys dropped.
+  std::uint64_t push_table(std::uint32_t id, std::span<const std::uint64_t> keys, std::span<const float> grads) {
+    return as_worker("push_table()").push_table(id, keys, grads);
   }
   /// Places, connects, and creates or waits for the variables (train::worker::create_variables).
   void create_variables(std::vector<tensor<D>>& variables, const std::vector<std::string>& names,

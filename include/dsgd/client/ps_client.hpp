@@ -401,11 +401,13 @@ class basic_ps_client {
   }
 
   /// The lookup of an evaluation in table @p id: as pull_table(), but at once, and it never
-  /// admits, creates or touches a row.
+  /// admits, creates or touches a row. @returns the smallest step (sync) or update count
+  /// (async, SSP: pushes applied) of the table on the ps tasks: with no keys, how far the table
+  /// is (an evaluation after training waits for it).
   template <KeyPlacement P = placement::hash_keys>
-  void read_table(std::uint32_t id, std::size_t dim, std::span<const std::uint64_t> keys, std::span<float> out,
-                  const P& placement = {}) {
-    lookup(id, dim, keys, out, 0, 1, placement, "read_table");
+  std::uint64_t read_table(std::uint32_t id, std::size_t dim, std::span<const std::uint64_t> keys, std::span<float> out,
+                           const P& placement = {}) {
+    return lookup(id, dim, keys, out, 0, 1, placement, "read_table");
   }
 
   /// Sends the gradient rows @p grads (keys.size() x dim, row i for keys[i]) of table @p id,

@@ -13,6 +13,7 @@
 #include <dsgd/cluster/replicas.hpp>
 #include <dsgd/detail/log.hpp>
 #include <dsgd/device/cpu.hpp>
+#include <dsgd/embedding/table_spec.hpp>
 #include <dsgd/error.hpp>
 #include <dsgd/placement/concepts.hpp>
 #include <dsgd/placement/plan.hpp>
@@ -139,6 +140,39 @@ class worker {
   /// add up. See ps_client::push_rows. @returns how many shards dropped them.
   std::size_t push_rows(std::size_t v, std::span<const std::uint64_t> keys, std::span<const float> grads) {
     return client_->push_rows(plan_, v, keys, grads, step_, update::applies_each_push_v<U>);
+  }
+
+  // --- dynamic embedding tables (docs/embeddings.md) -----------------------------------------
+
+  /// Asks every ps task to hold its part of table @p id, made from @p spec; every worker calls
+  /// it (the same spec again is nothing new) after create_variables(). A table keeps its own
+  /// rule (spec.rule): a sync table's steps are this worker's pushes to it, whatever rule the
+  /// dense variables follow. See ps_client::create_table.
+  void create_table(std::uint32_t id, const embedding::table_spec& spec) {
+    client_->create_table(id, spec);
+    if (tables_.size() <= id) tables_.resize(id + 1);
+    tables_[id] = {spec.dim, 0, true};
+  }
+  /// The lookup of this step in table @p id: the rows of @p keys (unique: deduplicate a batch
+  /// first, embedding::deduplicator) into @p out, keys.size() x dim, as the table's rule lets
+  /// this worker read after its pushes to the table so far. See ps_client::pull_table.
+  std::uint64_t pull_table(std::uint32_t id, std::span<const std::uint64_t> keys, std::span<float> out) {
+    const auto& t = table(id, "pull_table()");
+    return client_->pull_table(id, t.dim, keys, out, t.pushes);
+  }
+  /// An evaluation lookup in table @p id: never admits or creates a row. @returns the table's
+  /// step (sync) or update count (async, SSP). See ps_client::read_table.
+  std::uint64_t read_table(std::uint32_t id, std::span<const std::uint64_t> keys, std::span<float> out) {
+    return client_->read_table(id, table(id, "read_table()").dim, keys, out);
+  }
+  /// Sends the gradient rows @p grads of @p keys (keys.size() x dim) for table @p id, computed on
+  /// the rows of the last pull_table(). @returns how many keys had their gradient dropped (no
+  /// row: not admitted, or evicted since the pull). See ps_client::push_table.
+  std::uint64_t push_table(std::uint32_t id, std::span<const std::uint64_t> keys, std::span<const float> grads) {
+    auto& t = table(id, "push_table()");
+    const auto dropped = client_->push_table(id, t.dim, keys, grads, t.pushes);
+    ++t.pushes;
+    return dropped;
   }
 
   /// Places the variables (in creation order) over the ps tasks, connects to them, checks
@@ -387,6 +421,20 @@ class worker {
   std::uint64_t pushes_ = 0;
   detail::exchange_buffers<D> buffers_;
   std::vector<bool> sparse_;
+  // Per table id: its row width and this worker's pushes to it (a sync table's step, an SSP
+  // table's clock).
+  struct table_state {
+    std::size_t dim = 0;
+    std::uint64_t pushes = 0;
+    bool created = false;
+  };
+  std::vector<table_state> tables_;
+  table_state& table(std::uint32_t id, const char* call) {
+    if (id >= tables_.size() || !tables_[id].created)
+      throw error(errc::invalid_argument, std::string(call) + ": table " + std::to_string(id) +
+                                              " was not created by this worker (create_table first)");
+    return tables_[id];
+  }
 };
 
 }  // namespace dsgd::train

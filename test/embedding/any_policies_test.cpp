@@ -408,13 +408,13 @@ BOOST_AUTO_TEST_CASE(make_table_lays_rows_out_for_the_spec_optimizer) {
   BOOST_TEST((t.initializer().spec() == spec.initializer));
 }
 
-BOOST_AUTO_TEST_CASE(a_full_table_without_eviction_refuses_a_new_row_naming_table_and_task) {
+BOOST_AUTO_TEST_CASE(a_full_table_without_eviction_refuses_a_new_row_naming_table_task_and_key) {
   emb::any_table t = emb::make_table({.name = "user_id", .dim = 2, .max_rows = 2}, 5);
   BOOST_TEST_REQUIRE(static_cast<bool>(t.find_or_admit(1, 1)));
   BOOST_TEST_REQUIRE(static_cast<bool>(t.find_or_admit(2, 1)));
   const std::string msg = dsgd::test::error_of([&] { (void)t.find_or_admit(3, 2); }, dsgd::errc::invalid_argument);
-  BOOST_TEST(contains(msg, "embedding table 'user_id' on ps task 5"));
-  BOOST_TEST(contains(msg, "full"));
+  BOOST_TEST(contains(msg, "embedding table 'user_id' on ps task 5, key 3"));
+  BOOST_TEST(contains(msg, "full (2 rows, its cap) and its eviction policy is none"));
   BOOST_TEST(t.size() == 2u);
   BOOST_TEST(!t.contains(3));
   BOOST_TEST(t.stats().evicted == 0u);

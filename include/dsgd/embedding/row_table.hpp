@@ -604,14 +604,27 @@ class row_table {
     return slot;
   }
 
+  // Whether the policy evicts: E::evicts, and a run-time policy's own answer where it has one
+  // (embedding::any_eviction holding eviction::none: evicts_rows()).
+  bool evicts() const noexcept {
+    if constexpr (!E::evicts) {
+      return false;
+    } else if constexpr (requires { evict_.evicts_rows(); }) {
+      return evict_.evicts_rows();
+    } else {
+      return true;
+    }
+  }
+
   // Evicts the evict_batch() rows the policy ranks lowest among those not touched at @p step
   // or later, or throws if the policy never evicts or every row is that recent.
   void make_room(std::uint64_t key, std::uint64_t step) {
-    if constexpr (!E::evicts) {
+    if (!evicts()) {
       throw error(errc::invalid_argument, where(key) + ": the table is full (" + std::to_string(max_rows_) +
                                               " rows, its cap) and its eviction policy is none: raise max_rows or "
                                               "max_bytes, or choose an eviction policy");
-    } else {
+    }
+    if constexpr (E::evicts) {
       const std::size_t batch = evict_batch();
       scratch_.clear();
       // A max-heap of the batch lowest-ranked rows seen so far (std::push_heap keeps the

@@ -126,16 +126,20 @@ elif [[ ${DSGD_SANITIZE_SKIP_FUZZ_REPLAYS:-0} == 1 ]]; then
 fi
 select=()
 if [[ -n $label ]]; then select=(-L "$label"); fi
+# DSGD_SANITIZE_ALSO_BUILD: more targets to build in the same ninja run (scripts/test.sh: the
+# header checks, all_verify_interface_header_sets).
+read -r -a also <<<"${DSGD_SANITIZE_ALSO_BUILD:-}"
 if [[ -n ${DSGD_SANITIZE_TARGETS:-} ]]; then
   # shellcheck disable=SC2086  # a list of target names
-  cmake --build "$build" -j "$jobs" --target ${DSGD_SANITIZE_TARGETS}
+  cmake --build "$build" -j "$jobs" --target ${DSGD_SANITIZE_TARGETS} "${also[@]}"
 elif [[ -n $label ]]; then
   # The build's own files that the selected tests' commands run: their executables (and, through
   # their dependencies, the jobs they start).
   mapfile -t outputs < <(scripts/test_executables.py "$build" "$label" "$exclude")
-  ninja -C "$build" -j "$jobs" "${outputs[@]}"
+  ninja -C "$build" -j "$jobs" "${outputs[@]}" "${also[@]}"
 else
   cmake --build "$build" -j "$jobs"
+  ((${#also[@]} == 0)) || cmake --build "$build" -j "$jobs" --target "${also[@]}"
 fi
 
 # OpenMP threads (asan build) sleep between kernels instead of spinning: tasks share the cores.

@@ -23,6 +23,7 @@
 #include <dsgd/data/click_stream.hpp>
 #include <dsgd/embedding/combiner.hpp>
 #include <dsgd/embedding/dedup.hpp>
+#include <dsgd/embedding/row_cache.hpp>
 #include <dsgd/embedding/table_spec.hpp>
 #include <dsgd/optim/adagrad.hpp>
 #include <dsgd/placement/round_robin.hpp>
@@ -38,6 +39,7 @@
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -60,6 +62,7 @@ struct settings {
   std::size_t eval = 20000;
   double scale = 0.01;  // click_stream::options::cardinality_scale
   double target = 0;
+  long cache = -1;  // the row cache's staleness bound S in steps; -1: no cache
 };
 
 std::string token() {
@@ -149,7 +152,12 @@ int train(const settings& s, Rule rule) {
   click_stream stream(
       {.seed = 7, .batch = s.batch, .shard = t.replica(), .shards = t.replicas(), .cardinality_scale = s.scale});
   model m(s.dim);
-  std::vector<float> grad_block;
+  // --cache S: rows pulled at most S steps ago are served from this worker's cache, only the
+  // misses pulled (the bounded-staleness idea per row).
+  std::optional<emb::row_cache> cache;
+  if (s.cache >= 0)
+    cache.emplace(emb::row_cache::options{.dim = s.dim, .capacity = 1 << 20, .staleness = std::uint64_t(s.cache)});
+  std::vector<float> pulled, grad_block;
   std::uint64_t dropped = 0;
   double loss = 0;
   const auto start = std::chrono::steady_clock::now();
@@ -157,15 +165,24 @@ int train(const settings& s, Rule rule) {
     const auto& b = stream.next();
     const auto& d = m.dedup.run(b.keys);
     m.block.resize(d.unique.size() * s.dim);
-    t.pull_table(0, d.unique, m.block);
+    if (cache) {
+      const auto& miss = cache->lookup(d.unique, step, m.block);
+      pulled.resize(miss.keys.size() * s.dim);
+      t.pull_table(0, miss.keys, pulled);
+      cache->fill_misses(pulled, m.block);
+    } else {
+      t.pull_table(0, d.unique, m.block);
+    }
     m.forward(b, d, vars[0].data(), vars[1].data()[0], vars[2].data());
     loss = m.backward(b, d, vars[2].data(), grads[0].data(), grads[1].data()[0], grads[2].data(), grad_block);
     dropped += t.push_table(0, d.unique, grad_block);
     t.push_pull(grads, vars);
     if (step % 100 == 0 || step == s.steps) {
       const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      std::printf("worker %zu  step %5zu  loss %.4f  %6.0f examples/s  %llu gradient rows dropped (no row)\n",
+      std::printf("worker %zu  step %5zu  loss %.4f  %6.0f examples/s  %llu gradient rows dropped (no row)",
                   t.replica(), step, loss, double(step * s.batch) / seconds, static_cast<unsigned long long>(dropped));
+      if (cache) std::printf("  row cache hit rate %.3f", cache->statistics().hit_rate());
+      std::printf("\n");
       std::fflush(stdout);
     }
   }
@@ -216,6 +233,8 @@ int main(int argc, char** argv) {
   add("eval", po::value(&s.eval)->value_name("N"), "test examples the chief scores [20000]");
   add("scale", po::value(&s.scale)->value_name("X"), "the click stream's cardinality_scale [0.01]");
   add("target", po::value(&s.target)->value_name("AUC"), "exit 1 if the chief ends below this AUC [0]");
+  add("cache", po::value(&s.cache)->value_name("S"),
+      "serve rows pulled at most S steps ago from a worker-side cache, pull only the misses [none]");
   add("help,h", "this text");
   po::variables_map vm;
   try {

@@ -99,7 +99,9 @@
 #include <dsgd/transport/tcp_options.hpp>
 #include <dsgd/transport/tls.hpp>
 
+#include <dsgd/checkpoint/incremental.hpp>
 #include <dsgd/checkpoint/saver.hpp>
+#include <dsgd/checkpoint/table_file.hpp>
 
 #include <dsgd/client/operations.hpp>
 #include <dsgd/client/options.hpp>

@@ -10,6 +10,8 @@
 
 #include <support/error_checks.hpp>
 
+#include <support/resident_memory.hpp>
+
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>
@@ -41,25 +43,8 @@ std::vector<float> initial(const emb::initializer::uniform& init, std::uint64_t 
   return row;
 }
 
-// Resident set size of this process in bytes, or 0 where /proc is not there.
-std::size_t resident_bytes() {
-  std::ifstream statm("/proc/self/statm");
-  std::size_t pages = 0, resident = 0;
-  if (!(statm >> pages >> resident)) return 0;
-  return resident * static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
-}
-
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr bool under_sanitizer = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
-constexpr bool under_sanitizer = true;
-#else
-constexpr bool under_sanitizer = false;
-#endif
-#else
-constexpr bool under_sanitizer = false;
-#endif
+using dsgd::test::resident_bytes;
+using dsgd::test::under_sanitizer;
 
 }  // namespace
 
@@ -210,6 +195,31 @@ BOOST_AUTO_TEST_CASE(changes_and_tombstones_are_recorded_since_the_mark) {
   (void)quiet.find_or_admit(1, 0);
   quiet.erase(1);
   BOOST_TEST(quiet.tombstone_count() == 0u);
+}
+
+// Tombstones are bounded (table_options::max_tombstones): past the bound they are dropped and the
+// change record says it is incomplete until the next mark(), so that a table nobody checkpoints
+// keeps its memory flat; rows changed are still recorded.
+BOOST_AUTO_TEST_CASE(tombstones_past_their_bound_leave_an_incomplete_record_until_the_mark) {
+  emb::row_table table({.name = "bounded", .dim = 1, .max_tombstones = 3});
+  for (std::uint64_t k = 1; k <= 6; ++k) (void)table.find_or_admit(k, k);
+  table.mark();
+  for (std::uint64_t k = 1; k <= 3; ++k) BOOST_TEST(table.erase(k));
+  BOOST_TEST(table.tombstone_count() == 3u);
+  BOOST_TEST(table.changes_complete());
+  BOOST_TEST(table.erase(4));  // the fourth: past the bound
+  BOOST_TEST(table.tombstone_count() == 0u);
+  BOOST_TEST(!table.changes_complete());
+  BOOST_TEST(table.erase(5));  // and it stays so, holding nothing
+  BOOST_TEST(table.tombstone_count() == 0u);
+  table.mark_updated(*table.find(6), 9);
+  std::size_t changed = 0;
+  table.for_each_changed([&](emb::const_row_view, emb::row_stats) { ++changed; });
+  BOOST_TEST(changed == 1u);
+  table.mark();
+  BOOST_TEST(table.changes_complete());
+  BOOST_TEST(table.erase(6));
+  BOOST_TEST(table.tombstone_count() == 1u);
 }
 
 BOOST_AUTO_TEST_CASE(bad_input_is_named_and_changes_nothing) {

@@ -88,6 +88,7 @@ std::vector<std::string> dsgd::fuzz::seeds() {
   add(2, protocol::encode_control(protocol::shard_layout{3, 0, "dense/kernel", {784, 256}, 0, 784}));
   add(2, protocol::encode_control(protocol::shard_layout{}));
   add(3, protocol::encode_control(protocol::checkpoint_request{"ckpt/run-1"}));
+  add(3, protocol::encode_control(protocol::checkpoint_request{"ckpt/run-1", true, 1200}));  // incremental
   namespace emb = dsgd::embedding;
   add(4, protocol::encode_control(emb::table_spec{.name = "user_id",
                                                   .dim = 16,

@@ -10,6 +10,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <cstddef>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 
@@ -31,6 +32,22 @@ std::string error_of(F&& f, errc code) {
 
 inline bool contains(const std::string& haystack, const std::string& needle) {
   return haystack.find(needle) != std::string::npos;
+}
+
+// Whether `f` throws dsgd::error with `code` and a message holding every one of `parts` (the
+// message of another error goes to the test log).
+template <class F>
+bool throws_named(F&& f, errc code, std::initializer_list<std::string> parts) {
+  try {
+    f();
+  } catch (const error& e) {
+    bool ok = e.code() == code;
+    for (const auto& p : parts) ok = ok && contains(e.what(), p);
+    if (!ok) BOOST_TEST_MESSAGE("unexpected error: " << e.what());
+    return ok;
+  }
+  BOOST_TEST_MESSAGE("no error");
+  return false;
 }
 
 // Column of the caret on the message's last line (the echoed string is indented by two spaces).

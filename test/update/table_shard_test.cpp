@@ -19,7 +19,10 @@
 #include <boost/test/unit_test.hpp>
 
 #include <chrono>
+#include <cmath>
 #include <exception>
+#include <map>
+#include <numeric>
 #include <string>
 #include <thread>
 #include <vector>
@@ -196,6 +199,50 @@ BOOST_AUTO_TEST_CASE(bad_pushes_are_named_errors_that_apply_nothing) {
   BOOST_TEST(shard.wait_reason(0, 1).empty());
   BOOST_TEST((shard.try_pull(0, 1, keys, rows) == std::optional<std::uint64_t>(1)));
   BOOST_TEST(rows[0] != -1.f);
+}
+
+// An async push's duplicate keys are summed before the one update of their row (under Adagrad,
+// not the same as two updates), whether the duplicate comes first or last and whatever the
+// push's size; a push of distinct keys is applied as it is. The oracle: a map of rows, each
+// push's gradients summed by key in push order, optim::adagrad::apply_row once a key.
+BOOST_AUTO_TEST_CASE(an_async_push_sums_its_duplicate_keys_before_one_update_of_their_row) {
+  const dsgd::optim::adagrad opt{.learning_rate = 0.5f, .initial_accumulator = 0.1f};
+  auto shard = make_shard<up::async>(opt, 1, {}, /*admit_after=*/1);
+  std::vector<std::uint64_t> every(100);
+  std::iota(every.begin(), every.end(), std::uint64_t{0});
+  std::vector<float> rows(every.size() * dim);
+  shard.pull(0, 0, every, rows, soon());  // admits every key
+
+  struct row_state {
+    std::vector<float> w, slots;
+  };
+  std::map<std::uint64_t, row_state> oracle;
+  for (std::size_t i = 0; i < every.size(); ++i) {
+    row_state r{{rows.begin() + i * dim, rows.begin() + (i + 1) * dim}, std::vector<float>(opt.row_slots(dim))};
+    opt.init_row_slots(r.slots.data(), dim);
+    oracle.emplace(every[i], std::move(r));
+  }
+  std::vector<std::uint64_t> with_last_twice = every;
+  with_last_twice.push_back(5);
+  const std::vector<std::vector<std::uint64_t>> pushes{{7, 9, 7, 11}, {9, 11, 7}, every, with_last_twice, {3, 3}};
+  float x = 0.f;
+  for (const auto& keys : pushes) {
+    std::vector<float> g(keys.size() * dim);
+    for (float& v : g) v = (x += 0.37f) - std::floor(x) - 0.5f;  // varied, finite
+    std::map<std::uint64_t, std::vector<float>> sums;
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      auto [it, fresh] = sums.try_emplace(keys[i], g.begin() + i * dim, g.begin() + (i + 1) * dim);
+      if (!fresh)
+        for (std::size_t c = 0; c < dim; ++c) it->second[c] += g[i * dim + c];
+    }
+    for (auto& [key, sum] : sums) opt.apply_row(oracle[key].w.data(), oracle[key].slots.data(), sum.data(), dim);
+    BOOST_TEST(shard.push(0, 0, keys, g).dropped_keys == 0u);
+  }
+  BOOST_TEST(shard.updates() == pushes.size());
+  shard.read(every, rows);
+  for (std::size_t i = 0; i < every.size(); ++i)
+    for (std::size_t c = 0; c < dim; ++c)
+      BOOST_TEST(rows[i * dim + c] == oracle[every[i]].w[c], "key " << every[i] << boost::test_tools::tolerance(1e-6f));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

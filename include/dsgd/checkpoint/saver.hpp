@@ -10,11 +10,14 @@
 /// not exist as far as restore is concerned, so a crash at any moment leaves the previous one
 /// restorable. Restore reads variables by name and element range, whatever the placement was
 /// when they were written, so a cluster with a different number of ps tasks can restore it.
+/// A ps task holding embedding tables also writes "ckpt-S.tables.ps-i-of-n" (full, or a delta
+/// of an earlier checkpoint: checkpoint/table_file.hpp), which the manifest names too.
 /// docs/checkpoints.md has the byte layout.
 #pragma once
 
 #include <dsgd/checkpoint/detail/atomic_file.hpp>
 #include <dsgd/checkpoint/detail/format.hpp>
+#include <dsgd/checkpoint/table_file.hpp>
 #include <dsgd/detail/crc32c.hpp>
 #include <dsgd/error.hpp>
 #include <dsgd/placement/plan.hpp>
@@ -93,6 +96,12 @@ class checkpoint_reader {
   /// @returns placement::plan::describe() of the plan it was written under.
   const std::string& placement() const noexcept { return manifest_.placement; }
   std::uint64_t placement_fingerprint() const noexcept { return manifest_.placement_fingerprint; }
+  /// @returns whether the checkpoint holds embedding tables (table files, checkpoint/table_file.hpp;
+  /// read_tables() reads them, and those of the checkpoints a delta's chain names).
+  bool has_tables() const noexcept { return !manifest_.table_files.empty(); }
+  /// @returns the checkpoint whose tables this one's are a delta of (an incremental checkpoint),
+  /// or nothing (full tables, or none).
+  std::optional<std::uint64_t> tables_delta_of() const noexcept { return manifest_.tables_delta_of; }
 
   /// @returns every variable (name and shape) in the order the data files first name them.
   std::vector<placement::variable_info> variables() const {
@@ -227,13 +236,15 @@ class saver {
     out.commit();
   }
 
-  /// Chief: verifies every data file of @p step against @p plan, writes the manifest and the
-  /// "checkpoint" index, then deletes checkpoints beyond keep() and leftovers of older steps.
+  /// Chief: verifies every data file of @p step against @p plan, and the table files if the ps
+  /// tasks wrote any (every task's or none; header, trailer and CRC; a delta's base committed),
+  /// writes the manifest and the "checkpoint" index, then deletes checkpoints beyond keep()
+  /// (but those a kept incremental checkpoint's tables build on) and leftovers of older steps.
   /// Checkpoints of steps after @p step (from a run that was abandoned) are deleted too.
-  /// @throws dsgd::error errc::checkpoint_corrupt naming a missing or damaged data file, or a
-  ///         shard of @p plan it lacks.
+  /// @throws dsgd::error errc::checkpoint_corrupt naming a missing or damaged data or table
+  ///         file, a shard of @p plan it lacks, or a delta's base that is not committed.
   void commit(std::uint64_t step, const placement::plan& plan) const {
-    detail::manifest m{step, plan.fingerprint(), plan.describe(), {}};
+    detail::manifest m{.step = step, .placement_fingerprint = plan.fingerprint(), .placement = plan.describe()};
     const auto n = plan.ps_tasks();
     for (std::size_t i = 0; i < n; ++i) {
       auto name = detail::data_file_name(step, i, n);
@@ -268,6 +279,7 @@ class saver {
       }
       m.files.push_back({name, bytes.size(), dsgd::detail::crc32c(detail::as_bytes(bytes))});
     }
+    add_table_files(m, n);
     detail::write_file_atomically(dir_ / detail::manifest_name(step), detail::encode_manifest(m));
     prune(step);
   }
@@ -311,6 +323,69 @@ class saver {
   checkpoint_reader open(std::uint64_t step) const { return checkpoint_reader(dir_, step); }
 
  private:
+  // The table files of @p m's step (checkpoint/table_file.hpp), if its ps tasks wrote any:
+  // each verified (header, trailer, whole-file CRC), all of one kind, and a delta's base
+  // committed; named in the manifest with what their tables are a delta of.
+  void add_table_files(detail::manifest& m, std::size_t n) const {
+    std::vector<verified_table_file> found(n);
+    std::size_t present = 0;
+    std::optional<std::size_t> absent;
+    for (std::size_t i = 0; i < n; ++i) {
+      try {
+        found[i] = verify_table_file(dir_ / detail::table_file_name(m.step, i, n));
+        ++present;
+      } catch (const error& e) {
+        if (e.code() != errc::not_found) throw;
+        if (!absent) absent = i;
+      }
+    }
+    if (present == 0) return;
+    if (absent)
+      throw error(errc::checkpoint_corrupt, detail::table_file_name(m.step, *absent, n) + ": missing; ps task " +
+                                                std::to_string(*absent) + " has not written its tables of step " +
+                                                std::to_string(m.step) + " (ps task " +
+                                                std::to_string(*absent == 0 ? 1 : 0) + " has)");
+    for (std::size_t i = 0; i < n; ++i) {
+      const auto name = detail::table_file_name(m.step, i, n);
+      const auto& info = found[i].info;
+      if (info.step != m.step || info.ps_task != i || info.ps_tasks != n)
+        throw error(errc::checkpoint_corrupt, name + ": header names another step or task");
+      if (info.kind != found[0].info.kind || info.delta_of != found[0].info.delta_of)
+        throw error(errc::checkpoint_corrupt, name + ": " + describe(info) + ", but " +
+                                                  detail::table_file_name(m.step, 0, n) + " is " +
+                                                  describe(found[0].info));
+      m.table_files.push_back({name, found[i].bytes, found[i].crc32c});
+    }
+    if (found[0].info.kind == table_file_kind::delta) {
+      const auto base = found[0].info.delta_of;
+      const auto mname = detail::manifest_name(base);
+      try {
+        if (detail::parse_manifest(detail::read_file(dir_ / mname, detail::max_manifest_bytes), mname).step != base)
+          throw error(errc::checkpoint_corrupt, mname + ": names another step");
+      } catch (const error& e) {
+        throw error(errc::checkpoint_corrupt, "checkpoint " + std::to_string(m.step) +
+                                                  ": its tables are a delta of checkpoint " + std::to_string(base) +
+                                                  ", which is not committed: " + e.what());
+      }
+      m.tables_delta_of = base;
+    }
+  }
+  static std::string describe(const table_file_info& info) {
+    return info.kind == table_file_kind::full ? std::string("full tables")
+                                              : "a delta of checkpoint " + std::to_string(info.delta_of);
+  }
+
+  // @returns what checkpoint @p s's tables are a delta of, if it is an incremental checkpoint
+  // whose manifest verifies.
+  std::optional<std::uint64_t> delta_of(std::uint64_t s) const {
+    try {
+      auto mname = detail::manifest_name(s);
+      return detail::parse_manifest(detail::read_file(dir_ / mname, detail::max_manifest_bytes), mname).tables_delta_of;
+    } catch (const error&) {
+      return std::nullopt;
+    }
+  }
+
   // "ckpt-<digits>.<rest>": the step, if @p name is one of ours.
   static std::optional<std::uint64_t> step_of(const std::string& name, std::string* rest = nullptr) {
     if (name.rfind("ckpt-", 0) != 0) return std::nullopt;
@@ -340,6 +415,11 @@ class saver {
     std::vector<std::uint64_t> kept;
     for (auto it = all.rbegin(); it != all.rend(); ++it)
       if (*it <= committed && (keep_ == 0 || kept.size() < keep_)) kept.push_back(*it);
+    // An incremental checkpoint kept keeps the chain its tables restore from.
+    for (std::size_t i = 0; i < kept.size(); ++i)
+      if (auto base = delta_of(kept[i]); base && std::binary_search(all.begin(), all.end(), *base) &&
+                                         std::find(kept.begin(), kept.end(), *base) == kept.end())
+        kept.push_back(*base);
     std::sort(kept.begin(), kept.end());
     std::string index = "model_checkpoint_path: \"ckpt-" + std::to_string(committed) + "\"\n";
     for (auto s : kept) index += "all_model_checkpoint_paths: \"ckpt-" + std::to_string(s) + "\"\n";

@@ -340,6 +340,18 @@ class basic_ps_client {
   /// checkpoint::saver::commit() makes it a checkpoint.
   void save(const std::filesystem::path& dir, std::uint64_t step) { broadcast(protocol::message::save, step, dir); }
 
+  /// Chief only: an incremental checkpoint @p step: every ps task writes its data file as save()
+  /// does, and of its embedding tables only the rows changed since checkpoint @p tables_delta_of
+  /// and the keys removed since (checkpoint/table_file.hpp); checkpoint::saver::commit() then
+  /// makes it a checkpoint whose restore reads its chain (the full base, each delta). @p
+  /// tables_delta_of must be a committed checkpoint, full or incremental, that every ps task
+  /// wrote or restored since its last full one (checkpoint::incremental_schedule keeps track).
+  /// @throws dsgd::error what a ps answers: errc::invalid_argument when one cannot build on
+  ///         @p tables_delta_of (save a full checkpoint then)
+  void save_incremental(const std::filesystem::path& dir, std::uint64_t step, std::uint64_t tables_delta_of) {
+    broadcast(protocol::message::save, step, dir, {.incremental = true, .tables_delta_of = tables_delta_of});
+  }
+
   /// Chief only: every ps task replaces its shards with checkpoint @p step in @p dir (read by name
   /// and range: it may come from another number of ps tasks), then a new session opens on all;
   /// other workers' requests fail with errc::aborted until they register again.
@@ -455,10 +467,12 @@ class basic_ps_client {
     return "ps:" + std::to_string(i) + " (" + spec_.address("ps", int(i)).to_string() + ")";
   }
 
-  // Sends @p type to every ps task (with @p dir: a checkpoint_request). @returns the answers.
-  std::vector<reply> broadcast(protocol::message type, std::uint64_t step = 0, const std::filesystem::path& dir = {}) {
-    const std::string body =
-        dir.empty() ? std::string() : protocol::encode_control(protocol::checkpoint_request{dir.string()});
+  // Sends @p type to every ps task (with @p dir: a checkpoint_request, @p request's other
+  // fields). @returns the answers.
+  std::vector<reply> broadcast(protocol::message type, std::uint64_t step = 0, const std::filesystem::path& dir = {},
+                               protocol::checkpoint_request request = {}) {
+    request.directory = dir.string();
+    const std::string body = dir.empty() ? std::string() : protocol::encode_control(request);
     std::vector<detail::request> batch;
     for (std::size_t i = 0; i < ps_tasks(); ++i) {
       detail::request r{i, detail::header(type, 0, 0, step), boost::asio::buffer(body), {}};

@@ -147,7 +147,11 @@ struct table_options {
   double evict_fraction = 1.0 / 64;
   float max_load_factor = 0.8f;  ///< of the hash map, in [0.2, 0.95]
   bool track_changes = true;     ///< keep tombstones of evicted and erased keys until mark()
-  int ps_task = -1;              ///< the ps task holding the shard, named in errors (-1: none)
+  /// The tombstones kept until mark() (0: max_rows / 8, at least 1024, or 65536 without a cap):
+  /// past it they are dropped and the change record is incomplete until the next mark()
+  /// (changes_complete()), so that a table nobody checkpoints keeps its memory bounded.
+  std::size_t max_tombstones = 0;
+  int ps_task = -1;  ///< the ps task holding the shard, named in errors (-1: none)
 
   /// @throws dsgd::error (errc::invalid_argument) naming the first bad field.
   void validate() const {
@@ -430,12 +434,17 @@ class row_table {
     for (std::uint64_t key : tombstones_) f(key);
   }
   std::size_t tombstone_count() const noexcept { return tombstones_.size(); }
+  /// @returns whether the change record since the last mark() is whole: false once more keys
+  /// were evicted or erased than table_options::max_tombstones keeps (an incremental checkpoint
+  /// cannot be made from it then: take a full one).
+  bool changes_complete() const noexcept { return changes_complete_; }
 
   /// Starts a new change record: forgets the tombstones and which rows changed. O(1) plus the
   /// tombstones' clear.
   void mark() {
     ++epoch_;
     tombstones_.clear();
+    changes_complete_ = true;
   }
 
   std::size_t size() const noexcept { return map_.size(); }
@@ -658,7 +667,14 @@ class row_table {
   void release(std::uint32_t slot) {
     meta& m = meta_of(slot);
     map_.erase(m.key);
-    if (options_.track_changes) tombstones_.insert(m.key);
+    if (options_.track_changes && changes_complete_) {
+      if (tombstones_.size() < tombstone_cap()) {
+        tombstones_.insert(m.key);
+      } else {  // past the bound: the record is incomplete until the next mark()
+        tombstones_.clear();
+        changes_complete_ = false;
+      }
+    }
     m.epoch = 0;
     free_.push_back(slot);
   }
@@ -730,6 +746,11 @@ class row_table {
   std::unique_ptr<std::size_t> bytes_;  // what the containers' allocators count (stable across moves)
   map_type map_;
   set_type tombstones_;
+  bool changes_complete_ = true;  // no tombstone dropped since the last mark()
+  std::size_t tombstone_cap() const noexcept {
+    if (options_.max_tombstones != 0) return options_.max_tombstones;
+    return capped() ? std::max<std::size_t>(max_rows_ / 8, 1024) : std::size_t{1} << 16;
+  }
   std::vector<block, detail::counting_allocator<block>> blocks_;
   std::vector<std::uint32_t, detail::counting_allocator<std::uint32_t>> free_;
   std::vector<candidate, detail::counting_allocator<candidate>> scratch_;

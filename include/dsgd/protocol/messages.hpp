@@ -15,6 +15,7 @@
 #include <boost/archive/binary_oarchive.hpp>
 #include <boost/serialization/string.hpp>
 #include <boost/serialization/vector.hpp>
+#include <boost/serialization/version.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -42,8 +43,8 @@ namespace dsgd::protocol {
 /// | sparse_push (step as push) | n keys (u64 LE), then n x dim floats | as push |
 /// | finish | none | ok |
 /// | shutdown (chief) | none | ok, then the ps closes and join() returns |
-/// | save (chief; step = checkpoint step) | control: checkpoint_request | ok once the ps wrote its data file |
-/// | restore (chief; step = checkpoint step) | control: checkpoint_request | ok once the ps holds the checkpoint's values |
+/// | save (chief; step = checkpoint step) | control: checkpoint_request | ok once the ps wrote its data file (and its table file: every row, or with `incremental` the changes since `tables_delta_of`) |
+/// | restore (chief; step = checkpoint step) | control: checkpoint_request | ok once the ps holds the checkpoint's values and tables (base + deltas, its keys re-routed) |
 /// | compressed_push (step as push) | a Compressor's payload (compress/) | as push |
 /// | compressed_pull (step as pull) | none | compressed_pull_reply: the shard's values as its agreed pull codec (fp16, bf16) encodes them, 2 bytes each |
 /// | open_session (chief; step = a new session stamp) | none | ok |
@@ -222,11 +223,19 @@ struct register_request {
 /// Where a checkpoint is: the chief asks every ps task to write (save) or read (restore) its
 /// part of checkpoint `step` in `directory`, a path every ps task can reach (one machine, or a
 /// shared file system, as TensorFlow's sharded savers need).
+///
+/// A save may be incremental (`tables_delta_of`, version 1 of the message): each ps task writes
+/// its data file as ever, and of its embedding tables only the rows changed since checkpoint
+/// `tables_delta_of` (a committed one it wrote or restored) and the keys removed since
+/// (checkpoint/table_file.hpp). A restore reads the chain whatever the checkpoint's kind.
 struct checkpoint_request {
   std::string directory;
+  bool incremental = false;           ///< save: the tables as a delta of `tables_delta_of`
+  std::uint64_t tables_delta_of = 0;  ///< save, incremental: the checkpoint it builds on
   template <class Archive>
-  void serialize(Archive& ar, unsigned /*version*/) {
+  void serialize(Archive& ar, unsigned version) {
     ar& directory;
+    if (version >= 1) ar& incremental& tables_delta_of;
   }
 };
 
@@ -268,3 +277,6 @@ M decode_control(std::string_view bytes, const char* what) {
 }
 
 }  // namespace dsgd::protocol
+
+// Version 1 adds the incremental save's fields; a version 0 payload decodes as a full save.
+BOOST_CLASS_VERSION(dsgd::protocol::checkpoint_request, 1)

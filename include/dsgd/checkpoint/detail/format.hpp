@@ -18,6 +18,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -76,6 +77,10 @@ inline std::string data_file_name(std::uint64_t step, std::size_t ps_task, std::
   return "ckpt-" + std::to_string(step) + ".ps-" + std::to_string(ps_task) + "-of-" + std::to_string(ps_tasks);
 }
 inline std::string manifest_name(std::uint64_t step) { return "ckpt-" + std::to_string(step) + ".manifest"; }
+/// The embedding tables' file of ps task @p ps_task of checkpoint @p step (checkpoint/table_file.hpp).
+inline std::string table_file_name(std::uint64_t step, std::size_t ps_task, std::size_t ps_tasks) {
+  return "ckpt-" + std::to_string(step) + ".tables.ps-" + std::to_string(ps_task) + "-of-" + std::to_string(ps_tasks);
+}
 
 /// Writes a data file through @p out; @returns {file size, CRC-32C of the whole file}.
 inline std::pair<std::uint64_t, std::uint32_t> write_data_file(atomic_file& out, std::uint64_t step,
@@ -232,6 +237,13 @@ struct manifest {
   std::string placement;  ///< placement::plan::describe() of the plan at save time
   std::vector<file> files;
   std::uint32_t version = format_version;  ///< of the manifest and of every data file it names
+  /// The embedding tables' files (checkpoint/table_file.hpp), one per ps task, or none for a
+  /// checkpoint without tables: "table_file" lines after the data files (format 3 reads a
+  /// manifest without them as before; a build without table checkpoints refuses one with them).
+  std::vector<file> table_files;
+  /// For an incremental checkpoint: the committed checkpoint whose tables its table files are a
+  /// delta of ("tables_delta_of" line); nothing for full table files.
+  std::optional<std::uint64_t> tables_delta_of;
 };
 
 inline std::string hex(std::uint64_t v, int digits) {
@@ -246,6 +258,9 @@ inline std::string encode_manifest(const manifest& m) {
                   std::to_string(m.step) + "\nplacement_fingerprint " + hex(m.placement_fingerprint, 16) +
                   "\nplacement " + m.placement + "\nps_tasks " + std::to_string(m.files.size()) + "\n";
   for (const auto& f : m.files) s += "file " + f.name + " " + std::to_string(f.bytes) + " " + hex(f.crc32c, 8) + "\n";
+  if (!m.table_files.empty() && m.tables_delta_of) s += "tables_delta_of " + std::to_string(*m.tables_delta_of) + "\n";
+  for (const auto& f : m.table_files)
+    s += "table_file " + f.name + " " + std::to_string(f.bytes) + " " + hex(f.crc32c, 8) + "\n";
   s += "crc32c " + hex(dsgd::detail::crc32c(as_bytes(s)), 8) + "\n";
   return s;
 }
@@ -297,8 +312,8 @@ inline manifest parse_manifest(std::string_view text, const std::string& name) {
   m.placement = std::string(next_line("placement "));
   auto n = number(next_line("ps_tasks "), 10);
   if (n == 0 || n > max_ps_tasks) fail("ps task count " + std::to_string(n) + " out of range");
-  for (std::uint64_t i = 0; i < n; ++i) {
-    auto rest = next_line("file ");
+  auto file_entry = [&](std::string_view key, const std::string& expected) {
+    auto rest = next_line(key);
     auto sp1 = rest.find(' ');
     auto sp2 = sp1 == std::string_view::npos ? sp1 : rest.find(' ', sp1 + 1);
     if (sp2 == std::string_view::npos) fail("line " + std::to_string(line_no) + ": malformed file entry");
@@ -306,10 +321,24 @@ inline manifest parse_manifest(std::string_view text, const std::string& name) {
     f.name = std::string(rest.substr(0, sp1));
     f.bytes = number(rest.substr(sp1 + 1, sp2 - sp1 - 1), 10);
     f.crc32c = static_cast<std::uint32_t>(number(rest.substr(sp2 + 1), 16));
-    if (f.name != data_file_name(m.step, i, n))
-      fail("line " + std::to_string(line_no) + ": file " + f.name + " should be " + data_file_name(m.step, i, n));
-    m.files.push_back(std::move(f));
+    if (f.name != expected)
+      fail("line " + std::to_string(line_no) + ": " + std::string(key) + f.name + " should be " + expected);
+    return f;
+  };
+  for (std::uint64_t i = 0; i < n; ++i) m.files.push_back(file_entry("file ", data_file_name(m.step, i, n)));
+  // The tables' files, if any (checkpoint/table_file.hpp): an optional "tables_delta_of" line,
+  // then one "table_file" line per ps task.
+  if (body.substr(0, 16) == "tables_delta_of ") {
+    auto previous = number(next_line("tables_delta_of "), 10);
+    if (previous >= m.step)
+      fail("line " + std::to_string(line_no) + ": tables_delta_of " + std::to_string(previous) +
+           " is not a step before " + std::to_string(m.step));
+    m.tables_delta_of = previous;
+    if (body.substr(0, 11) != "table_file ") fail("line " + std::to_string(line_no) + ": no table_file lines follow");
   }
+  if (body.substr(0, 11) == "table_file ")
+    for (std::uint64_t i = 0; i < n; ++i)
+      m.table_files.push_back(file_entry("table_file ", table_file_name(m.step, i, n)));
   if (!body.empty()) fail("unexpected text after line " + std::to_string(line_no));
   return m;
 }

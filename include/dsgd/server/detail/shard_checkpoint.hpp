@@ -57,14 +57,18 @@ inline std::size_t shard_offset(const protocol::shard_layout& l) {
   return static_cast<std::size_t>(l.first_row * l.row_elements());
 }
 
-/// @returns the directory a save or restore request (@p what) names in its control payload.
+/// @returns the request (checkpoint_request_of) or the directory (checkpoint_directory) a save
+/// or restore request (@p what) names in its control payload.
 /// @throws dsgd::error errc::bad_frame for a payload that does not decode, errc::invalid_argument
 ///         for an empty directory
-inline std::filesystem::path checkpoint_directory(std::span<const std::byte> control, const char* what) {
+inline protocol::checkpoint_request checkpoint_request_of(std::span<const std::byte> control, const char* what) {
   auto r = protocol::decode_control<protocol::checkpoint_request>(
       std::string_view(reinterpret_cast<const char*>(control.data()), control.size()), what);
   if (r.directory.empty()) throw error(errc::invalid_argument, std::string(what) + ": no checkpoint directory");
-  return r.directory;
+  return r;
+}
+inline std::filesystem::path checkpoint_directory(std::span<const std::byte> control, const char* what) {
+  return checkpoint_request_of(control, what).directory;
 }
 
 /// @returns the name of the record holding the push counts of the shard @p l (format 3 on).

@@ -3,9 +3,10 @@
 //
 /// @file
 /// Views (tensor/view.hpp) of libtorch tensors: one torch::Tensor, or every parameter of a
-/// torch::nn::Module (named_parameters()) with its .grad(), so that a model written with torch::nn
-/// trains through dsgd: pulls write into the parameters' storage, pushes read their gradients
-/// where backward() left them, nothing copied. Contiguous float32 CPU tensors only (a CUDA
+/// torch::nn::Module (named_parameters()) with its .grad(), and its buffers (BatchNorm's running
+/// statistics) as chosen, so that a model written with torch::nn trains through dsgd: pulls
+/// write into the parameters' storage, pushes read their gradients where backward() left them,
+/// nothing copied. Contiguous float32 CPU tensors only (a CUDA
 /// module copies to and from CPU tensors of its own; docs/models.md). Needs libtorch (target
 /// dsgd::torch; not in dsgd.hpp).
 ///
@@ -27,6 +28,8 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -106,89 +109,239 @@ inline variable_view view(std::string name, const ::torch::Tensor& values) {
   return view(std::move(name), values, values.grad());
 }
 
-/// Views of every parameter of a torch::nn::Module (named_parameters(), in its order; dsgd's
-/// variable names are the parameters' names, "conv1.weight"), with their gradients. The names
-/// and shapes are recorded at construction, the placement's; values() and with_gradients() take
-/// the views afresh (the storage of a gradient may change, zero_grad(true) frees it) and check
-/// them against that record each time. The spans they return stay valid while this object lives
-/// and are refreshed in place, so an overlap started on with_gradients() sees the gradients of
-/// each step once with_gradients() was called after backward().
+/// What module_views does with a module's state that has no gradient: its buffers
+/// (named_buffers(): BatchNorm's running mean and variance and its num_batches_tracked), or its
+/// frozen parameters (requires_grad() false, so never a .grad()).
+enum class keep : std::uint8_t {
+  /// Neither chosen: a module that has such state is an error at construction naming it and
+  /// these choices (an unsynchronised BatchNorm would otherwise train without a word).
+  ask,
+  /// Variables beside the parameters, their values pushed in place of a gradient, so that a ps
+  /// task that averages its pushes (docs/models.md, "Buffers") keeps every replica's copy equal
+  /// and checkpoints and restores it with the job.
+  exchange,
+  /// Not variables: each replica keeps its own, no checkpoint holds it (frozen parameters of a
+  /// pretrained part every replica loads alike, or buffers a job recomputes itself).
+  leave_out
+};
+
+/// The choices of module_views (what it makes variables of, besides trainable parameters).
+struct module_options {
+  keep buffers = keep::ask;  ///< named_buffers() (an undefined buffer is never a variable)
+  keep frozen = keep::ask;   ///< parameters with requires_grad() false
+};
+
+/// Views of a torch::nn::Module as dsgd variables: every trainable parameter
+/// (named_parameters(), in its order; the variable names are the parameters' names,
+/// "conv1.weight") with its gradient, then, as @p options choose, its state that has no
+/// gradient: frozen parameters in their place and buffers (named_buffers(), "bn1.running_mean")
+/// after the parameters.
+///
+/// A variable of state is pushed its values in place of a gradient (a copy taken by
+/// with_gradients()), so the ps task that holds it must set it to the mean of its pushes, which
+/// an optimizer's step does not: place state_names() on a ps task of their own whose optimizer
+/// assigns the mean (docs/models.md, "Buffers": a per-variable update on one ps is not there
+/// yet). Under sync every replica then ends each step with the replicas' mean of its float
+/// buffers (BatchNorm's statistics over all the step's batches), and checkpoints hold them. An
+/// integer buffer (num_batches_tracked, int64) is a count, not a statistic: its variable is a
+/// float mirror (exact to 2^24) into which pulls land, and the module's tensor holds the value
+/// last landed plus what the module counted since, written back at each values() and
+/// with_gradients(); replicas that count alike (every one a batch a step, under sync) push equal
+/// counts, which the mean keeps exactly.
+///
+/// The names, kinds and shapes are recorded at construction, the placement's; values() and
+/// with_gradients() take the views afresh (the storage of a gradient may change, zero_grad(true)
+/// frees it) and check them against that record each time. The spans they return stay valid
+/// while this object lives and are refreshed in place, so an overlap started on
+/// with_gradients() sees the gradients of each step once with_gradients() was called after
+/// backward().
 class module_views {
  public:
-  /// Records @p module's parameters. @throws dsgd::error as values()
-  explicit module_views(::torch::nn::Module& module) : module_(&module) {
+  /// Records @p module's parameters and, as @p options choose, its state without gradients.
+  /// @throws dsgd::error errc::invalid_argument naming the first buffer or frozen parameter
+  ///         when @p options leave that kind at keep::ask, for a module without variables, and
+  ///         as values()
+  explicit module_views(::torch::nn::Module& module, module_options options = {}) : module_(&module) {
+    constexpr std::string_view where = "dsgd::adapt::libtorch::module_views";
+    const auto ask = [&](std::string_view what, const std::string& name, std::string_view field) {
+      throw error(errc::invalid_argument,
+                  std::string(where) + ": module '" + module.name() + "' has " + std::string(what) + " ('" + name +
+                      "'), which get no gradient: choose module_options{." + std::string(field) +
+                      " = keep::exchange} to make them variables the ps tasks synchronise and checkpoint "
+                      "(docs/models.md, \"Buffers\"), or keep::leave_out to leave each replica its own");
+    };
     for (const auto& p : module.named_parameters()) {
-      names_.push_back(p.key());
-      shapes_.push_back(shape_of(p.value()));
+      kind k = kind::parameter;
+      if (!p.value().requires_grad()) {
+        if (options.frozen == keep::ask) ask("frozen parameters (requires_grad() false)", p.key(), "frozen");
+        k = options.frozen == keep::exchange ? kind::state : kind::left_out;
+      }
+      params_.push_back(k);
+      if (k != kind::left_out) record(p.key(), p.value(), k);
+    }
+    for (const auto& b : module.named_buffers()) {
+      kind k = kind::left_out;
+      if (b.value().defined()) {
+        if (options.buffers == keep::ask) ask("buffers", b.key(), "buffers");
+        if (options.buffers == keep::exchange)
+          k = c10::isIntegralType(b.value().scalar_type(), false) ? kind::counter : kind::state;
+      }
+      buffers_.push_back(k);
+      if (k != kind::left_out) record(b.key(), b.value(), k);
     }
     if (names_.empty())
       throw error(errc::invalid_argument,
-                  "dsgd::adapt::libtorch::module_views: module '" + module.name() + "' has no parameters");
+                  std::string(where) + ": module '" + module.name() + "' has no parameters to train");
     views_.resize(names_.size());
-    refresh(false, "dsgd::adapt::libtorch::module_views");
+    refresh(false, where);
   }
 
-  /// @returns the views of the parameters' values (no gradients): for create_variables(),
-  /// restore_variables(), pull(), recover().
-  /// @throws dsgd::error errc::shape_mismatch naming the parameter when the module's parameters
-  ///         changed number, names or shape since construction; errc::invalid_argument for a
-  ///         parameter that is not contiguous float32 on the CPU
+  /// @returns the views of the variables' values (no gradients): for create_variables(),
+  /// restore_variables(), pull(), recover(). It also writes the counters last pulled into the
+  /// module's integer buffers (with what the module counted since).
+  /// @throws dsgd::error errc::shape_mismatch naming the variable when the module's parameters
+  ///         or buffers changed number, names, kind or shape since construction;
+  ///         errc::invalid_argument for a tensor that is not contiguous float32 on the CPU
   variable_views values() { return refresh(false, "dsgd::adapt::libtorch::module_views::values"); }
 
-  /// @returns the views of the parameters' values and gradients: for push(), push_pull(),
-  /// overlapped(); call it after backward().
-  /// @throws dsgd::error as values(), and errc::invalid_argument naming a parameter whose gradient
-  ///         was never computed (.grad() undefined) or is not contiguous float32 on the CPU
+  /// @returns the views of the variables' values and gradients: for push(), push_pull(),
+  /// overlapped(); call it after backward(). A variable of state (a buffer, a frozen
+  /// parameter) pushes a copy of its values, taken here.
+  /// @throws dsgd::error as values(), and errc::invalid_argument naming a trainable parameter
+  ///         whose gradient was never computed (.grad() undefined) or is not contiguous float32
+  ///         on the CPU
   variable_views with_gradients() { return refresh(true, "dsgd::adapt::libtorch::module_views::with_gradients"); }
 
-  /// @returns the parameters' names, in order.
+  /// @returns the variables' names, in order: parameters, then buffers.
   const std::vector<std::string>& names() const noexcept { return names_; }
-  /// @returns the parameters' shapes as recorded at construction.
+  /// @returns the variables' shapes as recorded at construction.
   const std::vector<dsgd::shape>& shapes() const noexcept { return shapes_; }
+  /// @returns the names of the variables of state (buffers, frozen parameters kept), in order:
+  /// those to place on a ps task that averages its pushes.
+  std::vector<std::string> state_names() const {
+    std::vector<std::string> out;
+    for (std::size_t i = 0; i < names_.size(); ++i)
+      if (kinds_[i] != kind::parameter) out.push_back(names_[i]);
+    return out;
+  }
 
  private:
-  variable_views refresh(bool gradients, std::string_view where) {
-    const auto params = module_->named_parameters();
-    if (params.size() != names_.size())
-      throw error(errc::shape_mismatch, std::string(where) + ": module '" + module_->name() + "' has " +
-                                            std::to_string(params.size()) + " parameters; it had " +
-                                            std::to_string(names_.size()) + " when placed (first '" + names_.front() +
-                                            "')");
-    std::size_t i = 0;
-    for (const auto& p : params) {
-      const auto& t = p.value();
-      if (p.key() != names_[i])
-        throw error(errc::shape_mismatch, std::string(where) + ": parameter " + std::to_string(i) + " is '" + p.key() +
-                                              "'; it was '" + names_[i] + "' when placed");
+  enum class kind : std::uint8_t { parameter, state, counter, left_out };
+
+  void record(const std::string& name, const ::torch::Tensor& t, kind k) {
+    names_.push_back(name);
+    shapes_.push_back(shape_of(t));
+    kinds_.push_back(k);
+    pushed_.emplace_back(k == kind::parameter ? 0 : static_cast<std::size_t>(t.numel()));
+    landed_.emplace_back(k == kind::counter ? static_cast<std::size_t>(t.numel()) : 0);
+    seen_.emplace_back(k == kind::counter ? static_cast<std::size_t>(t.numel()) : 0);
+    if (k == kind::counter) {
+      const auto counts = t.to(::torch::kInt64).contiguous();
+      for (std::int64_t e = 0; e < counts.numel(); ++e) {
+        seen_.back()[static_cast<std::size_t>(e)] = counts.data_ptr<std::int64_t>()[e];
+        landed_.back()[static_cast<std::size_t>(e)] = static_cast<float>(counts.data_ptr<std::int64_t>()[e]);
+      }
+    }
+  }
+
+  // The recorded variable @p i is tensor @p t, named @p name: checks it and refreshes its view.
+  void refresh_one(std::size_t i, const std::string& name, const ::torch::Tensor& t, bool gradients,
+                   std::string_view where) {
+    if (name != names_[i])
+      throw error(errc::shape_mismatch, std::string(where) + ": variable " + std::to_string(i) + " is '" + name +
+                                            "'; it was '" + names_[i] + "' when placed");
+    const kind k = kinds_[i];
+    if (k == kind::counter) {
+      if (!t.defined() || !c10::isIntegralType(t.scalar_type(), false))
+        throw error(errc::shape_mismatch,
+                    std::string(where) + ": buffer '" + name + "' is no longer an integer tensor; it was when placed");
+    } else {
       detail::check_tensor(t, names_[i], "values", where);
-      if (!detail::has_shape(t, shapes_[i]))
-        throw error(errc::shape_mismatch, std::string(where) + ": parameter '" + names_[i] + "' has sizes " +
-                                              detail::sizes_of(t) + "; it was placed with " + shapes_[i].to_string());
-      auto& v = views_[i];
-      if (v.name.empty()) {
-        v.name = names_[i];
-        v.shape = shapes_[i];
+    }
+    if (!detail::has_shape(t, shapes_[i]))
+      throw error(errc::shape_mismatch, std::string(where) + (k == kind::parameter ? ": parameter '" : ": '") +
+                                            names_[i] + "' has sizes " + detail::sizes_of(t) + "; it was placed with " +
+                                            shapes_[i].to_string());
+    auto& v = views_[i];
+    if (v.name.empty()) {
+      v.name = names_[i];
+      v.shape = shapes_[i];
+    }
+    v.gradients = {};
+    const auto n = shapes_[i].elements();
+    switch (k) {
+      case kind::parameter:
+        v.values = std::span<float>(t.data_ptr<float>(), n);
+        if (gradients) {
+          const auto g = t.grad();
+          detail::check_tensor(g, names_[i], "gradient", where);
+          if (!g.sizes().equals(t.sizes()))
+            throw error(errc::shape_mismatch, std::string(where) + ": the gradient of parameter '" + names_[i] +
+                                                  "' has sizes " + detail::sizes_of(g) + ", its values " +
+                                                  detail::sizes_of(t));
+          v.gradients = std::span<const float>(g.data_ptr<float>(), n);
+        }
+        break;
+      case kind::state:
+        v.values = std::span<float>(t.data_ptr<float>(), n);
+        if (gradients) {
+          std::copy_n(t.data_ptr<float>(), n, pushed_[i].begin());
+          v.gradients = pushed_[i];
+        }
+        break;
+      case kind::counter: {
+        // The module's count is the one last landed plus what it counted since; the mirror
+        // then holds it too, so that a second refresh without a pull changes nothing.
+        ::torch::NoGradGuard no_grad;
+        auto counts = t.to(::torch::kInt64).contiguous();
+        auto* c = counts.data_ptr<std::int64_t>();
+        for (std::size_t e = 0; e < n; ++e) {
+          const auto now = std::llround(static_cast<double>(landed_[i][e])) + (c[e] - seen_[i][e]);
+          c[e] = seen_[i][e] = now;
+          landed_[i][e] = pushed_[i][e] = static_cast<float>(now);
+        }
+        if (counts.data_ptr() != t.data_ptr()) t.copy_(counts);
+        v.values = landed_[i];
+        if (gradients) v.gradients = pushed_[i];
+        break;
       }
-      v.values = std::span<float>(t.data_ptr<float>(), shapes_[i].elements());
-      v.gradients = {};
-      if (gradients) {
-        const auto g = t.grad();
-        detail::check_tensor(g, names_[i], "gradient", where);
-        if (!g.sizes().equals(t.sizes()))
-          throw error(errc::shape_mismatch, std::string(where) + ": the gradient of parameter '" + names_[i] +
-                                                "' has sizes " + detail::sizes_of(g) + ", its values " +
-                                                detail::sizes_of(t));
-        v.gradients = std::span<const float>(g.data_ptr<float>(), shapes_[i].elements());
-      }
-      ++i;
+      case kind::left_out:
+        break;
+    }
+  }
+
+  variable_views refresh(bool gradients, std::string_view where) {
+    const auto count_error = [&](std::string_view what, std::size_t now, std::size_t then) {
+      throw error(errc::shape_mismatch, std::string(where) + ": module '" + module_->name() + "' has " +
+                                            std::to_string(now) + " " + std::string(what) + "; it had " +
+                                            std::to_string(then) + " when placed (first '" + names_.front() + "')");
+    };
+    const auto params = module_->named_parameters();
+    if (params.size() != params_.size()) count_error("parameters", params.size(), params_.size());
+    const auto buffers = module_->named_buffers();
+    if (buffers.size() != buffers_.size()) count_error("buffers", buffers.size(), buffers_.size());
+    std::size_t i = 0, j = 0;
+    for (const auto& p : params) {
+      if (params_[j++] == kind::left_out) continue;
+      refresh_one(i++, p.key(), p.value(), gradients, where);
+    }
+    j = 0;
+    for (const auto& b : buffers) {
+      if (buffers_[j++] == kind::left_out) continue;
+      refresh_one(i++, b.key(), b.value(), gradients, where);
     }
     return views_;
   }
 
   ::torch::nn::Module* module_;
+  std::vector<kind> params_, buffers_;  // per named_parameters() and named_buffers() entry
   std::vector<std::string> names_;
   std::vector<dsgd::shape> shapes_;
-  std::vector<variable_view> views_;  // refreshed in place: the spans handed out stay valid
+  std::vector<kind> kinds_;                      // per variable
+  std::vector<std::vector<float>> pushed_;       // per variable of state: the copy pushed
+  std::vector<std::vector<float>> landed_;       // per counter: where its pulls land
+  std::vector<std::vector<std::int64_t>> seen_;  // per counter: the module's count when last written
+  std::vector<variable_view> views_;             // refreshed in place: the spans handed out stay valid
 };
 
 }  // namespace dsgd::adapt::libtorch

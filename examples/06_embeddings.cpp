@@ -209,6 +209,13 @@ int train(const settings& s, Rule rule) {
     m.forward(b, d, vars[0].data(), vars[1].data()[0], vars[2].data());
     auc = dsgd::data::auc(std::span<const float>(m.scores), b.labels);
     best = dsgd::data::auc(std::span<const float>(b.probabilities), b.labels);
+    const auto c = t.table_stats(0);  // what a summary hook would put in TensorBoard (scalars())
+    std::printf(
+        "table ids on the ps tasks: %llu rows (%.1f MB), %llu admitted, %llu lookups refused, %llu evicted, "
+        "%llu gradient rows dropped\n",
+        static_cast<unsigned long long>(c.rows), double(c.bytes) / 1e6, static_cast<unsigned long long>(c.admitted),
+        static_cast<unsigned long long>(c.rejected), static_cast<unsigned long long>(c.evicted),
+        static_cast<unsigned long long>(c.dropped));
   }
   t.finish();
   if (!t.is_chief()) return 0;

@@ -182,6 +182,8 @@ class trainer {
   std::uint64_t read_table(std::uint32_t id, std::span<const std::uint64_t> keys, std::span<float> out) {
     return as_worker("read_table()").read_table(id, keys, out);
   }
+  /// Table @p id's counts over the ps tasks (train::worker::table_stats).
+  embedding::table_counts table_stats(std::uint32_t id) { return as_worker("table_stats()").table_stats(id); }
   /// Sends gradient rows of table @p id (train::worker::push_table). @returns the keys dropped.
   std::uint64_t push_table(std::uint32_t id, std::span<const std::uint64_t> keys, std::span<const float> grads) {
     return as_worker("push_table()").push_table(id, keys, grads);

@@ -41,7 +41,8 @@ static_assert(!emb::RowInitializer<emb::any_admission>);  // another family
 
 // Whether two float ranges hold the same bits (NaN and -0 included).
 bool same_bits(std::span<const float> a, std::span<const float> b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+  if (a.size() != b.size()) return false;
+  return a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;  // no null to memcmp
 }
 
 // Keys drawn from a skewed distribution over [0, 2000), as a click log's ids.

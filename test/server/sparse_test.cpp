@@ -703,6 +703,20 @@ BOOST_AUTO_TEST_CASE(bad_table_requests_are_named_errors) {
   BOOST_TEST(c->push_table(0, table_dim, key, std::vector<float>(table_dim, 1.f), 0) == 1u);
   c->pull_table(0, table_dim, key, row, 0);  // the second sighting admits
   BOOST_TEST(c->push_table(0, table_dim, key, std::vector<float>(table_dim, 1.f), 0) == 0u);
+  // The ps's counts: one row, admitted at the second training lookup; the first refused, its
+  // gradient dropped; two pushes applied (the NaN one was refused whole).
+  const auto counts = c->table_stats(0);
+  BOOST_TEST(counts.rows == 1u);
+  BOOST_TEST(counts.admitted == 1u);
+  BOOST_TEST(counts.rejected == 1u);
+  BOOST_TEST(counts.dropped == 1u);
+  BOOST_TEST(counts.evicted == 0u);
+  BOOST_TEST(counts.step == 2u);
+  BOOST_TEST(counts.bytes > 0u);
+  BOOST_TEST(counts.scalars("ids/").front().first == "ids/rows");
+  BOOST_CHECK_EXCEPTION(c->table_stats(9), dsgd::error, [](const dsgd::error& e) {
+    return mentions(e, dsgd::errc::invalid_argument, {"table_stats", "no table 9"});
+  });
 }
 
 BOOST_AUTO_TEST_SUITE_END()

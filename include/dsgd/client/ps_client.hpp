@@ -26,6 +26,7 @@
 #include <boost/asio/buffer.hpp>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <filesystem>
 #include <span>
@@ -445,6 +446,32 @@ class basic_ps_client {
     std::uint64_t n = 0;
     for (auto d : dropped) n += d;
     return n;
+  }
+
+  /// @returns table @p id's counts summed over the ps tasks (embedding::table_counts: rows,
+  /// bytes, admitted, rejected, evicted, erased, gradient rows dropped) and its smallest step.
+  /// @throws dsgd::error what a ps answers (no such table)
+  embedding::table_counts table_stats(std::uint32_t id) {
+    std::vector<std::array<std::uint64_t, 7>> parts(ps_tasks());
+    std::vector<detail::request> batch;
+    for (std::size_t i = 0; i < ps_tasks(); ++i)
+      batch.push_back({i,
+                       detail::header(protocol::message::table_stats, id, 0, 0),
+                       {},
+                       boost::asio::buffer(parts[i].data(), sizeof(parts[i]))});
+    auto replies = channel_.run(batch);
+    embedding::table_counts c;
+    for (const auto& p : parts) {
+      c.rows += p[0];
+      c.bytes += p[1];
+      c.admitted += p[2];
+      c.rejected += p[3];
+      c.evicted += p[4];
+      c.erased += p[5];
+      c.dropped += p[6];
+    }
+    c.step = std::ranges::min(replies, {}, &reply::step).step;
+    return c;
   }
 
  private:

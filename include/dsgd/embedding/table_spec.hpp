@@ -823,6 +823,30 @@ struct table_spec {
   }
 };
 
+/// What the ps tasks report of a table (ps_client::table_stats): its rows and their bytes, and
+/// since the table was made (or restored), the rows admitted, the training lookups admission
+/// refused, the rows evicted and erased, and the gradient rows dropped for keys without a row;
+/// summed over the ps tasks. `step` is the smallest sync step (or update count) among them.
+struct table_counts {
+  std::uint64_t rows = 0;
+  std::uint64_t bytes = 0;
+  std::uint64_t admitted = 0;
+  std::uint64_t rejected = 0;
+  std::uint64_t evicted = 0;
+  std::uint64_t erased = 0;
+  std::uint64_t dropped = 0;
+  std::uint64_t step = 0;
+
+  /// @returns the counts as (tag, value) pairs under @p prefix ("ids/" gives "ids/rows", ...):
+  /// what a summary hook's scalars function returns to put them in TensorBoard.
+  std::vector<std::pair<std::string, float>> scalars(const std::string& prefix) const {
+    return {{prefix + "rows", float(rows)},         {prefix + "bytes", float(bytes)},
+            {prefix + "admitted", float(admitted)}, {prefix + "rejected", float(rejected)},
+            {prefix + "evicted", float(evicted)},   {prefix + "erased", float(erased)},
+            {prefix + "dropped", float(dropped)}};
+  }
+};
+
 /// What a ps does with a second create of table @p created: nothing when @p requested is the
 /// same table (operator==).
 /// @throws dsgd::error (errc::invalid_argument) naming both descriptions otherwise.

@@ -52,6 +52,7 @@ namespace dsgd::protocol {
 /// | create_table (variable = table id) | control: embedding::table_spec | ok once this ps task holds its part of the table (the same spec again: ok; another: error) |
 /// | table_pull (variable = table id; step = step or clock; shard = 0 training, 1 evaluation) | n keys: u64 LE, each this ps task's | pull_reply: n x dim floats, step = the table's step (or clock) |
 /// | table_push (variable = table id; step = pulled at) | n keys (u64 LE), then n x dim floats | push_applied / push_accumulated / push_dropped, step as table_pull's; payload: u64 LE, the keys whose gradient was dropped (no row) |
+/// | table_stats (variable = table id) | none | ok, step as table_pull's; payload: 7 u64 LE, this ps task's part: rows, bytes, admitted, rejected, evicted, erased, gradient rows dropped |
 ///
 /// The reply to register_worker carries, for each shard of the request's `layouts` in that
 /// order, a u64 LE: how many pushes (dense or sparse) of this replica the ps has received for
@@ -90,6 +91,7 @@ enum class message : std::uint16_t {
   create_table = 16,
   table_pull = 17,
   table_push = 18,
+  table_stats = 19,
   reply_ok = 64,
   reply_error = 65,
   pull_reply = 66,
@@ -137,6 +139,7 @@ inline constexpr message_info messages[] = {
     {message::create_table, "create_table", payload_kind::control},
     {message::table_pull, "table_pull", payload_kind::sparse},
     {message::table_push, "table_push", payload_kind::sparse},
+    {message::table_stats, "table_stats", payload_kind::none},
     {message::reply_ok, "reply_ok", payload_kind::reply},
     {message::reply_error, "reply_error", payload_kind::reply},
     {message::pull_reply, "pull_reply", payload_kind::reply},

@@ -165,6 +165,13 @@ class worker {
   std::uint64_t read_table(std::uint32_t id, std::span<const std::uint64_t> keys, std::span<float> out) {
     return client_->read_table(id, table(id, "read_table()").dim, keys, out);
   }
+  /// @returns table @p id's counts over the ps tasks (rows, bytes, admitted, rejected, evicted,
+  /// erased, gradient rows dropped): what a summary hook's scalars function can return
+  /// (embedding::table_counts::scalars). See ps_client::table_stats.
+  embedding::table_counts table_stats(std::uint32_t id) {
+    (void)table(id, "table_stats()");
+    return client_->table_stats(id);
+  }
   /// Sends the gradient rows @p grads of @p keys (keys.size() x dim) for table @p id, computed on
   /// the rows of the last pull_table(). @returns how many keys had their gradient dropped (no
   /// row: not admitted, or evicted since the pull). See ps_client::push_table.

@@ -15,6 +15,7 @@
 #include <dsgd/server/detail/table_store.hpp>
 #include <dsgd/server/requests/handler.hpp>
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -159,6 +160,23 @@ struct handler<protocol::message::table_push> {
     auto dropped = std::make_shared<std::uint64_t>(done.dropped_keys);
     out.send(p, outgoing_reply{header, std::as_bytes(std::span(dropped.get(), 1)), dropped});
     return done.outcome == update::push_outcome::applied ? after::retry_parked : after::nothing;
+  }
+};
+
+// The counts of this ps task's part of a table, for the chief's summaries.
+template <>
+struct handler<protocol::message::table_stats> {
+  template <class T, reply_sink S>
+  static after answer(T& t, peer_id p, table_peer&, const transport::frame_header& h, S& out) {
+    const auto& table = t.tables.at(h.variable, t.self, "table_stats");
+    const auto s = table.stats();
+    auto counts = std::make_shared<std::array<std::uint64_t, 7>>(std::array<std::uint64_t, 7>{
+        table.rows(), table.bytes_used(), s.admitted, s.rejected, s.evicted, s.erased, table.dropped_keys()});
+    auto header = detail::reply_header(h, protocol::message::reply_ok);
+    header.step = table.step();
+    auto bytes = std::as_bytes(std::span(*counts));
+    out.send(p, outgoing_reply{header, bytes, std::move(counts)});
+    return after::nothing;
   }
 };
 

@@ -138,18 +138,23 @@ table make_table(counting_sink& out) {
   deliver(t, out, 1, static_cast<std::uint16_t>(protocol::message::open_session), 0, 0, 7, {}, 1);
   dsgd::fuzz::check(t.ready(), "the table is not ready after its setup");
   // Two embedding tables: 0 sync, rows of 2; 1 async, rows of 3, count admission and a cap of
-  // 4 rows with eviction, so that pulls and pushes reach admission, eviction and the cap.
+  // 4 rows with eviction, so that pulls and pushes reach admission, eviction and the cap. Both
+  // capped: an uncapped table's arena grows by blocks of 256 KiB, a fixed allocation the
+  // harness's bound (proportional to the input) would count against the input.
   namespace emb = dsgd::embedding;
-  const emb::table_spec tables[] = {
-      {.name = "sync_ids", .dim = 2, .rule = emb::table_rule::sync(), .optimizer = emb::row_optimizer_spec::sgd(0.5f)},
-      {.name = "async_ids",
-       .dim = 3,
-       .rule = emb::table_rule::async(),
-       .optimizer = emb::row_optimizer_spec::adagrad(0.1f),
-       .initializer = emb::initializer_spec::uniform(-1.f, 1.f, 3),
-       .admission = emb::admission_spec::by_count(2),
-       .eviction = emb::eviction_spec::least_frequent(),
-       .max_rows = 4}};
+  const emb::table_spec tables[] = {{.name = "sync_ids",
+                                     .dim = 2,
+                                     .rule = emb::table_rule::sync(),
+                                     .optimizer = emb::row_optimizer_spec::sgd(0.5f),
+                                     .max_rows = 64},
+                                    {.name = "async_ids",
+                                     .dim = 3,
+                                     .rule = emb::table_rule::async(),
+                                     .optimizer = emb::row_optimizer_spec::adagrad(0.1f),
+                                     .initializer = emb::initializer_spec::uniform(-1.f, 1.f, 3),
+                                     .admission = emb::admission_spec::by_count(2),
+                                     .eviction = emb::eviction_spec::least_frequent(),
+                                     .max_rows = 4}};
   for (std::uint32_t id = 0; id < 2; ++id)
     deliver(t, out, 1, static_cast<std::uint16_t>(protocol::message::create_table), id, 0, 0,
             bytes_of(protocol::encode_control(tables[id])), 1 << 16);

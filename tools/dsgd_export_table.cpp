@@ -13,6 +13,7 @@
 // Exit status: 0 done, 1 a bad checkpoint or I/O error (the message names the file), 2 usage.
 
 #include <dsgd/checkpoint/saver.hpp>
+#include <dsgd/checkpoint/table_export.hpp>
 #include <dsgd/checkpoint/table_file.hpp>
 #include <dsgd/error.hpp>
 

@@ -101,6 +101,7 @@
 
 #include <dsgd/checkpoint/incremental.hpp>
 #include <dsgd/checkpoint/saver.hpp>
+#include <dsgd/checkpoint/table_export.hpp>
 #include <dsgd/checkpoint/table_file.hpp>
 
 #include <dsgd/client/operations.hpp>

@@ -9,6 +9,7 @@
 // loses nothing, neither on restore nor for the next delta; damaged files are named errors; an
 // export equals read_table of every key.
 #include <dsgd/checkpoint/saver.hpp>
+#include <dsgd/checkpoint/table_export.hpp>
 #include <dsgd/checkpoint/table_file.hpp>
 #include <dsgd/client/ps_client.hpp>
 #include <dsgd/embedding/table_spec.hpp>

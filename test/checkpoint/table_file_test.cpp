@@ -9,6 +9,7 @@
 // (no manifest, a half-written one) is not a checkpoint; exports read back.
 #include <dsgd/checkpoint/incremental.hpp>
 #include <dsgd/checkpoint/saver.hpp>
+#include <dsgd/checkpoint/table_export.hpp>
 #include <dsgd/checkpoint/table_file.hpp>
 #include <dsgd/placement/round_robin.hpp>
 

@@ -207,7 +207,10 @@ class trainer {
     as_worker("restore_variables()").restore_variables(variables, dir, step);
   }
   /// Chief: every ps task writes its part of checkpoint step() (train::worker::save_shards).
-  void save_shards(const std::filesystem::path& dir) { as_worker("save_shards()").save_shards(dir); }
+  /// With @p tables_delta_of, an incremental checkpoint (tables: the rows changed since it).
+  void save_shards(const std::filesystem::path& dir, std::optional<std::uint64_t> tables_delta_of = std::nullopt) {
+    as_worker("save_shards()").save_shards(dir, tables_delta_of);
+  }
   /// @returns this worker's error-feedback residuals (train::worker::residuals).
   client::residuals residuals() { return as_worker("residuals()").residuals(); }
   /// Re-creates this task's session after a recoverable failure (train::worker::recover).

@@ -4,6 +4,8 @@
 // Tests for <dsgd/train/monitored_session.hpp>: a cluster of threads over loopback TCP (ps
 // tasks and workers, each a dsgd::trainer) trains, checkpoints, stops, and a second cluster
 // with another number of ps tasks restores from the checkpoint and goes on.
+#include <dsgd/checkpoint/table_file.hpp>
+#include <dsgd/embedding/table_spec.hpp>
 #include <dsgd/optim/adam.hpp>
 #include <dsgd/optim/clip.hpp>
 #include <dsgd/optim/momentum.hpp>
@@ -85,8 +87,9 @@ struct result {
   std::vector<std::vector<float>> values;  // the chief's final values
   std::optional<std::uint64_t> restored;
   std::uint64_t step = 0;
-  std::size_t recoveries = 0;  // of both workers together
-  std::string mismatch;        // with moving_gradients: what run(loss, views) said of views out of order
+  std::size_t recoveries = 0;     // of both workers together
+  std::string mismatch;           // with moving_gradients: what run(loss, views) said of views out of order
+  std::vector<float> table_rows;  // with table_deltas: the chief's rows of table_keys at the end
 };
 
 // Calls a function once, the first time a step is reached (steps replay after a restore).
@@ -121,7 +124,21 @@ struct run_settings {
   std::chrono::milliseconds ps_delay{0};
   std::chrono::milliseconds startup_timeout{30'000};
   dsgd::compress::selection compression{};  // of the workers' pushes (and the ps tasks')
+  // > 0: the workers also train a sync embedding table (id 0) and the chief's checkpoints are
+  // incremental with this session_options::table_deltas_per_full.
+  std::size_t table_deltas = 0;
 };
+
+// The table of run_settings::table_deltas: worker k pulls keys 1 and 2 + k each step and
+// pushes row - (k + 1), SGD at 0.1.
+const std::vector<std::uint64_t> table_keys{1, 2, 3};
+dsgd::embedding::table_spec step_table() {
+  return {.name = "ids",
+          .dim = 2,
+          .rule = dsgd::embedding::table_rule::sync(),
+          .optimizer = dsgd::embedding::row_optimizer_spec::sgd(0.1f),
+          .initializer = dsgd::embedding::initializer_spec::constant(0.5f)};
+}
 
 // Runs a cluster of @p r.ps ps tasks and 2 workers until step @p r.last, checkpointing every 5
 // steps. Worker k's gradient pulls every value towards k + 1 (so the mean pulls towards 1.5).
@@ -181,12 +198,21 @@ result run_cluster(const run_settings& r, const std::filesystem::path& dir, O op
           h.push_back(std::make_unique<at_step_hook>(*r.restart_ps_at, [&] { tell(true); }));
         const dsgd::train::session_options so{.checkpoint_dir = dir,
                                               .save_checkpoint_steps = 5,
+                                              .table_deltas_per_full = r.table_deltas,
                                               .clip_norm = r.clip_norm,
                                               .log = said.sink(who + " session")};
         using session_type = dsgd::train::monitored_session<trainer_of<O>>;
         auto s = r.views ? std::make_unique<session_type>(t, own, std::move(h), so)
                          : std::make_unique<session_type>(t, vars, names, std::move(h), so);
+        const std::vector<std::uint64_t> mine{1, 2 + std::uint64_t(k)};
+        std::vector<float> rows(4);
+        if (r.table_deltas > 0) t.create_table(0, step_table());
         while (!s->should_stop()) {
+          if (r.table_deltas > 0) {
+            t.pull_table(0, mine, rows);
+            for (auto& x : rows) x -= float(k + 1);
+            t.push_table(0, mine, rows);
+          }
           for (std::size_t v = 0; v < vars.size(); ++v) {
             auto w = r.views ? own_values[v] : vars[v].to_host();
             for (auto& x : w) x = x - float(k + 1) + (k == 1 ? r.poison : 0.f);
@@ -215,6 +241,14 @@ result run_cluster(const run_settings& r, const std::filesystem::path& dir, O op
           } else {
             s->run(0.5f, grads);
           }
+        }
+        if (r.table_deltas > 0 && k == 0) {
+          // Every step's pushes applied (the other worker's last one may still be on its way).
+          const auto until = std::chrono::steady_clock::now() + 30s;
+          while (t.read_table(0, {}, {}) < s->step() && std::chrono::steady_clock::now() < until)
+            std::this_thread::sleep_for(5ms);
+          out.table_rows.resize(table_keys.size() * 2);
+          t.read_table(0, table_keys, out.table_rows);
         }
         s->close();
         if (r.views)
@@ -289,6 +323,29 @@ BOOST_AUTO_TEST_CASE(train_checkpoint_then_restore_into_another_number_of_ps_tas
   BOOST_TEST(second.values[0][0] == w30, boost::test_tools::tolerance(1e-4f));
   BOOST_TEST(second.values[1][2] == b30, boost::test_tools::tolerance(1e-4f));
   BOOST_TEST(dsgd::train::saver(dir.path).latest().value() == 30u);
+}
+
+// Checkpoints of a job with an embedding table: with table_deltas_per_full 2, every third is
+// full and the two between are deltas of the one before; a cluster of another ps count resumes
+// from a full one and writes deltas on it, and ends with the rows of a run never interrupted.
+BOOST_AUTO_TEST_CASE(table_checkpoints_are_incremental_and_resume_as_an_uninterrupted_run) {
+  temp_dir dir, whole;
+  const auto first = run_cluster({.ps = 1, .last = 15, .table_deltas = 2}, dir.path);
+  auto chain = [&](std::uint64_t step) { return dsgd::checkpoint::table_chain(dir.path, step).size(); };
+  BOOST_TEST(chain(5) == 1u);   // full
+  BOOST_TEST(chain(10) == 2u);  // a delta of 5
+  BOOST_TEST(chain(15) == 3u);  // a delta of 10
+  // Restored from 15 (two deltas on its base): the next, 20, is full; 25 and 30 deltas.
+  const auto second = run_cluster({.ps = 2, .last = 30, .table_deltas = 2}, dir.path);
+  BOOST_TEST(second.restored.value() == 15u);
+  BOOST_TEST(chain(20) == 1u);
+  BOOST_TEST(chain(25) == 2u);
+  BOOST_TEST(chain(30) == 3u);
+  const auto reference = run_cluster({.ps = 1, .last = 30, .table_deltas = 2}, whole.path);
+  BOOST_TEST(second.step == 30u);
+  BOOST_TEST(second.table_rows == reference.table_rows, boost::test_tools::per_element());
+  // Key 1 is pulled by both workers towards 1 and 2: its rows move (they start at 0.5).
+  BOOST_TEST(second.table_rows[0] != 0.5f);
 }
 
 BOOST_AUTO_TEST_CASE(the_nan_guard_names_the_variable) {

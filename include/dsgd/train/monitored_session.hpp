@@ -7,11 +7,13 @@
 /// latest checkpoint (or initialises), the others wait until the variables are ready; every
 /// step is one push_pull exchange (gradients clipped by their global norm first, if asked) and
 /// runs the hooks (train/session_hooks.hpp: stop at step, logging, TensorBoard summaries with
-/// weight histograms, a NaN guard) and the chief's checkpoint schedule; close() runs the final
+/// weight histograms, a NaN guard) and the chief's checkpoint schedule (with embedding tables,
+/// full and incremental: session_options::table_deltas_per_full); close() runs the final
 /// hooks and shuts the cluster down from the chief. A worker whose pushes keep an error-feedback
 /// residual (top_k, two_bit) writes it beside each checkpoint and takes it back on a restore.
 #pragma once
 
+#include <dsgd/checkpoint/table_file.hpp>
 #include <dsgd/detail/log.hpp>
 #include <dsgd/device/cpu.hpp>
 #include <dsgd/error.hpp>
@@ -46,6 +48,13 @@ struct session_options {
   std::uint64_t save_checkpoint_steps = 0;       ///< chief saves every N steps (0: not by steps)
   std::chrono::seconds save_checkpoint_secs{0};  ///< and/or every N seconds (0: not by time)
   std::size_t keep_checkpoints = 5;
+  /// A job with embedding tables (docs/embeddings.md): N > 0 makes the chief's checkpoints
+  /// incremental: after a full one, each of the next N holds of the tables only the rows
+  /// changed since the checkpoint before it and the keys removed since (a delta; the dense
+  /// variables are in every checkpoint in full), then a full one again. A restore reads the
+  /// chain from its full base. The first checkpoint, the first after a save failed and the
+  /// first after a recovery that restored no checkpoint are full. 0: every checkpoint is full.
+  std::size_t table_deltas_per_full = 0;
   /// A recoverable failure (a ps lost or unreachable, a restore by the chief) re-creates the
   /// session, retrying for up to this long overall (an attempt in progress ends there too)
   /// before the error is thrown; 0: thrown at once. A ps not reached while the session is
@@ -211,6 +220,7 @@ class monitored_session {
     if (trainer_.is_chief() && !options_.checkpoint_dir.empty()) {
       saver_.emplace(options_.checkpoint_dir, options_.keep_checkpoints);
       restored_ = saver_->latest();
+      if (restored_) based_on(*restored_);
     }
     // A ps lost while the session is being made is recovered from as in run(): the variables
     // are placed by then, and recover() opens the session anew. A ps never reached is not: a
@@ -336,14 +346,29 @@ class monitored_session {
   }
 
   // Each ps task writes its data file (values, optimizer slots and counters of the shards it
-  // holds, at the step the chief just pulled: under sync exactly that step), then the chief
-  // verifies them and writes the manifest.
+  // holds, at the step the chief just pulled: under sync exactly that step) and its tables (in
+  // full, or a delta of the last checkpoint: table_deltas_per_full), then the chief verifies
+  // them and writes the manifest. A failure makes the next checkpoint full.
   void save() {
+    const bool delta = options_.table_deltas_per_full > 0 && delta_base_ &&
+                       deltas_since_full_ < options_.table_deltas_per_full && *delta_base_ < trainer_.step();
+    const auto base = delta_base_;
+    delta_base_.reset();
     trainer_.residuals().save(options_.checkpoint_dir, trainer_.step());
-    trainer_.save_shards(options_.checkpoint_dir);
+    trainer_.save_shards(options_.checkpoint_dir, delta ? base : std::nullopt);
     saver_->commit(trainer_.step(), trainer_.plan());
+    delta_base_ = trainer_.step();
+    deltas_since_full_ = delta ? deltas_since_full_ + 1 : 0;
     last_save_step_ = trainer_.step();
     last_save_time_ = std::chrono::steady_clock::now();
+  }
+  // The ps tasks restored checkpoint @p step: the next delta may build on it, and counts the
+  // deltas its tables already are from their full base.
+  void based_on(std::uint64_t step) {
+    delta_base_.reset();
+    if (options_.table_deltas_per_full == 0) return;
+    deltas_since_full_ = checkpoint::table_chain(options_.checkpoint_dir, step).size() - 1;
+    delta_base_ = step;
   }
 
   // Re-creates the session after @p failure: the chief from its latest checkpoint (or its last
@@ -362,6 +387,8 @@ class monitored_session {
           if (auto latest = saver_->latest()) from.emplace(options_.checkpoint_dir, *latest);
         if (tensors_) trainer_.recover(*tensors_, from, deadline);
         else trainer_.recover(variable_views(views_), from, deadline);
+        if (from) based_on(from->second);
+        else delta_base_.reset();
         ++recoveries_;
         restore_residuals();
         last_save_step_ = trainer_.step();
@@ -391,6 +418,10 @@ class monitored_session {
   run_values<device_type> last_{};
   std::chrono::steady_clock::time_point last_save_time_;
   std::uint64_t last_save_step_ = 0;
+  // The checkpoint the next delta builds on (the last committed or restored one; none: the next
+  // is full) and how many deltas its tables are from their full base.
+  std::optional<std::uint64_t> delta_base_;
+  std::size_t deltas_since_full_ = 0;
   std::size_t recoveries_ = 0;
   bool stop_ = false;
   bool closed_ = false;

@@ -151,19 +151,20 @@ class worker {
   void create_table(std::uint32_t id, const embedding::table_spec& spec) {
     client_->create_table(id, spec);
     if (tables_.size() <= id) tables_.resize(id + 1);
-    tables_[id] = {spec.dim, 0, true};
+    tables_[id] = {spec, 0, true};
+    tables_[id].pushes = table_step(id);
   }
   /// The lookup of this step in table @p id: the rows of @p keys (unique: deduplicate a batch
   /// first, embedding::deduplicator) into @p out, keys.size() x dim, as the table's rule lets
   /// this worker read after its pushes to the table so far. See ps_client::pull_table.
   std::uint64_t pull_table(std::uint32_t id, std::span<const std::uint64_t> keys, std::span<float> out) {
     const auto& t = table(id, "pull_table()");
-    return client_->pull_table(id, t.dim, keys, out, t.pushes);
+    return client_->pull_table(id, t.spec.dim, keys, out, t.pushes);
   }
   /// An evaluation lookup in table @p id: never admits or creates a row. @returns the table's
   /// step (sync) or update count (async, SSP). See ps_client::read_table.
   std::uint64_t read_table(std::uint32_t id, std::span<const std::uint64_t> keys, std::span<float> out) {
-    return client_->read_table(id, table(id, "read_table()").dim, keys, out);
+    return client_->read_table(id, table(id, "read_table()").spec.dim, keys, out);
   }
   /// @returns table @p id's counts over the ps tasks (rows, bytes, admitted, rejected, evicted,
   /// erased, gradient rows dropped): what a summary hook's scalars function can return
@@ -177,7 +178,7 @@ class worker {
   /// row: not admitted, or evicted since the pull). See ps_client::push_table.
   std::uint64_t push_table(std::uint32_t id, std::span<const std::uint64_t> keys, std::span<const float> grads) {
     auto& t = table(id, "push_table()");
-    const auto dropped = client_->push_table(id, t.dim, keys, grads, t.pushes);
+    const auto dropped = client_->push_table(id, t.spec.dim, keys, grads, t.pushes);
     ++t.pushes;
     return dropped;
   }
@@ -217,8 +218,14 @@ class worker {
   }
 
   /// Chief: every ps task writes its part of checkpoint step() into @p dir (values, optimizer
-  /// slots and counters of its shards); checkpoint::saver::commit() then makes it a checkpoint.
-  void save_shards(const std::filesystem::path& dir) { client_->save(std::filesystem::absolute(dir), step_); }
+  /// slots and counters of its shards, and its embedding tables); checkpoint::saver::commit()
+  /// then makes it a checkpoint. With @p tables_delta_of, an incremental checkpoint: of the
+  /// tables only the rows changed since that checkpoint, which the ps tasks must have written
+  /// or restored since their last full one (ps_client::save_incremental).
+  void save_shards(const std::filesystem::path& dir, std::optional<std::uint64_t> tables_delta_of = std::nullopt) {
+    if (tables_delta_of) client_->save_incremental(std::filesystem::absolute(dir), step_, *tables_delta_of);
+    else client_->save(std::filesystem::absolute(dir), step_);
+  }
   /// @returns this worker's error-feedback residuals (top_k, two_bit) per shard of its plan,
   /// to save with a checkpoint or take back from one (client::residuals).
   client::residuals residuals() { return client_->residuals(plan_); }
@@ -406,12 +413,27 @@ class worker {
     } reset{*client_};
     f();
   }
-  // Pulls whatever the ps tasks hold now and counts pushes afresh from there.
+  // Pulls whatever the ps tasks hold now and counts pushes afresh from there; asks for this
+  // worker's tables again (a ps task that restarted without a checkpoint lost them) and takes
+  // up each sync table's step.
   template <class Values>
   void resync(Values& variables) {
     pushes_ = 0;
     pushed_at_ = 0;
     pull_into(variables);
+    for (std::uint32_t id = 0; id < tables_.size(); ++id) {
+      if (!tables_[id].created) continue;
+      client_->create_table(id, tables_[id].spec);
+      tables_[id].pushes = table_step(id);
+    }
+  }
+  // A sync table's pushes count its steps: a worker starts from the table's step, which after a
+  // restore is its checkpoint's (a push for an earlier step would be dropped as stale). An
+  // async or SSP table's counts start at 0 (an SSP clock behind the restored ones only waits less).
+  std::uint64_t table_step(std::uint32_t id) {
+    const auto& t = tables_[id];
+    if (t.spec.rule.rule != embedding::table_rule::kind::sync) return 0;
+    return client_->read_table(id, t.spec.dim, {}, {});
   }
 
   cluster::cluster_spec spec_;
@@ -428,10 +450,10 @@ class worker {
   std::uint64_t pushes_ = 0;
   detail::exchange_buffers<D> buffers_;
   std::vector<bool> sparse_;
-  // Per table id: its row width and this worker's pushes to it (a sync table's step, an SSP
-  // table's clock).
+  // Per table id: its spec and this worker's pushes to it (a sync table's step, an SSP table's
+  // clock).
   struct table_state {
-    std::size_t dim = 0;
+    embedding::table_spec spec;
     std::uint64_t pushes = 0;
     bool created = false;
   };

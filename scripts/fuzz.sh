@@ -5,9 +5,9 @@
 # Builds the libFuzzer targets of test/fuzz/ with clang (ASan + UBSan) in build-fuzz and runs
 # each of them, bounded:
 #   scripts/fuzz.sh              # DSGD_FUZZ_RUNS executions per target (default 300000), a
-#                                # fifth of that for checkpoint (it writes files) and
-#                                # request_stream (each input sets up a ps task's table): 1.92
-#                                # million executions in all
+#                                # fifth of that for checkpoint and ctr_file (they write files)
+#                                # and request_stream (each input sets up a ps task's table):
+#                                # 1.98 million executions in all
 #   scripts/fuzz.sh SECONDS      # each target for SECONDS seconds instead
 # Fails if any target crashes, leaks, trips a sanitizer, lets an exception other than
 # dsgd::error escape, breaks an invariant, or allocates above the caps (-malloc_limit_mb, and
@@ -22,7 +22,7 @@
 # Environment: CXX (default clang++), DSGD_FUZZ_BUILD_DIR (default build-fuzz), DSGD_FUZZ_RUNS,
 # DSGD_FUZZ_SEED (libFuzzer's -seed: the same seed and corpus explore the same inputs; unset,
 # a fresh random seed each run; scripts/test.sh uses 1 so that the test command is repeatable),
-# DSGD_FUZZ_TARGETS (default: all eight), DSGD_FUZZ_JOBS (build parallelism; default nproc).
+# DSGD_FUZZ_TARGETS (default: all nine), DSGD_FUZZ_JOBS (build parallelism; default nproc).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -36,7 +36,7 @@ if [[ -n $seconds && ! $seconds =~ ^[0-9]+$ ]]; then usage; fi
 
 build=${DSGD_FUZZ_BUILD_DIR:-build-fuzz}
 runs=${DSGD_FUZZ_RUNS:-300000}
-targets=${DSGD_FUZZ_TARGETS:-"frame_header handshake control_message cluster_parsers checkpoint compressed_payload compressed_reply request_stream"}
+targets=${DSGD_FUZZ_TARGETS:-"frame_header handshake control_message cluster_parsers checkpoint compressed_payload compressed_reply request_stream ctr_file"}
 jobs=${DSGD_FUZZ_JOBS:-$(nproc)}
 
 cmake -S . -B "$build" -G Ninja \
@@ -51,7 +51,7 @@ cmake --build "$build" --target "${build_targets[@]}" -j "$jobs"
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:halt_on_error=1:print_summary=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1:print_summary=1}
 
-# The checkpoint target writes its input to a file per execution: tmpfs doubles its speed.
+# The checkpoint and ctr_file targets write their input to a file per execution: tmpfs doubles its speed.
 if [[ -z ${TMPDIR:-} && -d /dev/shm && -w /dev/shm ]]; then export TMPDIR=/dev/shm; fi
 
 mkdir -p "$build/fuzz-artifacts"
@@ -65,7 +65,7 @@ for t in $targets; do
   [[ -d test/fuzz/corpus/$t ]] && extra+=("test/fuzz/corpus/$t")
   if [[ -n $seconds ]]; then
     bound=(-max_total_time="$seconds")
-  elif [[ $t == checkpoint || $t == request_stream ]]; then
+  elif [[ $t == checkpoint || $t == request_stream || $t == ctr_file ]]; then
     bound=(-runs=$((runs / 5)))
   else
     bound=(-runs="$runs")

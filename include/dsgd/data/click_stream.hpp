@@ -19,6 +19,7 @@
 /// @endcode
 #pragma once
 
+#include <dsgd/data/ctr_batch.hpp>
 #include <dsgd/detail/mix64.hpp>
 #include <dsgd/detail/validate.hpp>
 #include <dsgd/error.hpp>
@@ -306,24 +307,10 @@ class click_stream {
     }
   };
 
-  /// One batch in the layout a trainer reads: row-major, example r's features contiguous.
-  struct batch {
-    std::size_t size = 0;
-    std::vector<float> dense;          ///< size x dense_features, log1p(count)
-    std::vector<std::uint64_t> keys;   ///< size x categorical_features, hashed ids
-    std::vector<float> labels;         ///< size clicks, 0 or 1
-    std::vector<float> probabilities;  ///< size teacher click probabilities
-    std::uint64_t first = 0;           ///< index (time) of its first example
-
-    /// Makes room for @p n examples (allocates only when @p n grows past what it held).
-    void resize(std::size_t n) {
-      size = n;
-      dense.resize(n * dense_features);
-      keys.resize(n * categorical_features);
-      labels.resize(n);
-      probabilities.resize(n);
-    }
-  };
+  /// One batch in the layout a trainer reads: row-major, example r's features contiguous
+  /// (dense_features log1p(count) floats, categorical_features hashed ids), with the teacher's
+  /// click probabilities; data::ctr_batch, which a file of examples fills too.
+  using batch = ctr_batch;
 
   /// What a key is made of (decode()).
   struct key_parts {
@@ -414,7 +401,7 @@ class click_stream {
   /// Fills @p out with this shard's examples @p position .. @p position + @p count - 1,
   /// resizing it to @p count (which allocates only when it grows).
   void fill(std::uint64_t position, std::size_t count, batch& out) const {
-    out.resize(count);
+    out.resize(count, dense_features, categorical_features);
     out.first = example_index(position);
     fill(position, count, out.dense, out.keys, out.labels, out.probabilities);
   }

@@ -192,6 +192,23 @@ class monitored_session {
     return run(loss);
   }
 
+  /// Runs @p work, a step's requests the session does not make itself (an embedding table's
+  /// lookups and pushes, say), and after a recoverable failure in it re-creates the session as
+  /// run() does. @returns false after a recovery: the step's values are gone (the variables
+  /// hold the restored ones), so its work is to be dropped and the step begun again.
+  /// @throws dsgd::error as run()
+  template <class Work>
+  bool guard(Work&& work) {
+    try {
+      std::forward<Work>(work)();
+      return true;
+    } catch (const dsgd::error& e) {
+      if (!Trainer::recoverable(e.code()) || options_.recovery_timeout.count() == 0) throw;
+      recover(e);
+      return false;
+    }
+  }
+
   /// Runs the final hooks, saves a last checkpoint (chief) and finishes this worker; the chief
   /// then shuts the cluster down once every worker has finished.
   void close() {

@@ -26,8 +26,15 @@ using dsgd::model::wide_deep;
 
 namespace {
 
-const dsgd::model::wide_deep_config small{
-    .dense_features = 3, .fields = 4, .crosses = {{0, 2}}, .dim = 2, .hidden = {5, 3}, .seed = 11};
+// The gradients of the mean loss, which forward_backward() returns, so that finite differences of
+// it check them.
+const dsgd::model::wide_deep_config small{.dense_features = 3,
+                                          .fields = 4,
+                                          .crosses = {{0, 2}},
+                                          .dim = 2,
+                                          .hidden = {5, 3},
+                                          .seed = 11,
+                                          .loss_reduction = dsgd::model::wide_deep_config::reduction::mean};
 
 std::vector<float> random_floats(std::size_t n, std::uint64_t seed, float scale) {
   std::mt19937_64 g(seed);
@@ -122,6 +129,26 @@ BOOST_AUTO_TEST_CASE(every_gradient_matches_finite_differences) {
     for (std::size_t e = 0; e < param.size(); e += 3)
       check_derivative(loss, param.data()[e], dense_g[p][e], f.net.names()[p] + "[" + std::to_string(e) + "]");
   }
+}
+
+// The default, TF1's canned estimators' SUM reduction: every gradient n times the mean's.
+BOOST_AUTO_TEST_CASE(summed_loss_gradients_are_n_times_the_mean_ones) {
+  fixture mean;
+  auto sum_config = small;
+  sum_config.loss_reduction = dsgd::model::wide_deep_config{}.loss_reduction;
+  BOOST_TEST((sum_config.loss_reduction == dsgd::model::wide_deep_config::reduction::sum));
+  fixture sum;
+  sum.net = wide_deep(sum_config);
+  for (std::size_t p = 0; p < mean.net.parameters().size(); ++p)
+    sum.net.parameters()[p].assign(mean.net.parameters()[p].to_host());
+  BOOST_TEST(sum.loss() == mean.loss(), boost::test_tools::tolerance(1e-6f));
+  const float n = float(mean.n);
+  for (std::size_t r = 0; r < mean.wide_grads.size(); ++r)
+    BOOST_TEST(sum.wide_grads[r] == n * mean.wide_grads[r], boost::test_tools::tolerance(1e-4f));
+  for (std::size_t r = 0; r < mean.deep_grads.size(); ++r)
+    BOOST_TEST(sum.deep_grads[r] == n * mean.deep_grads[r], boost::test_tools::tolerance(1e-4f));
+  const auto g = sum.net.gradients()[0].to_host(), h = mean.net.gradients()[0].to_host();
+  for (std::size_t e = 0; e < g.size(); ++e) BOOST_TEST(g[e] == n * h[e], boost::test_tools::tolerance(1e-4f));
 }
 
 BOOST_AUTO_TEST_CASE(predict_gives_the_logits_of_the_loss) {

@@ -54,6 +54,10 @@ struct wide_deep_config {
   std::size_t dim = 16;                          ///< floats per deep embedding row
   std::vector<std::size_t> hidden = {256, 128};  ///< the MLP's hidden widths (none: linear)
   std::uint64_t seed = 1;                        ///< the MLP's Glorot initialisation
+  /// What the gradients are of: the batch's summed loss (TF1's canned estimators' default,
+  /// `losses.Reduction.SUM`: each example moves its keys' rows as much in a batch of 512 as
+  /// alone, which adaptive optimizers with an initial accumulator need) or its mean.
+  enum class reduction { sum, mean } loss_reduction = reduction::sum;
 
   /// @returns the wide keys per example: the ids, the crosses and the bias key.
   std::size_t wide_keys() const noexcept { return fields + crosses.size() + 1; }
@@ -165,7 +169,8 @@ class wide_deep {
   /// One training step's forward and backward pass over @p b: @returns the mean sigmoid
   /// cross-entropy; writes the dense gradients into gradients(), the wide table's gradient rows
   /// into @p wide_grads (as many as @p wide's rows, 1 float each) and the deep table's into
-  /// @p deep_grads (as many as @p deep's rows, dim floats each): the gradients of the mean loss.
+  /// @p deep_grads (as many as @p deep's rows, dim floats each): the gradients of the batch's
+  /// summed or mean loss (wide_deep_config::loss_reduction).
   /// @throws dsgd::error errc::shape_mismatch naming an array of the wrong size,
   ///         errc::invalid_argument naming a row index out of its lookup or a label not 0 or 1
   float forward_backward(const examples& b, lookup wide, lookup deep, std::span<float> wide_grads,
@@ -174,14 +179,15 @@ class wide_deep {
     check_size("forward_backward", "wide_grads", wide_grads.size(), wide.rows.size());
     check_size("forward_backward", "deep_grads", deep_grads.size(), deep.rows.size());
     forward(b, wide, deep);
-    // d(mean loss)/d(logit) = (sigmoid(z) - y) / n; the loss in its stable form.
+    // d(loss)/d(logit) = sigmoid(z) - y, over n for the mean; the loss in its stable form.
     const std::size_t n = b.size;
+    const float scale = config_.loss_reduction == wide_deep_config::reduction::mean ? 1.f / static_cast<float>(n) : 1.f;
     double loss = 0;
     float* dz = deltas_.back().data();
     for (std::size_t i = 0; i < n; ++i) {
       const float z = logits_[i], y = b.labels[i];
       loss += std::max(z, 0.f) - z * y + std::log1p(std::exp(-std::abs(z)));
-      dz[i] = (sigmoid(z) - y) / static_cast<float>(n);
+      dz[i] = (sigmoid(z) - y) * scale;
     }
     // The wide part: each key's gradient is the sum of its examples' logit gradients.
     std::fill(wide_grads.begin(), wide_grads.end(), 0.f);

@@ -27,6 +27,7 @@ using dsgd_train::usage_error;
 struct settings {
   std::string rule = "hybrid";  // sync | async | ssp | hybrid (dense sync, tables async)
   std::size_t staleness = 2;
+  std::size_t backup = 0;      // hybrid: a sync MLP step averages workers - backup pushes
   std::string train;           // a .ctr file ("": the synthetic click stream)
   std::string test;            // a .ctr file ("": the click stream's test split)
   std::uint64_t examples = 0;  // training examples over all workers (0: 1M of the stream, --epochs of a file)
@@ -102,6 +103,9 @@ inline po::options_description described(settings& s) {
   add("rule", text(s.rule, "R"),
       "sync | async | ssp (bounded staleness, --staleness S) | hybrid (the MLP sync, the tables async) [hybrid]");
   add("staleness", whole("staleness", "S", s.staleness, 0, 1'000'000), "--rule ssp: the clocks a worker may lead [2]");
+  add("backup", whole("backup", "N", s.backup, 0, 1'000'000),
+      "--rule hybrid: each MLP step averages the first workers - N pushes; the slowest N are backups whose late "
+      "pushes are dropped (their table pushes still apply) [0]");
   add("train", text(s.train, "FILE"),
       "a .ctr file of training examples (dsgd-ctr-data, scripts/ctr_data.py) [the synthetic click stream]");
   add("test", text(s.test, "FILE"), "a .ctr file of test examples [the click stream's test split]");
@@ -207,6 +211,9 @@ inline std::optional<settings> parse_options(int argc, char** argv) {
   if (s.rule != "sync" && s.rule != "async" && s.rule != "ssp" && s.rule != "hybrid")
     throw usage_error("--rule " + s.rule + ": expected sync, async, ssp or hybrid");
   if (vm.count("staleness") && s.rule != "ssp") throw usage_error("--staleness: a bound of --rule ssp, not " + s.rule);
+  if (s.backup > 0 && s.rule != "hybrid")
+    throw usage_error("--backup: backup workers need --rule hybrid (a sync table waits for every worker), not " +
+                      s.rule);
   if (s.train.empty() && vm.count("epochs"))
     throw usage_error("--epochs: passes over --train FILE, which is not given");
   if (!s.train.empty() && vm.count("examples") && vm.count("epochs"))

@@ -94,18 +94,23 @@ struct schedule {
   std::uint64_t steps_per_worker = 0;  // batches each worker trains
   std::uint64_t last_step = 0;         // every worker stops when the global step reaches it
   std::size_t examples_per_step = 0;   // what a global step trains
-  std::uint64_t table_pushes(std::uint64_t step, std::size_t replicas, bool dense_sync, bool tables_sync) const {
-    // A global step of sync dense variables is every worker's push; tables count their own.
-    return dense_sync && !tables_sync ? step * replicas : step;
+  std::size_t aggregated = 1;          // pushes a sync dense step averages: workers - backups
+  // The pushes a table has applied by global step @p step at least: a sync table's steps are the
+  // dense ones; an async table took every push of each dense step (aggregated of them under a
+  // sync dense rule; the backups' come late but count too).
+  std::uint64_t table_pushes(std::uint64_t step, bool tables_sync) const {
+    return tables_sync ? step : step * aggregated;
   }
 };
 
+/// The schedule of @p s on @p replicas workers (more than --backup).
 inline schedule make_schedule(const settings& s, std::size_t replicas, bool dense_sync) {
   const std::uint64_t examples = training_examples(s);
-  const std::uint64_t per_worker =
-      std::max<std::uint64_t>(1, (examples + replicas * s.batch - 1) / (replicas * s.batch));
-  return {examples, per_worker, dense_sync ? per_worker : per_worker * replicas,
-          dense_sync ? replicas * s.batch : s.batch};
+  const std::size_t aggregated = dense_sync ? replicas - s.backup : 1;
+  const std::uint64_t steps =
+      std::max<std::uint64_t>(1, (examples + aggregated * s.batch - 1) / (aggregated * s.batch));
+  return {examples, (examples + replicas * s.batch - 1) / (replicas * s.batch), steps, aggregated * s.batch,
+          aggregated};
 }
 
 /// One evaluation on the test examples: exact AUC and mean log loss over all of them.
@@ -171,6 +176,9 @@ int train(const settings& s) {
     dsgd::model::set_blas_threads(share->threads);
   const std::size_t replicas = dsgd::cluster::replicas::count(role.cluster);
   const bool ps = role.task.job == "ps";
+  if (s.backup >= replicas)
+    throw usage_error("--backup " + std::to_string(s.backup) + ": must be below the " + std::to_string(replicas) +
+                      " workers of the cluster");
   // A worker checks its data before it connects (a ps task needs none): a missing or damaged
   // file is named at once.
   const example_shape shape = ps ? example_shape{} : shape_of(s);
@@ -182,6 +190,7 @@ int train(const settings& s) {
   o.requests.startup_timeout = std::chrono::milliseconds(static_cast<long long>(s.startup_timeout_s * 1000));
   o.optimizer = dsgd::optim::adagrad{.learning_rate = s.lr};
   if constexpr (std::is_same_v<Rule, dsgd::update::bounded_staleness>) o.rule.staleness = s.staleness;
+  if constexpr (dense_sync) o.rule.replicas_to_aggregate = s.backup > 0 ? replicas - s.backup : 0;
   trainer t(role.cluster, role.task, o);
   if (t.is_ps()) {
     t.join();
@@ -236,7 +245,7 @@ int train(const settings& s) {
 
   // Each worker goes on about where the restored step left its shard.
   const std::uint64_t first_step = session.step();
-  training_batches batches(s, t.replica(), replicas, (dense_sync ? first_step : first_step / replicas) * s.batch);
+  training_batches batches(s, t.replica(), replicas, first_step * plan.examples_per_step / replicas);
   emb::deduplicator wd, dd;
   std::vector<std::uint64_t> wide_keys;
   std::vector<float> wide_rows, deep_rows, pulled, wide_grads, deep_grads;
@@ -330,7 +339,7 @@ int train(const settings& s) {
   const double seconds = std::chrono::duration<double>(clock_type::now() - start).count();
   if (t.is_chief()) {
     // Every push of the last step applied (an async table's may still be on its way).
-    const auto expected = plan.table_pushes(session.step(), replicas, dense_sync, tables_sync);
+    const auto expected = plan.table_pushes(session.step(), tables_sync);
     const auto deadline = clock_type::now() + std::chrono::seconds(120);
     for (std::uint32_t id : {wide_table, deep_table})
       while (t.read_table(id, {}, {}) < expected) {

@@ -8,9 +8,9 @@
 # (examples/s, loss), the test AUC beside the teacher's (the best reachable), the tables' rows,
 # with checkpoints (the tables incrementally) and TensorBoard summaries in a new directory under
 # $build/ctr_job (DSGD_LOGDIR=DIR names one; an existing DIR resumes from its latest
-# checkpoint). Extra arguments go to dsgd-ctr (e.g. --rule sync, --examples 10000000, or the
-# real data set: --train data/adult/adult.train.ctr --test data/adult/adult.test.ctr --eval 0
-# --epochs 3; dsgd-ctr --help lists them). docs/ctr.md describes the job.
+# checkpoint). Extra arguments go to dsgd-ctr (e.g. --rule sync, --examples 10000000, --cache 2;
+# dsgd-ctr --help lists them). docs/ctr.md describes the job and how to run it on the real data
+# set (UCI Adult, which setup.sh fetches into data/adult).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh

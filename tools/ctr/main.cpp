@@ -24,6 +24,7 @@
 #include "training_loop.hpp"
 
 #include <dsgd/error.hpp>
+#include <dsgd/model/blas.hpp>
 #include <dsgd/update/async.hpp>
 #include <dsgd/update/bounded_staleness.hpp>
 #include <dsgd/update/sync_average.hpp>
@@ -31,6 +32,7 @@
 #include <cstdio>
 
 int main(int argc, char** argv) {
+  dsgd::model::use_cpu_blas_kernels(argv);  // OpenBLAS's AVX-512 kernels where it fell back to SSE3
   try {
     const auto s = dsgd_ctr::parse_options(argc, argv);
     if (!s) return 0;  // --help

@@ -28,6 +28,7 @@
 #include <dsgd/update/sync_average.hpp>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -112,6 +113,28 @@ inline schedule make_schedule(const settings& s, std::size_t replicas, bool dens
   return {examples, (examples + replicas * s.batch - 1) / (replicas * s.batch), steps, aggregated * s.batch,
           aggregated};
 }
+
+/// Where a worker's steps went: each phase's mean time per step (the chief's evaluations and
+/// hooks are in the MLP exchange, the session's run()).
+struct step_times {
+  static constexpr const char* names[] = {"input", "keys", "table pulls", "model", "table pushes", "MLP exchange"};
+  std::array<double, 6> seconds{};
+  std::uint64_t steps = 0;
+  void add(const std::array<clock_type::duration, 6>& d) {
+    for (std::size_t i = 0; i < d.size(); ++i) seconds[i] += std::chrono::duration<double>(d[i]).count();
+    ++steps;
+  }
+  void print(const std::string& who) const {
+    if (steps == 0) return;
+    double total = 0;
+    for (double x : seconds) total += x;
+    std::printf("%s step time %.2f ms:", who.c_str(), 1e3 * total / double(steps));
+    for (std::size_t i = 0; i < seconds.size(); ++i)
+      std::printf("%s %s %.2f ms (%.0f%%)", i ? "," : "", names[i], 1e3 * seconds[i] / double(steps),
+                  100 * seconds[i] / total);
+    std::printf("\n");
+  }
+};
 
 /// One evaluation on the test examples: exact AUC and mean log loss over all of them.
 struct evaluation {
@@ -257,6 +280,7 @@ int train(const settings& s) {
   auto interval_start = clock_type::now();
   const auto start = interval_start;
   std::optional<evaluation> last;
+  step_times times;
   auto report = [&](bool final) {
     // The stream's test examples come from just after those trained on (its ids drift).
     const std::uint64_t step = session.step();
@@ -287,6 +311,8 @@ int train(const settings& s) {
     float loss = 0;
     // The tables' lookups and pushes: after a ps was lost and the session re-created from the
     // last checkpoint, the step is dropped (its rows are from before).
+    const auto keys_done = clock_type::now();
+    clock_type::time_point pulled_at, computed_at;
     const bool done = session.guard([&] {
       t.pull_table(wide_table, w.unique, wide_rows);
       if (cache) {
@@ -297,9 +323,11 @@ int train(const settings& s) {
       } else {
         t.pull_table(deep_table, d.unique, deep_rows);
       }
+      pulled_at = clock_type::now();
       loss = net.forward_backward({b.size, b.dense, b.keys, b.labels}, {wide_rows, w.inverse}, {deep_rows, d.inverse},
                                   wide_grads, deep_grads);
       if (slowdown > 1) std::this_thread::sleep_for((clock_type::now() - compute_start) * (slowdown - 1));
+      computed_at = clock_type::now();
       dropped_rows += t.push_table(wide_table, w.unique, wide_grads);
       dropped_rows += t.push_table(deep_table, d.unique, deep_grads);
     });
@@ -307,7 +335,10 @@ int train(const settings& s) {
       if (cache) cache->clear();
       continue;
     }
+    const auto pushed_at = clock_type::now();
     session.run(loss, net.gradients());
+    times.add({compute_start - input_start, keys_done - compute_start, pulled_at - keys_done, computed_at - pulled_at,
+               pushed_at - computed_at, clock_type::now() - pushed_at});
     ++local_steps;
     ++interval_batches;
     interval_loss += loss;
@@ -359,6 +390,7 @@ int train(const settings& s) {
     }
   }
   session.close();
+  times.print(t.task().to_string());
   std::printf("%s done: %llu steps of its own in %.1f s, %llu gradient rows dropped (no row), %zu recoveries\n",
               t.task().to_string().c_str(), static_cast<unsigned long long>(local_steps), seconds,
               static_cast<unsigned long long>(dropped_rows), session.recoveries());

@@ -27,6 +27,7 @@
 #include "training_loop.hpp"
 
 #include <dsgd/error.hpp>
+#include <dsgd/model/blas.hpp>
 #include <dsgd/model/mlp.hpp>
 #include <dsgd/model/softmax_regression.hpp>
 #include <dsgd/update/async.hpp>
@@ -48,6 +49,7 @@ int train_with_rule(const dsgd_train::settings& s) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  dsgd::model::use_cpu_blas_kernels(argv);  // OpenBLAS's AVX-512 kernels where it fell back to SSE3
   try {
     const auto s = dsgd_train::parse_options(argc, argv);
     if (!s) return 0;  // --help

@@ -78,8 +78,9 @@ def main():
                                 bias_attr=paddle.ParamAttr(initializer=paddle.nn.initializer.Constant(0.0)))
     # The wide logit, a sum: paddle.sum and paddle.matmul have no legacy-IR form in Paddle 3.3.
     logit = paddle.mean(paddle.reshape(wide, [-1, wide_width]), axis=1, keepdim=True) * float(wide_width) + h
-    # The summed loss, as dsgd-ctr (TF1 canned estimators' Reduction.SUM).
-    loss = paddle.sum(paddle.nn.functional.binary_cross_entropy_with_logits(logit, label))
+    # The summed loss, as dsgd-ctr (TF1 canned estimators' Reduction.SUM); paddle.sum has no
+    # legacy-IR form, so the mean times the batch.
+    loss = paddle.mean(paddle.nn.functional.binary_cross_entropy_with_logits(logit, label)) * float(args.batch)
     optimizer = OPTIMIZER(paddle, args)
     optimizer = fleet.distributed_optimizer(optimizer, strategy)
     optimizer.minimize(loss)

@@ -183,8 +183,9 @@ def run_chief(tf, args, cluster):
             with tf.GradientTape() as tape:
                 z = logits(dense, wide_rows, deep_rows)
                 loss = tf.reduce_mean(tf.nn.sigmoid_cross_entropy_with_logits(labels=y, logits=z))
-            # The summed loss's gradients, as dsgd-ctr (TF1 canned estimators' Reduction.SUM).
-            grads = tape.gradient(loss * tf.cast(tf.shape(y)[0], loss.dtype), wide.trainable_variables + deep_vars)
+                # The summed loss's gradients, as dsgd-ctr (TF1 canned estimators' Reduction.SUM).
+                summed = loss * tf.cast(tf.shape(y)[0], loss.dtype)
+            grads = tape.gradient(summed, wide.trainable_variables + deep_vars)
             n = len(wide.trainable_variables)
             wide_opt.apply_gradients(zip(grads[:n], wide.trainable_variables))
             deep_opt.apply_gradients(zip(grads[n:], deep_vars))

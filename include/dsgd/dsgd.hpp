@@ -35,6 +35,7 @@
 #include <dsgd/optim/lazy_adam.hpp>
 #include <dsgd/optim/mean.hpp>
 #include <dsgd/optim/momentum.hpp>
+#include <dsgd/optim/per_variable.hpp>
 #include <dsgd/optim/piecewise_constant.hpp>
 #include <dsgd/optim/rowwise_adagrad.hpp>
 #include <dsgd/optim/sgd.hpp>

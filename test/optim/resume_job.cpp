@@ -12,7 +12,9 @@
 //   --optimizer  momentum_exponential: exponential_decay<momentum> (staircase every 7 steps);
 //                adamw_cosine: cosine_decay<adam> with a linear warmup of 8 steps, decoupled
 //                weight decay 0.01, and the gradients clipped to a global norm of 1 before push;
-//                adagrad_piecewise: piecewise_constant<adagrad>, boundaries 12 and 25
+//                adagrad_piecewise: piecewise_constant<adagrad>, boundaries 12 and 25;
+//                per_variable: optim::per_variable over adamw_cosine, dense0/bias trained with
+//                ftrl (learning rate 0.05, l1 0.001) instead
 //   --to STEP    the worker trains until the global step reaches STEP
 //   --restore D  the worker (chief) has the ps tasks restore the latest checkpoint in D first
 //   --save D     after the last step, the worker has the ps tasks write a checkpoint into D
@@ -31,7 +33,9 @@
 #include <dsgd/optim/clip.hpp>
 #include <dsgd/optim/cosine_decay.hpp>
 #include <dsgd/optim/exponential_decay.hpp>
+#include <dsgd/optim/ftrl.hpp>
 #include <dsgd/optim/momentum.hpp>
+#include <dsgd/optim/per_variable.hpp>
 #include <dsgd/optim/piecewise_constant.hpp>
 #include <dsgd/placement/partitioned.hpp>
 #include <dsgd/server/parameter_server.hpp>
@@ -71,6 +75,11 @@ dsgd::optim::cosine_decay<dsgd::optim::adam> adamw_cosine() {
 }
 dsgd::optim::piecewise_constant<dsgd::optim::adagrad> adagrad_piecewise() {
   return {.base = {}, .boundaries = {12, 25}, .values = {0.1f, 0.05f, 0.02f}};
+}
+dsgd::optim::per_variable<dsgd::optim::cosine_decay<dsgd::optim::adam>> per_variable() {
+  return {
+      .all = adamw_cosine(),
+      .variables = {{"dense0/bias", dsgd::optim::ftrl{.learning_rate = 0.05f, .l1_regularization_strength = 0.001f}}}};
 }
 
 template <class O>
@@ -166,8 +175,11 @@ int main(int argc, char** argv) {
     if (s.optimizer == "momentum_exponential") return run(s, momentum_exponential(), 0.f);
     if (s.optimizer == "adamw_cosine") return run(s, adamw_cosine(), 1.f);
     if (s.optimizer == "adagrad_piecewise") return run(s, adagrad_piecewise(), 0.f);
-    std::printf("resume_job: --optimizer %s is not momentum_exponential, adamw_cosine or adagrad_piecewise\n",
-                s.optimizer.c_str());
+    if (s.optimizer == "per_variable") return run(s, per_variable(), 1.f);
+    std::printf(
+        "resume_job: --optimizer %s is not momentum_exponential, adamw_cosine, adagrad_piecewise or "
+        "per_variable\n",
+        s.optimizer.c_str());
     return 2;
   } catch (const dsgd::error& e) {
     std::printf("error %s\n", e.what());

@@ -31,6 +31,8 @@ BOOST_AUTO_TEST_SUITE(optim_resume_test)
 
 namespace {
 
+using namespace std::string_literals;
+
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
@@ -69,8 +71,13 @@ std::uint64_t counter(const fs::path& dir, std::uint64_t step, const std::string
 // @p total in new processes from the checkpoint: the two end bit for bit alike. @p slots and
 // @p counters are the records the checkpoint must hold beside each variable (each counter, like
 // the schedule's step, at @p cut).
-void check_resume(const std::string& optimizer, std::uint64_t cut, std::uint64_t total,
-                  const std::vector<std::string>& slots, std::vector<std::string> counters) {
+// The records a checkpoint must hold beside one variable: its slots and its counters.
+struct records {
+  std::vector<std::string> slots, counters;
+};
+
+void check_resume(const std::string& optimizer, std::uint64_t cut, std::uint64_t total, const records& kernel,
+                  const records& bias) {
   temp_dir dir;
   const auto whole = dir.path / "whole.f32", first = dir.path / "first.f32", resumed = dir.path / "resumed.f32";
   const auto ckpt = dir.path / "ckpt";
@@ -95,10 +102,9 @@ void check_resume(const std::string& optimizer, std::uint64_t cut, std::uint64_t
   // The checkpoint holds each variable's slots and, from its first shard, its counters.
   auto reader = dsgd::checkpoint::saver(ckpt).open(cut);
   BOOST_TEST(reader.format_version() == 3u);
-  counters.push_back("schedule_step");
-  for (const std::string v : {"dense0/kernel", "dense0/bias"}) {
-    for (const auto& slot : slots) BOOST_TEST(reader.contains(v + "/" + slot), v << "/" << slot);
-    for (const auto& c : counters) BOOST_TEST(counter(ckpt, cut, v + "/" + c) == cut, v << "/" << c);
+  for (const auto& [v, held] : {std::pair{"dense0/kernel", kernel}, std::pair{"dense0/bias", bias}}) {
+    for (const auto& slot : held.slots) BOOST_TEST(reader.contains(v + "/"s + slot), v << "/" << slot);
+    for (const auto& c : held.counters) BOOST_TEST(counter(ckpt, cut, v + "/"s + c) == cut, v << "/" << c);
   }
   BOOST_TEST_MESSAGE(optimizer << ": " << cut << " + " << total - cut << " steps resumed bit for bit in "
                                << std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count()
@@ -108,17 +114,27 @@ void check_resume(const std::string& optimizer, std::uint64_t cut, std::uint64_t
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(momentum_with_exponential_decay_resumes_bit_for_bit_in_new_processes) {
-  check_resume("momentum_exponential", 20, 40, {"velocity"}, {});
+  const records r{{"velocity"}, {"schedule_step"}};
+  check_resume("momentum_exponential", 20, 40, r, r);
 }
 
 BOOST_AUTO_TEST_CASE(adamw_with_cosine_decay_and_warmup_resumes_bit_for_bit_in_new_processes) {
   // Cut inside the warmup: the rest of the warmup and the whole cosine come after the restore.
-  check_resume("adamw_cosine", 6, 40, {"m", "v"}, {"t"});
+  const records r{{"m", "v"}, {"t", "schedule_step"}};
+  check_resume("adamw_cosine", 6, 40, r, r);
 }
 
 BOOST_AUTO_TEST_CASE(adagrad_with_piecewise_constant_rates_resumes_bit_for_bit_in_new_processes) {
   // adagrad keeps no step counter: its initial accumulator is per element.
-  check_resume("adagrad_piecewise", 20, 40, {"accumulator"}, {});
+  const records r{{"accumulator"}, {"schedule_step"}};
+  check_resume("adagrad_piecewise", 20, 40, r, r);
+}
+
+// optim::per_variable: the kernel trains with the schedule around adam, the bias with ftrl, and
+// each variable's checkpoint holds its own optimizer's slots (ftrl's accumulator and linear term
+// beside the bias, which adam's m would have been).
+BOOST_AUTO_TEST_CASE(per_variable_optimizers_resume_bit_for_bit_in_new_processes) {
+  check_resume("per_variable", 6, 40, {{"m", "v"}, {"t", "schedule_step"}}, {{"accumulator", "linear"}, {}});
 }
 
 BOOST_AUTO_TEST_SUITE_END()

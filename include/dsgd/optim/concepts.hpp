@@ -11,6 +11,7 @@
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
+#include <string_view>
 
 namespace dsgd {
 
@@ -62,6 +63,32 @@ namespace optim {
 template <class O>
 concept elementwise = requires {
   { O::slot_count } -> std::convertible_to<std::size_t>;
+};
+
+/// @returns optimizer @p o's slots for @p n elements on @p device: `o.make_state(device, n)`
+/// where @p o chooses its state at run time (optim::per_variable), else `O::state<D>(device, n)`.
+template <class O, Device D>
+typename O::template state<D> make_state(const O& o, const D& device, std::size_t n) {
+  if constexpr (requires { o.make_state(device, n); }) return o.make_state(device, n);
+  else return typename O::template state<D>(device, n);
+}
+
+/// @returns the optimizer that variable @p name applies: `o.for_variable(name)` where @p o
+/// gives variables their own (optim::per_variable), else @p o.
+template <class O>
+O for_variable(const O& o, std::string_view name) {
+  if constexpr (requires { o.for_variable(name); }) return o.for_variable(name);
+  else return o;
+}
+
+/// An optimizer that applies one of several, chosen at run time (optim::per_variable): it
+/// provides `o.with_applied(f)`, calling `f(index, optimizer)` with the one it applies and that
+/// one's index (a std::integral_constant), and `O::slots_of(index, s)`, the slots of that
+/// optimizer a state of it holds. update::chunked_apply and update::sparse_apply then forward to
+/// the applied optimizer's where it has them (update::can_apply_chunked, can_apply_sparse).
+template <class O>
+concept chosen_at_run_time = requires(const O& o) {
+  o.with_applied([](auto, const auto&) {});
 };
 
 /// True for an elementwise optimizer whose rule depends on a counter of its state: a part of a

@@ -8,11 +8,13 @@
 #pragma once
 
 #include <dsgd/device/concepts.hpp>
+#include <dsgd/error.hpp>
 #include <dsgd/optim/concepts.hpp>
 #include <dsgd/update/detail/archetypes.hpp>
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 namespace dsgd::update {
 
@@ -100,5 +102,73 @@ struct sparse_apply<O> {
     optim::detail::map_rows(o, device, s, w, rows, count, dim, g, grad_scale);
   }
 };
+
+/// The chunked apply of the optimizer an optim::chosen_at_run_time one applies (as
+/// optim::per_variable does for each variable): available, since the choice is made at run
+/// time; usable() says whether the applied one has a chunked apply.
+template <optim::chosen_at_run_time O>
+struct chunked_apply<O> {
+  using optimizer_type = O;
+  static constexpr bool available = true;  ///< where usable()
+  /// @returns whether @p o's applied optimizer has a chunked apply.
+  static bool usable(const optimizer_type& o) {
+    return o.with_applied([](auto, const auto& a) { return chunked_apply<std::decay_t<decltype(a)>>::available; });
+  }
+  /// The applied optimizer's chunked apply; only where usable().
+  template <Device D>
+  static void apply(const optimizer_type& o, const D& device, const typename optimizer_type::template state<D>& in,
+                    typename optimizer_type::template state<D>& out, const float* w_in, float* w_out, const float* g,
+                    std::size_t first, std::size_t count, float grad_scale) {
+    o.with_applied([&](auto i, const auto& a) {
+      using A = std::decay_t<decltype(a)>;
+      if constexpr (chunked_apply<A>::available)
+        chunked_apply<A>::apply(a, device, optimizer_type::slots_of(i, in), optimizer_type::slots_of(i, out), w_in,
+                                w_out, g, first, count, grad_scale);
+      else throw error(errc::invalid_argument, "chunked apply of an optimizer without one (check usable())");
+    });
+  }
+};
+
+/// The sparse apply of the optimizer an optim::chosen_at_run_time one applies, as its
+/// chunked_apply.
+template <optim::chosen_at_run_time O>
+struct sparse_apply<O> {
+  using optimizer_type = O;
+  static constexpr bool available = true;  ///< where usable()
+  /// @returns whether @p o's applied optimizer has a sparse apply.
+  static bool usable(const optimizer_type& o) {
+    return o.with_applied([](auto, const auto& a) { return sparse_apply<std::decay_t<decltype(a)>>::available; });
+  }
+  /// The applied optimizer's sparse apply.
+  /// @throws dsgd::error (errc::invalid_argument) where it has none (not usable())
+  template <Device D>
+  static void apply(const optimizer_type& o, const D& device, typename optimizer_type::template state<D>& s, float* w,
+                    const std::uint64_t* rows, std::size_t count, std::size_t dim, const float* g, float grad_scale) {
+    o.with_applied([&](auto i, const auto& a) {
+      using A = std::decay_t<decltype(a)>;
+      if constexpr (sparse_apply<A>::available)
+        sparse_apply<A>::apply(a, device, optimizer_type::slots_of(i, s), w, rows, count, dim, g, grad_scale);
+      else throw error(errc::invalid_argument, "sparse apply of an optimizer without one (check usable())");
+    });
+  }
+};
+
+/// @returns whether @p o can apply a part of a push out of place now: chunked_apply<O> is
+/// available and, where it says so at run time (optim::chosen_at_run_time), usable for @p o.
+template <class O>
+bool can_apply_chunked(const O& o) {
+  if constexpr (!chunked_apply<O>::available) return false;
+  else if constexpr (requires { chunked_apply<O>::usable(o); }) return chunked_apply<O>::usable(o);
+  else return true;
+}
+
+/// @returns whether @p o can apply some rows of a variable now (sparse_apply, as
+/// can_apply_chunked()).
+template <class O>
+bool can_apply_sparse(const O& o) {
+  if constexpr (!sparse_apply<O>::available) return false;
+  else if constexpr (requires { sparse_apply<O>::usable(o); }) return sparse_apply<O>::usable(o);
+  else return true;
+}
 
 }  // namespace dsgd::update

@@ -225,7 +225,7 @@ struct sync_average {
       const float scale = 1.f / static_cast<float>(count_);
       float* acc = thrust::raw_pointer_cast(accumulator_.data());
       if constexpr (sparse_apply<O>::available) {
-        if (!dense_in_step_ && touched_dim_ != mixed_dims) {
+        if (!dense_in_step_ && touched_dim_ != mixed_dims && can_apply_sparse(this->optimizer_)) {
           apply_touched_rows(acc, scale);
         } else {
           apply_dense(acc, scale);

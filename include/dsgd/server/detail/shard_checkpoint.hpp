@@ -210,15 +210,17 @@ struct restored_shards {
 };
 
 /// Reads every shard of @p layouts (shard key -> layout) from @p reader, as
-/// read_shard_checkpoint() and read_pushes_received() do, for @p replicas replicas.
-template <class State, class Probe>
+/// read_shard_checkpoint() and read_pushes_received() do, for @p replicas replicas; a shard's
+/// slots and counters are those of `probe_of(layout)` (its optimizer's state).
+template <class State, class ProbeOf>
 restored_shards<State> read_shards(const checkpoint::checkpoint_reader& reader,
-                                   const std::map<std::uint64_t, protocol::shard_layout>& layouts, Probe& probe,
+                                   const std::map<std::uint64_t, protocol::shard_layout>& layouts, ProbeOf probe_of,
                                    std::size_t replicas) {
   restored_shards<State> out;
   std::vector<std::string> missing;
   for (const auto& [k, layout] : layouts) {
     const std::size_t elements = layout.rows * layout.row_elements();
+    auto probe = probe_of(layout);
     out.states.emplace_back(k, read_shard_checkpoint<State>(reader, layout, probe, elements, missing));
     out.pushes[k] = read_pushes_received(reader, layout, replicas);
   }

@@ -119,7 +119,7 @@ class shard_store {
   /// restored from) unless it exists. @returns the new shard, or nullptr when it existed.
   shard_type* create(const transport::frame_header& h, std::span<const float> values) {
     if (shards_.contains(key(h))) return nullptr;
-    auto shard = rule_.template make_shard<D, O>(device_, values, optimizer_, replicas_);
+    auto shard = rule_.template make_shard<D, O>(device_, values, optimizer_of(key(h)), replicas_);
     if (h.step != 0) shard->assign(values, h.step);
     return shards_.emplace(key(h), std::move(shard)).first->second.get();
   }
@@ -168,13 +168,16 @@ class shard_store {
   /// placement from @p reader's checkpoint, and sets the push counts to the checkpoint's.
   template <class Created>
   restored restore(const checkpoint::checkpoint_reader& reader, Created created) {
-    typename O::template state<D> probe(device_, 0);
+    const auto probe = [&](const protocol::shard_layout& l) {
+      return optim::make_state(optim::for_variable(optimizer_, l.name), device_, 0);
+    };
     auto [states, pushes, missing] = read_shards<typename shard_type::saved_state>(reader, layouts_, probe, replicas_);
     restored out{states.size(), !shards_.empty(), missing};
     for (auto& [k, state] : states) {
       auto it = shards_.find(k);
       if (it == shards_.end()) {
-        it = shards_.emplace(k, rule_.template make_shard<D, O>(device_, state.values, optimizer_, replicas_)).first;
+        it = shards_.emplace(k, rule_.template make_shard<D, O>(device_, state.values, optimizer_of(k), replicas_))
+                 .first;
         created(*it->second);
       }
       it->second->restore(state);
@@ -184,6 +187,12 @@ class shard_store {
   }
 
  private:
+  // The optimizer of shard @p k's variable (optim::for_variable); the ps's own outside the placement.
+  O optimizer_of(std::uint64_t k) const {
+    auto it = layouts_.find(k);
+    return it == layouts_.end() ? optimizer_ : optim::for_variable(optimizer_, it->second.name);
+  }
+
   std::string self_;  // "ps:0"
   std::size_t replicas_;
   U rule_;

@@ -57,17 +57,18 @@ class arrival_shard : public shard_storage<Derived, D, O> {
     std::lock_guard lock(this->mutex_);
     this->check_worker(worker, Derived::name, "::push_rows");
     if constexpr (sparse_apply<O>::available) {
-      sparse_apply<O>::apply(this->optimizer_, this->device_, this->slots_, this->writable_values(), raw_data(c.rows),
-                             c.count, dim, raw_data(c.grads), 1.f);
-      this->device_.synchronize();
-    } else {
-      throw error(errc::invalid_argument,
-                  "sparse push: this optimizer has no sparse apply (update::sparse_apply maps the element rule of "
-                  "an optimizer without step counters, such as optim::sgd and optim::momentum); push the dense "
-                  "gradient, or use sync_average, which applies the dense mean");
+      if (can_apply_sparse(this->optimizer_)) {
+        sparse_apply<O>::apply(this->optimizer_, this->device_, this->slots_, this->writable_values(), raw_data(c.rows),
+                               c.count, dim, raw_data(c.grads), 1.f);
+        this->device_.synchronize();
+        arrived_locked(worker);
+        return push_outcome::applied;
+      }
     }
-    arrived_locked(worker);
-    return push_outcome::applied;
+    throw error(errc::invalid_argument,
+                "sparse push: this optimizer has no sparse apply (update::sparse_apply maps the element rule of "
+                "an optimizer without step counters, such as optim::sgd and optim::momentum); push the dense "
+                "gradient, or use sync_average, which applies the dense mean");
   }
 
   /// @p worker has no more data: it no longer holds others back.
@@ -99,12 +100,13 @@ class arrival_shard : public shard_storage<Derived, D, O> {
     if constexpr (!chunked_apply<O>::available) {
       return false;
     } else {
+      if (!can_apply_chunked(this->optimizer_)) return false;
       const std::size_t n = this->values_->size();
       if (first == 0) {
         if (stream_.live && stream_.worker != worker && stream_.version == this->version_) return false;  // taken
         stream_ = {worker, this->version_, 0, true};
         if (!next_values_ || next_values_.use_count() > 1) next_values_ = std::make_shared<buffer_type>(n);
-        if (!next_slots_) next_slots_.emplace(this->device_, n);
+        if (!next_slots_) next_slots_.emplace(optim::make_state(this->optimizer_, this->device_, n));
       } else if (!stream_live_for(worker) || stream_.done != first) {
         if (stream_.worker == worker) stream_.live = false;
         return false;

@@ -52,7 +52,7 @@ class shard_storage {
       : device_(std::move(device)),
         values_(std::make_shared<buffer_type>(initial.begin(), initial.end())),
         optimizer_(std::move(optimizer)),
-        slots_(device_, initial.size()),
+        slots_(optim::make_state(optimizer_, device_, initial.size())),
         workers_(workers),
         finished_(workers, false) {
     if (workers == 0) throw error(errc::invalid_argument, "update rule: a shard needs at least one worker");
@@ -179,7 +179,7 @@ class shard_storage {
     if (s.values.size() != n)
       throw error(errc::shape_mismatch,
                   "shard restore: " + std::to_string(s.values.size()) + " values for a shard of " + std::to_string(n));
-    typename O::template state<D> slots(device_, n);
+    auto slots = optim::make_state(optimizer_, device_, n);
     if constexpr (checkpointable_state<typename O::template state<D>>) {
       slots.visit([&](const char* name, auto& slot) {
         if constexpr (std::is_same_v<std::decay_t<decltype(slot)>, std::uint64_t>) {

@@ -15,16 +15,16 @@
 //
 // With --batchnorm each layer but the last is followed by batch normalisation, whose running
 // mean and variance are state that is not a gradient: module_views makes them variables
-// (keep::exchange) that every worker pushes as they are after its forward passes, and the
-// job's last ps task, whose optimizer assigns the mean of a step's pushes, holds them
-// (placement::pinned). Every replica then ends each step with the replicas' mean statistics, the
-// checkpoints hold them, and the chief evaluates in eval mode with them; each worker prints a
-// digest of its buffers at the end (equal on every worker). It needs --ps 2 or more:
+// (keep::exchange) that every worker pushes as they are after its forward passes, and the ps
+// tasks apply to them, instead of the job's momentum, an optimizer that assigns the mean of a
+// step's pushes (optim::per_variable names them). Every replica then ends each step with the
+// replicas' mean statistics, the checkpoints hold them, and the chief evaluates in eval mode
+// with them; each worker prints a digest of its buffers at the end (equal on every worker):
 //
 //   dsgd-launch --ps 2 --workers 2 -- ./04_libtorch_cnn --batchnorm --epochs 4 --lr 0.2 --decay 0.4
 //       --target 0.90   (one line)
 //
-// (0.9053 after 4 epochs, 2026-12-06, 5 to 12 s an epoch on a shared 2-core machine)
+// (0.9018 after 4 epochs, 2026-12-06, about 5 s an epoch on a shared 2-core Intel Xeon)
 //
 // Sync, 2 workers of one libtorch thread each, 12 epochs: test accuracy 0.906 (0.9062 on an AMD
 // EPYC, 2026-12-04: 14,000 examples/s per worker, 26 s; an Intel Xeon took 140 s), against
@@ -42,8 +42,9 @@
 #include <dsgd/device/cpu.hpp>
 #include <dsgd/optim/exponential_decay.hpp>
 #include <dsgd/optim/momentum.hpp>
+#include <dsgd/optim/per_variable.hpp>
+#include <dsgd/optim/sgd.hpp>
 #include <dsgd/placement/greedy_by_bytes.hpp>
-#include <dsgd/placement/pinned.hpp>
 #include <dsgd/train/monitored_session.hpp>
 #include <dsgd/train/summary_writer.hpp>
 #include <dsgd/trainer.hpp>
@@ -217,15 +218,16 @@ double accuracy(cnn_impl& net, const torch::Tensor& x, const torch::Tensor& y) {
   return static_cast<double>(right) / static_cast<double>(x.size(0));
 }
 
-using optimizer = dsgd::optim::exponential_decay<dsgd::optim::momentum>;
+// The job's optimizer, and with --batchnorm another for the buffers (averaging()).
+using optimizer = dsgd::optim::per_variable<dsgd::optim::exponential_decay<dsgd::optim::momentum>>;
 using clock_type = std::chrono::steady_clock;
 
-// Momentum SGD at s.lr, times s.decay after every @p steps_per_epoch updates.
+// Momentum SGD at s.lr, times s.decay after every @p steps_per_epoch updates, for every variable.
 optimizer schedule_of(const settings& s, std::uint64_t steps_per_epoch) {
-  return {.base = {.learning_rate = s.lr, .momentum = s.momentum},
-          .decay_rate = s.decay,
-          .decay_steps = steps_per_epoch,
-          .staircase = true};
+  return {.all = {.base = {.learning_rate = s.lr, .momentum = s.momentum},
+                  .decay_rate = s.decay,
+                  .decay_steps = steps_per_epoch,
+                  .staircase = true}};
 }
 
 struct data_set {
@@ -319,27 +321,12 @@ double train_passes(const settings& s, cnn_impl& net, const data_set& d, std::in
   return last;
 }
 
-// The optimizer value of the ps task that holds the buffers: one update sets each value to the
-// mean of the step's pushes (decoupled weight decay -1 at learning rate -1 scales the value by 0,
-// then the step adds the mean pushed: exact, whatever the learning rate schedule), so that the
-// statistics the workers push are averaged, not descended.
-optimizer averaging() {
-  return {.base = {.learning_rate = -1.f, .momentum = 0.f, .weight_decay = -1.f}, .decay_rate = 1.f, .decay_steps = 1};
-}
+// The optimizer of every buffer: one update sets each value to the mean of the step's pushes
+// (decoupled weight decay -1 at learning rate -1 scales the value by 0, then the step adds the
+// mean pushed: exact), so that the statistics the workers push are averaged, not descended.
+dsgd::optim::sgd averaging() { return {.learning_rate = -1.f, .weight_decay = -1.f}; }
 
-using placement = dsgd::placement::pinned<dsgd::placement::greedy_by_bytes>;
-
-// With --batchnorm: the buffers on the last of @p ps tasks, the parameters over the others.
-placement placement_of(const dsgd::adapt::libtorch::module_views& params, std::size_t ps) {
-  placement p;
-  const auto state = params.state_names();
-  std::size_t k = 0;
-  for (const auto& name : params.names()) {
-    const bool buffer = std::find(state.begin(), state.end(), name) != state.end();
-    p.pins.push_back({name, "/job:ps/task:" + std::to_string(buffer ? ps - 1 : k++ % (ps - 1))});
-  }
-  return p;
-}
+using placement = dsgd::placement::greedy_by_bytes;
 
 template <class Rule>
 int train(const settings& s) {
@@ -358,16 +345,10 @@ int train(const settings& s) {
   o.optimizer = schedule_of(s, steps_per_epoch);
   torch::manual_seed(1);  // every worker builds the same net; the chief's values are used
   auto net = std::make_shared<cnn_impl>(s.batchnorm);
-  // The buffers (with --batchnorm) are variables of their own ps task, which averages them.
+  // The buffers (with --batchnorm) are variables whose optimizer averages them.
   dsgd::adapt::libtorch::module_views params(*net, {.buffers = dsgd::adapt::libtorch::keep::exchange});
-  if (s.batchnorm) {
-    const auto ps = role.cluster.num_tasks("ps");
-    if (ps < 2)
-      throw std::runtime_error("--batchnorm needs 2 or more ps tasks (the last averages the buffers); this job has " +
-                               std::to_string(ps));
-    o.placement = placement_of(params, ps);
-    if (role.task.job == "ps" && static_cast<std::size_t>(role.task.index) == ps - 1) o.optimizer = averaging();
-  }
+  if (s.batchnorm)
+    for (const auto& name : params.state_names()) o.optimizer.variables.emplace_back(name, averaging());
   trainer t(role.cluster, role.task, o);
   if (t.is_ps()) {
     t.join();
@@ -390,7 +371,7 @@ int train(const settings& s) {
     summaries = std::make_unique<dsgd::train::summary_writer>(s.logdir);
     hooks.push_back(std::make_unique<dsgd::train::summary_hook<cpu>>(
         *summaries, 100, examples_per_step, [schedule = o.optimizer](std::uint64_t step) {
-          return std::vector<std::pair<std::string, float>>{{"learning_rate", schedule.learning_rate_at(step)}};
+          return std::vector<std::pair<std::string, float>>{{"learning_rate", schedule.all.learning_rate_at(step)}};
         }));
   }
   dsgd::train::session_options so;

@@ -139,15 +139,13 @@ struct module_options {
 ///
 /// A variable of state is pushed its values in place of a gradient (a copy taken by
 /// with_gradients()), so the ps task that holds it must set it to the mean of its pushes, which
-/// an optimizer's step does not: place state_names() on a ps task of their own whose optimizer
-/// assigns the mean (docs/models.md, "Buffers": a per-variable update on one ps is not there
-/// yet). Under sync every replica then ends each step with the replicas' mean of its float
-/// buffers (BatchNorm's statistics over all the step's batches), and checkpoints hold them. An
-/// integer buffer (num_batches_tracked, int64) is a count, not a statistic: its variable is a
-/// float mirror (exact to 2^24) into which pulls land, and the module's tensor holds the value
-/// last landed plus what the module counted since, written back at each values() and
-/// with_gradients(); replicas that count alike (every one a batch a step, under sync) push equal
-/// counts, which the mean keeps exactly.
+/// an optimizer's step does not: give state_names() an optimizer of their own that assigns the
+/// mean, through optim::per_variable (docs/models.md, "Buffers"). Under sync every replica then ends each step with the
+/// replicas' mean of its float buffers (BatchNorm's statistics over all the step's batches), and checkpoints hold them.
+/// An integer buffer (num_batches_tracked, int64) is a count, not a statistic: its variable is a float mirror (exact to
+/// 2^24) into which pulls land, and the module's tensor holds the value last landed plus what the module counted since,
+/// written back at each values() and with_gradients(); replicas that count alike (every one a batch a step, under sync)
+/// push equal counts, which the mean keeps exactly.
 ///
 /// The names, kinds and shapes are recorded at construction, the placement's; values() and
 /// with_gradients() take the views afresh (the storage of a gradient may change, zero_grad(true)

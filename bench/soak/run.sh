@@ -9,21 +9,27 @@
 #            every 100 global steps)
 #   async    dsgd-train, the MLP, async, --logdir
 #   counter  test/faults/counter_job, async in monitored sessions with --pushes: exactly once
-# For sync and async an undisturbed run of the same job comes first, in the same invocation;
+#   ctr      dsgd-ctr, Wide & Deep on the synthetic click stream (--ctr-examples), hybrid (sync
+#            MLP, async tables), --logdir with a checkpoint every 200 global steps and 3
+#            incremental table checkpoints between full ones; the killer kills ps tasks only
+#            (they hold the tables' hash shards), and the final test AUC must be within
+#            --ctr-tolerance of the undisturbed run's. Not in the default --jobs: --jobs ctr.
+# For sync, async and ctr an undisturbed run of the same job comes first, in the same invocation;
 # for async a second one with 2 workers too (async's accuracy depends on how many push at once).
 # At the end it checks and prints, per job: the launcher exited 0 (the job completed); no task
 # exited non-zero by itself (every restart followed a kill: a task that gave up on its session or
 # ran into a deadline did not recover); the final test accuracy within --tolerance points of the
-# undisturbed run's (async: of the range of its two); the counters (each equals 4 x --pushes:
+# undisturbed run's (async: of the range of its two; ctr: its AUC, --ctr-tolerance); the counters (each equals 4 x --pushes:
 # every push applied once across the kills); no leaks: every ps incarnation's private memory and
 # open file descriptors less one per live worker (sampled every 0.5 s) do not grow past the
-# bounds, no /dev/shm/dsgd-* entry is left that was not there before, and none of the job's
-# ports is still listening.
+# bounds (ctr: reported, not checked, since its tables grow with the stream's new ids up to their
+# cap), no /dev/shm/dsgd-* entry is left that was not there before, and none of the job's ports
+# is still listening.
 # Exit status 0 when every check held, 1 otherwise, 2 on bad usage.
 #
-#   bench/soak/run.sh [--kills N] [--interval S] [--jobs "sync async counter"] [--epochs E]
+#   bench/soak/run.sh [--kills N] [--interval S] [--jobs "sync async counter ctr"] [--epochs E]
 #                     [--pushes N] [--time-limit S] [--tolerance P] [--rss-mb M] [--fd-slack K]
-#                     [--max-restarts N] [--out DIR]
+#                     [--ctr-examples N] [--ctr-tolerance A] [--max-restarts N] [--out DIR]
 #
 #   --kills N        kills in all, spread over the jobs run (default 100: 40 sync, 40 async, 20
 #                    counter; with other --jobs, equal shares)
@@ -35,15 +41,18 @@
 #   --pushes N       counter job: pushes per worker (default 6000, 5 ms each)
 #   --time-limit S   each launcher's --timeout (default 1500); the killer stops there too
 #   --tolerance P    accuracy points the soaked run may be off the undisturbed one (default 0.5)
+#   --ctr-examples N ctr job: training examples (default 6000000)
+#   --ctr-tolerance A  ctr job: test AUC the soaked run may be off the undisturbed one (default
+#                    0.002, issue 36's bound)
 #   --rss-mb M       the most a ps incarnation's private memory (RssAnon) may grow, MiB (default
 #                    8): median over the last third of its life against the middle third
 #   --fd-slack K     the most its open fds may grow, measured the same way (default 2)
 #   --leak-min-life S  only ps incarnations that lived S seconds are measured (default 20)
 #   --max-restarts N dsgd-launch --max-restarts (default 1000; 0 shows the soak failing)
 #   --out DIR        logs and samples (default build-rel/soak)
-# BUILD=dir: the build with dsgd-train, dsgd-launch and dsgd_faults_counter_job (default
-# build-rel, configured and built here as GCC Release when absent); or LAUNCH, MAIN_JOB and
-# COUNTER_JOB: the three programs themselves, nothing built (soak_test). Loopback only.
+# BUILD=dir: the build with dsgd-train, dsgd-launch, dsgd_faults_counter_job and dsgd-ctr
+# (default build-rel, configured and built here as GCC Release when absent); or LAUNCH, MAIN_JOB,
+# COUNTER_JOB and CTR_JOB: the programs themselves, nothing built (soak_test). Loopback only.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -59,6 +68,8 @@ tolerance=0.5
 rss_mb=8
 fd_slack=2
 max_restarts=1000
+ctr_examples=6000000
+ctr_tolerance=0.002
 out=""
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -74,12 +85,14 @@ while [ $# -gt 0 ]; do
     --rss-mb) rss_mb=$2; shift 2 ;;
     --fd-slack) fd_slack=$2; shift 2 ;;
     --max-restarts) max_restarts=$2; shift 2 ;;
+    --ctr-examples) ctr_examples=$2; shift 2 ;;
+    --ctr-tolerance) ctr_tolerance=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     *) echo "run.sh: unknown option $1 (see the comment at the top of $0)" >&2; exit 2 ;;
   esac
 done
 for j in $jobs; do
-  case "$j" in sync|async|counter) ;; *) echo "run.sh: --jobs: unknown job \"$j\" (sync, async, counter)" >&2; exit 2 ;; esac
+  case "$j" in sync|async|counter|ctr) ;; *) echo "run.sh: --jobs: unknown job \"$j\" (sync, async, counter, ctr)" >&2; exit 2 ;; esac
 done
 
 build=${BUILD:-"$root/build-rel"}
@@ -87,12 +100,19 @@ if [ -z "${BUILD:-}" ] && [ -z "${LAUNCH:-}" ]; then
   if [ ! -f "$build/build.ninja" ]; then
     cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null || exit 1
   fi
-  cmake --build "$build" --target dsgd-train dsgd-launch dsgd_faults_counter_job -- -j1 >/dev/null || exit 1
+  targets=(dsgd-train dsgd-launch dsgd_faults_counter_job)
+  case " $jobs " in *" ctr "*) targets+=(dsgd-ctr) ;; esac
+  cmake --build "$build" --target "${targets[@]}" -- -j1 >/dev/null || exit 1
 fi
 launch=${LAUNCH:-"$build/tools/dsgd-launch"}
 main_job=${MAIN_JOB:-"$build/tools/dsgd-train"}
 counter_job=${COUNTER_JOB:-"$build/test/faults/dsgd_faults_counter_job"}
-for f in "$launch" "$main_job" "$counter_job"; do
+ctr_job=${CTR_JOB:-"$build/tools/dsgd-ctr"}
+needed=("$launch")
+for j in $jobs; do
+  case "$j" in sync|async) needed+=("$main_job") ;; counter) needed+=("$counter_job") ;; ctr) needed+=("$ctr_job") ;; esac
+done
+for f in "${needed[@]}"; do
   [ -x "$f" ] || { echo "run.sh: $f not built (BUILD=$build)" >&2; exit 1; }
 done
 out=${out:-"$build/soak"}
@@ -128,8 +148,14 @@ job_args() {  # the program and its arguments for job $1, logdir/session dir $2
     async) echo "$main_job" --rule async --lr 0.02 --decay 0.7 "${common[@]}" ;;
     counter) echo "$counter_job" --rule async --vars 2 --steps 1000000000 --pushes "$pushes" --step-ms 5 \
                   --step-timeout-ms 60000 --session "$2" --save-steps 40 --recovery-timeout-s 300 ;;
+    ctr) echo "$ctr_job" --rule hybrid --examples "$ctr_examples" --batch 256 --eval 100000 --log-steps 1000 \
+              --startup-timeout 120 --recovery-timeout 300 --logdir "$2" --save-steps 200 --save-secs 0 \
+              --deltas 3 --summary-steps 1000 ;;
   esac
 }
+
+# Which tasks the killer picks from for job $1 (a grep pattern on "TASK PID" lines).
+victims_of() { case "$1" in ctr) echo '^ps:' ;; *) echo '.' ;; esac; }
 
 shm_list() { ls /dev/shm 2>/dev/null | grep '^dsgd-' | sort; }
 
@@ -190,9 +216,11 @@ soak_job() {
     if [ "$done_kills" -lt "$want" ] && [ "$(echo "$t >= $next_kill" | bc)" = 1 ] &&
        [ "$(echo "$t < $deadline" | bc)" = 1 ] && ! grep -aq "^\[launcher\] .* exited with status 0" "$log"; then
       local n victim
-      n=$(echo "$tasks" | grep -c .)
+      local pool
+      pool=$(echo "$tasks" | grep "$(victims_of "$name")")
+      n=$(echo "$pool" | grep -c .)
       if [ "$n" -gt 0 ]; then
-        victim=$(echo "$tasks" | sed -n "$((RANDOM % n + 1))p")
+        victim=$(echo "$pool" | sed -n "$((RANDOM % n + 1))p")
         if kill -9 "${victim#* }" 2>/dev/null; then
           echo "$t $victim" >> "$kills_log"
           done_kills=$((done_kills + 1))
@@ -214,7 +242,8 @@ soak_job() {
   job_kills_log=$kills_log
 }
 
-accuracy_of() { grep -a '^\[worker:0\] final test accuracy' "$1" | tail -1 | awk '{print $5}'; }
+# The chief's final test accuracy (dsgd-train) or test AUC (dsgd-ctr).
+accuracy_of() { grep -a '^\[worker:0\] final test a' "$1" | tail -1 | awk '{print $5}'; }
 
 leak_checks() {  # name: the checks on the samples, /dev/shm and the ports of the soaked run
   local name=$1
@@ -247,6 +276,8 @@ leak_checks() {  # name: the checks on the samples, /dev/shm and the ports of th
       printf "%d %d %.1f %d %.0f %s %s %d %d %d %d %d %d\n", bad, sampled, worst_rss, worst_fd, longest, lt, lp, lr1, lr3,
              lf1, lf3, lv1, lv3 }')
   read -r bad n worst_rss worst_fd longest ltask lpid lrss0 lrss1 lfd0 lfd1 lvm0 lvm1 <<< "$leaks"
+  # The ctr job's tables grow with the stream's new ids: its ps memory is reported, its fds checked.
+  [ "$name" = ctr ] && bad=$([ "$n" -gt 0 ] && [ "${worst_fd%.*}" -le "$fd_slack" ]; echo $?)
   check "$name ps memory and fds" "$n ps incarnations of ${min_life} s or more; most growth from the middle to the last third of one: RssAnon ${worst_rss} MiB (bound $rss_mb), fds less live workers ${worst_fd} (bound $fd_slack); longest-lived $ltask pid $lpid ${longest} s: RssAnon ${lrss0} -> ${lrss1} kB, fds less live workers ${lfd0} -> ${lfd1}, VmRSS ${lvm0} -> ${lvm1} kB (a third in, at the end)" "$bad"
   local leaked
   leaked=$(comm -13 "$out/$name-soak.shm-before" "$out/$name-soak.shm-after" | wc -l)
@@ -271,7 +302,7 @@ for name in $jobs; do
   if [ "$name" != counter ]; then
     soak_job "$name" 0
     calm_acc=$(accuracy_of "$job_log")
-    report "$name undisturbed: launcher status $job_rc in ${job_wall} s, final test accuracy ${calm_acc:-none}"
+    report "$name undisturbed: launcher status $job_rc in ${job_wall} s, final test $([ "$name" = ctr ] && echo AUC || echo accuracy) ${calm_acc:-none}"
     [ "$job_rc" -eq 0 ] || { check "$name undisturbed run" "status $job_rc (see $job_log)" 1; continue; }
   fi
   # Async's accuracy at a given global step depends on how many workers push at once (the
@@ -302,12 +333,14 @@ for name in $jobs; do
   if [ "$name" != counter ]; then
     acc=$(accuracy_of "$job_log")
     ok=1
+    bound="$tolerance points" points=$tolerance  # ctr: AUC, its bound in AUC
+    [ "$name" = ctr ] && bound="$ctr_tolerance AUC" points=$(echo "$ctr_tolerance * 100" | bc -l)
     [ -n "$acc" ] && [ -n "$calm_acc" ] &&
       ok=$(echo "d = 0; if ($acc < $calm_lo) d = ($calm_lo - $acc) * 100; if ($acc > $calm_hi) d = ($acc - $calm_hi) * 100
-                 if (d <= $tolerance) 0 else 1" | bc)
+                 if (d <= $points) 0 else 1" | bc)
     reference=$calm_acc
     [ "$calm_lo" = "$calm_hi" ] || reference="[$calm_lo, $calm_hi] (4 and 2 workers)"
-    check "$name accuracy" "${acc:-none} soaked vs ${reference:-none} undisturbed (bound $tolerance points)" "$ok"
+    check "$name $([ "$name" = ctr ] && echo AUC || echo accuracy)" "${acc:-none} soaked vs ${reference:-none} undisturbed (bound $bound)" "$ok"
   else
     # The counter job's own check: each counter (var 0 on ps:0, var 1 on ps:1) ends at every
     # task's pushes, each applied once: 4 x --pushes. The last incarnation of each ps prints it.

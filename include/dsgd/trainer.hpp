@@ -69,6 +69,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <initializer_list>
 #include <optional>
 #include <span>
 #include <string>
@@ -177,6 +178,14 @@ class trainer {
   /// Reads the rows of @p keys of table @p id for this step (train::worker::pull_table).
   std::uint64_t pull_table(std::uint32_t id, std::span<const std::uint64_t> keys, std::span<float> out) {
     return as_worker("pull_table()").pull_table(id, keys, out);
+  }
+  /// pull_table() of several tables in one round trip (train::worker::pull_tables).
+  std::uint64_t pull_tables(std::initializer_list<typename worker_type::table_lookup> lookups) {
+    return as_worker("pull_tables()").pull_tables(lookups);
+  }
+  /// push_table() of several tables in one round trip (train::worker::push_tables).
+  std::uint64_t push_tables(std::initializer_list<typename worker_type::table_update> updates) {
+    return as_worker("push_tables()").push_tables(updates);
   }
   /// Reads rows of table @p id for an evaluation, admitting none (train::worker::read_table).
   std::uint64_t read_table(std::uint32_t id, std::span<const std::uint64_t> keys, std::span<float> out) {

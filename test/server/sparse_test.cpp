@@ -26,11 +26,13 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
 #include <cstring>
 #include <numeric>
 #include <random>
 #include <stdexcept>
 #include <thread>
+#include <type_traits>
 
 BOOST_AUTO_TEST_SUITE(sparse_test)
 
@@ -669,6 +671,67 @@ BOOST_AUTO_TEST_CASE(hybrid_dense_variables_sync_and_a_table_async_in_one_job) {
   BOOST_TEST(c1->push(plan, 0, grad) == 0u);
   BOOST_TEST(pull_all(*c0, plan, 0, 1)[0] == -1.f);             // the dense step: the mean of both
   c1->create_table(0, ids_table(emb::table_rule::async(), 1));  // the same spec again: fine
+}
+
+// pull_tables and push_tables: two tables (rows of 4 and of 1 float) over two ps tasks read and
+// updated in one round trip each end bit for bit where the same steps table by table leave a
+// second pair, and report the same steps and dropped counts.
+BOOST_AUTO_TEST_CASE(tables_read_and_pushed_together_end_as_table_by_table) {
+  auto spec = net.spec(2, 1);
+  using ps_t = running_ps<dsgd::update::sync_average, dsgd::optim::sgd>;
+  ps_t ps0(spec, 0, net, {0.1f}), ps1(spec, 1, net, {0.1f});
+  auto plan = dp::round_robin{}.place({{"b", {1}}}, 2);
+  auto c = join_cluster(net, spec, plan, 0, {{0.f}});
+  auto wide_spec = ids_table(emb::table_rule::async());
+  wide_spec.dim = 1;
+  for (std::uint32_t pair : {0u, 2u}) {  // tables 0 and 1 together, 2 and 3 one by one
+    c->create_table(pair, ids_table(emb::table_rule::async()));
+    c->create_table(pair + 1, wide_spec);
+  }
+  using client_t = std::remove_cvref_t<decltype(*c)>;
+  for (std::uint64_t s = 0; s < 5; ++s) {
+    std::vector<std::uint64_t> deep_keys, wide_keys;
+    for (std::uint64_t k = 0; k < 12; ++k) deep_keys.push_back(1000 + (k * 7 + s * 3) % 20);
+    for (std::uint64_t k = 0; k < 9; ++k) wide_keys.push_back(5000 + (k * 5 + s) % 11);
+    std::sort(deep_keys.begin(), deep_keys.end());
+    deep_keys.erase(std::unique(deep_keys.begin(), deep_keys.end()), deep_keys.end());
+    std::sort(wide_keys.begin(), wide_keys.end());
+    wide_keys.erase(std::unique(wide_keys.begin(), wide_keys.end()), wide_keys.end());
+    std::vector<float> deep(deep_keys.size() * table_dim), wide(wide_keys.size()), deep2(deep.size()),
+        wide2(wide.size());
+    const std::vector<typename client_t::table_lookup> lookups{{0, table_dim, deep_keys, deep, s},
+                                                               {1, 1, wide_keys, wide, s}};
+    const auto step = c->pull_tables(std::span(lookups));
+    const auto step2 =
+        std::min(c->pull_table(2, table_dim, deep_keys, deep2, s), c->pull_table(3, 1, wide_keys, wide2, s));
+    BOOST_TEST(step == step2);
+    BOOST_TEST(deep == deep2, boost::test_tools::per_element());
+    BOOST_TEST(wide == wide2, boost::test_tools::per_element());
+    std::vector<float> dg(deep.size()), wg(wide.size());
+    for (std::size_t i = 0; i < dg.size(); ++i) dg[i] = deep[i] + 0.01f * float(i % 5);
+    for (std::size_t i = 0; i < wg.size(); ++i) wg[i] = 1.f - wide[i];
+    const std::vector<typename client_t::table_update> updates{{0, table_dim, deep_keys, dg, s},
+                                                               {1, 1, wide_keys, wg, s}};
+    const auto dropped = c->push_tables(std::span(updates));
+    const auto dropped2 = c->push_table(2, table_dim, deep_keys, dg, s) + c->push_table(3, 1, wide_keys, wg, s);
+    BOOST_TEST(dropped == dropped2);
+    if (s == 0) BOOST_TEST(dropped > 0u);  // admission after 2 sightings: the first step's are dropped
+  }
+  std::vector<std::uint64_t> all;
+  for (std::uint64_t k = 1000; k < 1020; ++k) all.push_back(k);
+  std::vector<float> a(all.size() * table_dim), b(a.size());
+  c->read_table(0, table_dim, all, a);
+  c->read_table(2, table_dim, all, b);
+  BOOST_TEST(a == b, boost::test_tools::per_element());
+  all.clear();
+  for (std::uint64_t k = 5000; k < 5011; ++k) all.push_back(k);
+  std::vector<float> wa(all.size()), wb(all.size()), init(all.size());
+  c->read_table(1, 1, all, wa);
+  c->read_table(3, 1, all, wb);
+  BOOST_TEST(wa == wb, boost::test_tools::per_element());
+  for (std::size_t i = 0; i < all.size(); ++i) table_init(all[i], std::span(init).subspan(i, 1));
+  BOOST_TEST(wa != init, "the wide table's rows did not change");
+  c->finish();
 }
 
 // Bad requests are named errors, and the connection keeps serving.

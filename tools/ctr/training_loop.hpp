@@ -314,22 +314,21 @@ int train(const settings& s) {
     const auto keys_done = clock_type::now();
     clock_type::time_point pulled_at, computed_at;
     const bool done = session.guard([&] {
-      t.pull_table(wide_table, w.unique, wide_rows);
+      // Both tables' lookups in one round trip, and their pushes in another.
       if (cache) {
         const auto& miss = cache->lookup(d.unique, local_steps, deep_rows);
         pulled.resize(miss.keys.size() * s.dim);
-        t.pull_table(deep_table, miss.keys, pulled);
+        t.pull_tables({{wide_table, w.unique, wide_rows}, {deep_table, miss.keys, pulled}});
         cache->fill_misses(pulled, deep_rows);
       } else {
-        t.pull_table(deep_table, d.unique, deep_rows);
+        t.pull_tables({{wide_table, w.unique, wide_rows}, {deep_table, d.unique, deep_rows}});
       }
       pulled_at = clock_type::now();
       loss = net.forward_backward({b.size, b.dense, b.keys, b.labels}, {wide_rows, w.inverse}, {deep_rows, d.inverse},
                                   wide_grads, deep_grads);
       if (slowdown > 1) std::this_thread::sleep_for((clock_type::now() - compute_start) * (slowdown - 1));
       computed_at = clock_type::now();
-      dropped_rows += t.push_table(wide_table, w.unique, wide_grads);
-      dropped_rows += t.push_table(deep_table, d.unique, deep_grads);
+      dropped_rows += t.push_tables({{wide_table, w.unique, wide_grads}, {deep_table, d.unique, deep_grads}});
     });
     if (!done) {
       if (cache) cache->clear();

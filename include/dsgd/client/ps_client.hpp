@@ -448,6 +448,72 @@ class basic_ps_client {
     return n;
   }
 
+  /// One table's part of pull_tables(): pull_table()'s arguments.
+  struct table_lookup {
+    std::uint32_t id = 0;
+    std::size_t dim = 0;
+    std::span<const std::uint64_t> keys;
+    std::span<float> out;
+    std::uint64_t step = 0;
+  };
+  /// pull_table() of several tables at once: every table's requests go out together, so a step
+  /// that looks up a wide and a deep table waits one round trip, not two. @returns the smallest
+  /// step any ps reported for any of them.
+  /// @throws dsgd::error as pull_table(), naming the table's call
+  template <KeyPlacement P = placement::hash_keys>
+  std::uint64_t pull_tables(std::span<const table_lookup> lookups, const P& placement = {}) {
+    std::vector<std::vector<detail::row_group>> groups;
+    groups.reserve(lookups.size());
+    std::vector<detail::request> batch;
+    for (const auto& l : lookups) {
+      groups.push_back(detail::route_keys(placement, ps_tasks(), l.keys, l.dim, l.out.size(), "pull_tables"));
+      for (auto& g : groups.back())
+        batch.push_back({g.ps, detail::header(protocol::message::table_pull, l.id, 0, l.step),
+                         detail::key_buffer(g, l.keys), detail::rows_destination(g, l.out, l.dim)});
+    }
+    if (batch.empty()) return 0;
+    auto replies = channel_.run(batch);
+    for (std::size_t t = 0; t < lookups.size(); ++t) detail::scatter_rows(groups[t], lookups[t].out, lookups[t].dim);
+    return std::ranges::min(replies, {}, &reply::step).step;
+  }
+
+  /// One table's part of push_tables(): push_table()'s arguments.
+  struct table_update {
+    std::uint32_t id = 0;
+    std::size_t dim = 0;
+    std::span<const std::uint64_t> keys;
+    std::span<const float> grads;
+    std::uint64_t step = 0;
+  };
+  /// push_table() of several tables at once, their requests sent together. @returns the keys
+  /// dropped over all of them.
+  /// @throws dsgd::error as push_table()
+  template <KeyPlacement P = placement::hash_keys>
+  std::uint64_t push_tables(std::span<const table_update> updates, const P& placement = {}) {
+    std::vector<std::vector<detail::row_group>> groups;
+    groups.reserve(updates.size());
+    std::vector<detail::request> batch;
+    std::size_t parts = 0;
+    for (const auto& u : updates) {
+      groups.push_back(detail::route_keys(placement, ps_tasks(), u.keys, u.dim, u.grads.size(), "push_tables"));
+      parts += groups.back().size();
+    }
+    std::vector<std::uint64_t> dropped(parts, 0);
+    std::size_t k = 0;
+    for (std::size_t t = 0; t < updates.size(); ++t)
+      for (auto& g : groups[t]) {
+        const auto& u = updates[t];
+        detail::request r{g.ps, detail::header(protocol::message::table_push, u.id, 0, u.step),
+                          detail::key_buffer(g, u.keys), boost::asio::buffer(&dropped[k++], sizeof(std::uint64_t))};
+        r.payload_rows = detail::rows_source(g, u.grads, u.dim);
+        batch.push_back(r);
+      }
+    if (!batch.empty()) channel_.run(batch);
+    std::uint64_t n = 0;
+    for (auto d : dropped) n += d;
+    return n;
+  }
+
   /// @returns table @p id's counts summed over the ps tasks (embedding::table_counts: rows,
   /// bytes, admitted, rejected, evicted, erased, gradient rows dropped) and its smallest step.
   /// @throws dsgd::error what a ps answers (no such table)

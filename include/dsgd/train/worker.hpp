@@ -33,6 +33,7 @@
 #include <chrono>
 #include <filesystem>
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <span>
@@ -160,6 +161,40 @@ class worker {
   std::uint64_t pull_table(std::uint32_t id, std::span<const std::uint64_t> keys, std::span<float> out) {
     const auto& t = table(id, "pull_table()");
     return client_->pull_table(id, t.spec.dim, keys, out, t.pushes);
+  }
+  /// One table's part of pull_tables(): its id, the keys and where their rows go.
+  struct table_lookup {
+    std::uint32_t id = 0;
+    std::span<const std::uint64_t> keys;
+    std::span<float> out;
+  };
+  /// pull_table() of several tables (each at most once) in one round trip
+  /// (ps_client::pull_tables): a step that reads a wide and a deep table waits once.
+  std::uint64_t pull_tables(std::initializer_list<table_lookup> lookups) {
+    std::vector<typename client_type::table_lookup> parts;
+    for (const auto& l : lookups) {
+      const auto& t = table(l.id, "pull_tables()");
+      parts.push_back({l.id, t.spec.dim, l.keys, l.out, t.pushes});
+    }
+    return client_->pull_tables(std::span<const typename client_type::table_lookup>(parts));
+  }
+  /// One table's part of push_tables(): its id, the keys and their gradient rows.
+  struct table_update {
+    std::uint32_t id = 0;
+    std::span<const std::uint64_t> keys;
+    std::span<const float> grads;
+  };
+  /// push_table() of several tables (each at most once) in one round trip
+  /// (ps_client::push_tables). @returns the keys dropped over all of them.
+  std::uint64_t push_tables(std::initializer_list<table_update> updates) {
+    std::vector<typename client_type::table_update> parts;
+    for (const auto& u : updates) {
+      const auto& t = table(u.id, "push_tables()");
+      parts.push_back({u.id, t.spec.dim, u.keys, u.grads, t.pushes});
+    }
+    const auto dropped = client_->push_tables(std::span<const typename client_type::table_update>(parts));
+    for (const auto& u : updates) ++tables_[u.id].pushes;
+    return dropped;
   }
   /// An evaluation lookup in table @p id: never admits or creates a row. @returns the table's
   /// step (sync) or update count (async, SSP). See ps_client::read_table.

@@ -11,7 +11,8 @@
 # whole test file) and dsgd's examples/s over the peer's, and writes runs.csv and summary.csv.
 #
 #   bench/ctr/run.sh [--configs 1ps-1M,2ps-1M,1ps-10M,2ps-10M] [--systems NAME,...] [--examples N]
-#                    [--test-examples N] [--reps N] [--target AUC] [--out DIR] [--timeout S]
+#                    [--test-examples N] [--reps N] [--target AUC] [--wide-optimizer O] [--out DIR]
+#                    [--timeout S]
 #
 #   --configs  ps tasks and table rows (a peer's fixed tables: key mod rows; dsgd's take any key);
 #              the 1M tables read the click stream at --scale 0.01, the 10M ones at 1 (Criteo's
@@ -24,6 +25,9 @@
 #   --target   the AUC of "time to AUC" [0.74]: the test split comes after the training examples in
 #              the stream's time, whose ids drift, so the AUC climbs slowly and jumps at the end
 #              (at 2M examples of scale 0.01: 0.725 after 1/8 of the run, 0.745 after 7/8, 0.81 at the end)
+#   --wide-optimizer  ftrl: every system that has FTRL trains the wide part with it (torchrec and
+#              paddle_ps with Adagrad); adagrad: every system trains it with Adagrad at --lr 0.05,
+#              the speed table on equal optimizers [ftrl]
 #   --out      logs, runs.csv, summary.csv (default bench/ctr/out)
 #   --timeout  seconds a run may take before it is stopped [900]
 #
@@ -49,6 +53,7 @@ reps=2
 target=0.74
 out="$here/out"
 timeout=900
+wide_optimizer=ftrl
 while [ $# -gt 0 ]; do
   case "$1" in
     --configs) configs=$2; shift 2 ;;
@@ -59,9 +64,13 @@ while [ $# -gt 0 ]; do
     --target) target=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --timeout) timeout=$2; shift 2 ;;
+    --wide-optimizer) wide_optimizer=$2; shift 2 ;;
     *) echo "run.sh: unknown option $1 (see the comment at the top of $0)" >&2; exit 2 ;;
   esac
 done
+
+case $wide_optimizer in ftrl | adagrad) ;; *) echo "run.sh: --wide-optimizer $wide_optimizer: ftrl or adagrad" >&2; exit 2 ;; esac
+wide="--wide-optimizer $wide_optimizer"
 
 build=${BUILD:-"$root/build-ctr"}
 if [ -z "${BUILD:-}" ]; then
@@ -149,17 +158,18 @@ run() {
   set +e
   case $name in
     dsgd_hybrid | dsgd_sync)
-      $L --ps "$ps" -- "$ctr" $common --rule "${name#dsgd_}" --crosses 5x8,13x16 --eval 0 $sync_steps >"$log" 2>&1 ;;
+      $L --ps "$ps" -- "$ctr" $common --rule "${name#dsgd_}" --crosses 5x8,13x16 --eval 0 $wide $sync_steps \
+        >"$log" 2>&1 ;;
     torch_ddp)
-      $L --ps 0 -- "$py" "$here/torch_ddp.py" $common --rows "$rows" $sync_steps >"$log" 2>&1 ;;
+      $L --ps 0 -- "$py" "$here/torch_ddp.py" $common --rows "$rows" $wide $sync_steps >"$log" 2>&1 ;;
     torch_rpc_hybrid | torch_rpc_sync)
       $L --ps "$ps" -- "$py" "$here/torch_rpc_ps.py" $common --rows "$rows" --rule "${name#torch_rpc_}" \
-        $sync_steps >"$log" 2>&1 ;;
+        $wide $sync_steps >"$log" 2>&1 ;;
     torchrec)
       $L --ps 0 -- "$rec_py" "$here/torchrec_cpu.py" $common --rows "$rows" --wide-optimizer adagrad \
         $sync_steps >"$log" 2>&1 ;;
     tf_ps)
-      $L --ps "$ps" --chief -- "$py" "$here/tf_ps.py" $common --rows "$rows" $async_steps >"$log" 2>&1 ;;
+      $L --ps "$ps" --chief -- "$py" "$here/tf_ps.py" $common --rows "$rows" $wide $async_steps >"$log" 2>&1 ;;
     paddle_ps)
       # Paddle's launcher starts its own servers and trainers; trainer 0's lines are workerlog.0.
       # It runs in $out, where its rendezvous writes http.log.

@@ -37,18 +37,19 @@ struct settings {
   std::vector<std::size_t> hidden{256, 128};
   std::optional<std::vector<std::array<std::size_t, 2>>> crosses;  // unset: the stream's two, a file's none
   float lr = 0.05f;                                                // the deep part's Adagrad (MLP and embeddings)
-  float wide_lr = 0;              // the wide part's FTRL (0: TF's min(0.2, 1 / sqrt(wide keys)))
-  std::uint32_t admit = 1;        // a key gets a row the admit-th time it is looked up
-  std::uint64_t max_rows = 0;     // rows per ps task and table (0: no cap; least frequent evicted)
-  std::uint64_t seed = 1;         // the MLP's initial weights
-  std::uint64_t data_seed = 7;    // the click stream's world
-  double scale = 0.01;            // the click stream's cardinality_scale
-  double drift = 0.01;            // the click stream's drift_rate
-  std::uint64_t eval = 100'000;   // test examples scored (0: a file's every one)
-  std::uint64_t eval_steps = 0;   // chief: an evaluation every N global steps too (0: at the end only)
-  long cache = -1;                // the deep table's row cache staleness S in steps (-1: no cache)
-  double target = 0;              // exit 1 if the final test AUC is below it
-  std::uint64_t log_steps = 100;  // chief: a progress line every N global steps
+  std::string wide_optimizer = "ftrl";  // the wide part's: ftrl (TF1's) or adagrad (TorchRec's choice)
+  float wide_lr = 0;                    // 0: FTRL's TF default min(0.2, 1 / sqrt(wide keys)), Adagrad's --lr
+  std::uint32_t admit = 1;              // a key gets a row the admit-th time it is looked up
+  std::uint64_t max_rows = 0;           // rows per ps task and table (0: no cap; least frequent evicted)
+  std::uint64_t seed = 1;               // the MLP's initial weights
+  std::uint64_t data_seed = 7;          // the click stream's world
+  double scale = 0.01;                  // the click stream's cardinality_scale
+  double drift = 0.01;                  // the click stream's drift_rate
+  std::uint64_t eval = 100'000;         // test examples scored (0: a file's every one)
+  std::uint64_t eval_steps = 0;         // chief: an evaluation every N global steps too (0: at the end only)
+  long cache = -1;                      // the deep table's row cache staleness S in steps (-1: no cache)
+  double target = 0;                    // exit 1 if the final test AUC is below it
+  std::uint64_t log_steps = 100;        // chief: a progress line every N global steps
   std::string logdir;
   std::uint64_t save_secs = 60, save_steps = 0;
   std::size_t deltas = 10;  // incremental checkpoints between two full ones
@@ -122,8 +123,10 @@ inline po::options_description described(settings& s) {
       value("crosses", "AxB,...", [&s](const std::string& o, const std::string& v) { s.crosses = read_crosses(o, v); }),
       "pairs of fields (numbered from 0) crossed in the wide part, or none [the stream: 5x8,13x16; a file: none]");
   add("lr", real("lr", "X", s.lr, 0, 1e6, true), "the deep part's Adagrad learning rate, MLP and embeddings [0.05]");
+  add("wide-optimizer", text(s.wide_optimizer, "O"),
+      "the wide part's optimizer: ftrl | adagrad (for systems without FTRL, as TorchRec's) [ftrl]");
   add("wide-lr", real("wide-lr", "X", s.wide_lr, 0, 1e6, true),
-      "the wide part's FTRL learning rate [min(0.2, 1/sqrt(wide keys per example)), TF's]");
+      "the wide part's learning rate [FTRL: min(0.2, 1/sqrt(wide keys per example)), TF's; Adagrad: --lr]");
   add("admit", whole("admit", "N", s.admit, 1, 1'000'000), "a key gets a row the N-th time a worker looks it up [1]");
   add("max-rows", whole("max-rows", "N", s.max_rows, 0, (1ull << 32) - 1),
       "rows per ps task and table, the least frequent evicted past it (0: no cap) [0]");
@@ -208,6 +211,8 @@ inline std::optional<settings> parse_options(int argc, char** argv) {
   } catch (const po::error& e) {
     throw usage_error(e.what());
   }
+  if (s.wide_optimizer != "ftrl" && s.wide_optimizer != "adagrad")
+    throw usage_error("--wide-optimizer " + s.wide_optimizer + ": expected ftrl or adagrad");
   if (s.rule != "sync" && s.rule != "async" && s.rule != "ssp" && s.rule != "hybrid")
     throw usage_error("--rule " + s.rule + ": expected sync, async, ssp or hybrid");
   if (vm.count("staleness") && s.rule != "ssp") throw usage_error("--staleness: a bound of --rule ssp, not " + s.rule);

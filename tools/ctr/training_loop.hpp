@@ -62,18 +62,21 @@ inline dsgd::model::wide_deep_config model_config(const settings& s, const examp
 }
 
 /// The two tables as TF's DNNLinearCombinedClassifier trains them: the wide weights from 0 by
-/// FTRL (learning rate min(0.2, 1 / sqrt(keys per example)) unless given), the deep embeddings
-/// from a truncated normal of standard deviation 1 / sqrt(dim) by Adagrad.
+/// FTRL (learning rate min(0.2, 1 / sqrt(keys per example)) unless given; or Adagrad, --wide-optimizer), the deep
+/// embeddings from a truncated normal of standard deviation 1 / sqrt(dim) by Adagrad.
 inline std::vector<emb::table_spec> table_specs(const settings& s, const dsgd::model::wide_deep_config& c) {
   const emb::table_rule rule = s.rule == "sync"  ? emb::table_rule::sync()
                                : s.rule == "ssp" ? emb::table_rule::bounded_staleness(std::uint32_t(s.staleness))
                                                  : emb::table_rule::async();  // async, hybrid
-  const float wide_lr = s.wide_lr > 0 ? s.wide_lr : std::min(0.2f, 1.f / std::sqrt(float(c.wide_keys())));
-  emb::table_spec wide{.name = "wide",
-                       .dim = 1,
-                       .rule = rule,
-                       .optimizer = emb::row_optimizer_spec::ftrl(wide_lr),
-                       .initializer = emb::initializer_spec::zeros()};
+  const bool ftrl = s.wide_optimizer == "ftrl";
+  const float wide_lr =
+      s.wide_lr > 0 ? s.wide_lr : (ftrl ? std::min(0.2f, 1.f / std::sqrt(float(c.wide_keys()))) : s.lr);
+  emb::table_spec wide{
+      .name = "wide",
+      .dim = 1,
+      .rule = rule,
+      .optimizer = ftrl ? emb::row_optimizer_spec::ftrl(wide_lr) : emb::row_optimizer_spec::adagrad(wide_lr),
+      .initializer = emb::initializer_spec::zeros()};
   emb::table_spec deep{.name = "deep",
                        .dim = static_cast<std::uint32_t>(s.dim),
                        .rule = rule,

@@ -41,6 +41,7 @@ expect_error 2 "unknown option --bogus" --bogus
 expect_error 2 "--rule sideways: expected sync, async, ssp or hybrid" --rule sideways
 expect_error 2 "--staleness: a bound of --rule ssp, not hybrid" --staleness 3
 expect_error 2 "--backup: backup workers need --rule hybrid" --rule sync --backup 1
+expect_error 2 "--wide-optimizer adam: expected ftrl or adagrad" --wide-optimizer adam
 expect_error 2 "--batch 0: expected a whole number from 1" --batch 0
 expect_error 2 "--dim 0: expected a whole number from 1" --dim 0
 expect_error 2 "--hidden x: expected a whole number" --hidden 64,x

@@ -410,7 +410,8 @@ class basic_ps_client {
   template <KeyPlacement P = placement::hash_keys>
   std::uint64_t pull_table(std::uint32_t id, std::size_t dim, std::span<const std::uint64_t> keys, std::span<float> out,
                            std::uint64_t step, const P& placement = {}) {
-    return lookup(id, dim, keys, out, step, 0, placement, "pull_table");
+    const table_lookup one{id, dim, keys, out, step};
+    return lookups(std::span(&one, 1), 0, placement, "pull_table");
   }
 
   /// The lookup of an evaluation in table @p id: as pull_table(), but at once, and it never
@@ -420,7 +421,8 @@ class basic_ps_client {
   template <KeyPlacement P = placement::hash_keys>
   std::uint64_t read_table(std::uint32_t id, std::size_t dim, std::span<const std::uint64_t> keys, std::span<float> out,
                            const P& placement = {}) {
-    return lookup(id, dim, keys, out, 0, 1, placement, "read_table");
+    const table_lookup one{id, dim, keys, out, 0};
+    return lookups(std::span(&one, 1), 1, placement, "read_table");
   }
 
   /// Sends the gradient rows @p grads (keys.size() x dim, row i for keys[i]) of table @p id,
@@ -432,20 +434,8 @@ class basic_ps_client {
   template <KeyPlacement P = placement::hash_keys>
   std::uint64_t push_table(std::uint32_t id, std::size_t dim, std::span<const std::uint64_t> keys,
                            std::span<const float> grads, std::uint64_t step, const P& placement = {}) {
-    auto groups = detail::route_keys(placement, ps_tasks(), keys, dim, grads.size(), "push_table");
-    std::vector<std::uint64_t> dropped(groups.size(), 0);
-    std::vector<detail::request> batch;
-    for (std::size_t k = 0; k < groups.size(); ++k) {
-      auto& g = groups[k];
-      detail::request r{g.ps, detail::header(protocol::message::table_push, id, 0, step), detail::key_buffer(g, keys),
-                        boost::asio::buffer(&dropped[k], sizeof(std::uint64_t))};
-      r.payload_rows = detail::rows_source(g, grads, dim);
-      batch.push_back(r);
-    }
-    channel_.run(batch);
-    std::uint64_t n = 0;
-    for (auto d : dropped) n += d;
-    return n;
+    const table_update one{id, dim, keys, grads, step};
+    return send_table_pushes(std::span(&one, 1), placement, "push_table");
   }
 
   /// One table's part of pull_tables(): pull_table()'s arguments.
@@ -461,20 +451,8 @@ class basic_ps_client {
   /// step any ps reported for any of them.
   /// @throws dsgd::error as pull_table(), naming the table's call
   template <KeyPlacement P = placement::hash_keys>
-  std::uint64_t pull_tables(std::span<const table_lookup> lookups, const P& placement = {}) {
-    std::vector<std::vector<detail::row_group>> groups;
-    groups.reserve(lookups.size());
-    std::vector<detail::request> batch;
-    for (const auto& l : lookups) {
-      groups.push_back(detail::route_keys(placement, ps_tasks(), l.keys, l.dim, l.out.size(), "pull_tables"));
-      for (auto& g : groups.back())
-        batch.push_back({g.ps, detail::header(protocol::message::table_pull, l.id, 0, l.step),
-                         detail::key_buffer(g, l.keys), detail::rows_destination(g, l.out, l.dim)});
-    }
-    if (batch.empty()) return 0;
-    auto replies = channel_.run(batch);
-    for (std::size_t t = 0; t < lookups.size(); ++t) detail::scatter_rows(groups[t], lookups[t].out, lookups[t].dim);
-    return std::ranges::min(replies, {}, &reply::step).step;
+  std::uint64_t pull_tables(std::span<const table_lookup> tables, const P& placement = {}) {
+    return lookups(tables, 0, placement, "pull_tables");
   }
 
   /// One table's part of push_tables(): push_table()'s arguments.
@@ -490,28 +468,7 @@ class basic_ps_client {
   /// @throws dsgd::error as push_table()
   template <KeyPlacement P = placement::hash_keys>
   std::uint64_t push_tables(std::span<const table_update> updates, const P& placement = {}) {
-    std::vector<std::vector<detail::row_group>> groups;
-    groups.reserve(updates.size());
-    std::vector<detail::request> batch;
-    std::size_t parts = 0;
-    for (const auto& u : updates) {
-      groups.push_back(detail::route_keys(placement, ps_tasks(), u.keys, u.dim, u.grads.size(), "push_tables"));
-      parts += groups.back().size();
-    }
-    std::vector<std::uint64_t> dropped(parts, 0);
-    std::size_t k = 0;
-    for (std::size_t t = 0; t < updates.size(); ++t)
-      for (auto& g : groups[t]) {
-        const auto& u = updates[t];
-        detail::request r{g.ps, detail::header(protocol::message::table_push, u.id, 0, u.step),
-                          detail::key_buffer(g, u.keys), boost::asio::buffer(&dropped[k++], sizeof(std::uint64_t))};
-        r.payload_rows = detail::rows_source(g, u.grads, u.dim);
-        batch.push_back(r);
-      }
-    if (!batch.empty()) channel_.run(batch);
-    std::uint64_t n = 0;
-    for (auto d : dropped) n += d;
-    return n;
+    return send_table_pushes(updates, placement, "push_tables");
   }
 
   /// @returns table @p id's counts summed over the ps tasks (embedding::table_counts: rows,
@@ -541,18 +498,51 @@ class basic_ps_client {
   }
 
  private:
-  // pull_table (@p mode 0) and read_table (1).
+  // The lookups of @p tables (training, @p mode 0, or evaluation, 1), every table's requests in
+  // one batch: pull_table, read_table and pull_tables. @returns the smallest step reported.
   template <KeyPlacement P>
-  std::uint64_t lookup(std::uint32_t id, std::size_t dim, std::span<const std::uint64_t> keys, std::span<float> out,
-                       std::uint64_t step, std::uint32_t mode, const P& placement, const char* what) {
-    auto groups = detail::route_keys(placement, ps_tasks(), keys, dim, out.size(), what);
+  std::uint64_t lookups(std::span<const table_lookup> tables, std::uint32_t mode, const P& placement,
+                        const char* what) {
+    std::vector<std::vector<detail::row_group>> groups;
+    groups.reserve(tables.size());
     std::vector<detail::request> batch;
-    for (auto& g : groups)
-      batch.push_back({g.ps, detail::header(protocol::message::table_pull, id, mode, step), detail::key_buffer(g, keys),
-                       detail::rows_destination(g, out, dim)});
+    for (const auto& t : tables) {
+      groups.push_back(detail::route_keys(placement, ps_tasks(), t.keys, t.dim, t.out.size(), what));
+      for (auto& g : groups.back())
+        batch.push_back({g.ps, detail::header(protocol::message::table_pull, t.id, mode, t.step),
+                         detail::key_buffer(g, t.keys), detail::rows_destination(g, t.out, t.dim)});
+    }
+    if (batch.empty()) return 0;  // no table
     auto replies = channel_.run(batch);
-    detail::scatter_rows(groups, out, dim);
+    for (std::size_t t = 0; t < tables.size(); ++t) detail::scatter_rows(groups[t], tables[t].out, tables[t].dim);
     return std::ranges::min(replies, {}, &reply::step).step;
+  }
+
+  // The pushes of @p updates, every table's requests in one batch: push_table and push_tables.
+  // @returns the keys dropped over all of them.
+  template <KeyPlacement P>
+  std::uint64_t send_table_pushes(std::span<const table_update> updates, const P& placement, const char* what) {
+    std::vector<std::vector<detail::row_group>> groups;
+    groups.reserve(updates.size());
+    std::size_t parts = 0;
+    for (const auto& u : updates) {
+      groups.push_back(detail::route_keys(placement, ps_tasks(), u.keys, u.dim, u.grads.size(), what));
+      parts += groups.back().size();
+    }
+    std::vector<std::uint64_t> dropped(parts, 0);
+    std::vector<detail::request> batch;
+    for (std::size_t t = 0, k = 0; t < updates.size(); ++t)
+      for (auto& g : groups[t]) {
+        const auto& u = updates[t];
+        detail::request r{g.ps, detail::header(protocol::message::table_push, u.id, 0, u.step),
+                          detail::key_buffer(g, u.keys), boost::asio::buffer(&dropped[k++], sizeof(std::uint64_t))};
+        r.payload_rows = detail::rows_source(g, u.grads, u.dim);
+        batch.push_back(r);
+      }
+    if (!batch.empty()) channel_.run(batch);
+    std::uint64_t n = 0;
+    for (auto d : dropped) n += d;
+    return n;
   }
 
   // "ps:1 (10.0.0.2:2222)": how errors name a ps task.

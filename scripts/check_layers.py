@@ -43,7 +43,7 @@ ALLOWED = {
     "checkpoint": {"embedding", "placement", "tensor", "core"},
     # Adapters present a user's model (Eigen, libtorch) as variables: they may use everything
     # below the trainer, and nothing includes them (rule 5).
-    "adapt": {"train", "server", "client", "protocol", "transport", "checkpoint", "update", "embedding",
+    "adapt": {"train", "collective", "server", "client", "protocol", "transport", "checkpoint", "update", "embedding",
               "compress", "optim", "placement", "cluster", "tensor", "device", "data", "core"},
     "model": {"tensor", "device", "optim", "core"},
     # The wire protocol between ps tasks and workers lies below both; the ps side (server) and
@@ -53,7 +53,10 @@ ALLOWED = {
                "placement", "cluster", "tensor", "device", "core"},
     "client": {"protocol", "transport", "checkpoint", "embedding", "compress", "optim", "placement",
                "cluster", "tensor", "device", "core"},
-    "train": {"server", "client", "protocol", "transport", "checkpoint", "update", "embedding",
+    # The worker side's collectives among the replicas themselves (rings over a transport, the
+    # sharded update): no ps takes part, so neither the ps side nor the ps protocol is below it.
+    "collective": {"transport", "optim", "tensor", "cluster", "device", "core"},
+    "train": {"collective", "server", "client", "protocol", "transport", "checkpoint", "update", "embedding",
               "compress", "optim", "placement", "cluster", "tensor", "device", "data", "core"},
     "top": None,  # anything
 }

@@ -109,6 +109,8 @@
 #include <dsgd/client/options.hpp>
 #include <dsgd/client/ps_client.hpp>
 #include <dsgd/client/residuals.hpp>
+#include <dsgd/collective/ring.hpp>
+#include <dsgd/collective/sharded_update.hpp>
 #include <dsgd/protocol/messages.hpp>
 #include <dsgd/server/parameter_server.hpp>
 #include <dsgd/server/ps_options.hpp>

@@ -1,0 +1,358 @@
+// SPDX-FileCopyrightText: Copyright (c) 2026 The dsgd authors
+// SPDX-License-Identifier: Apache-2.0
+//
+// collective::ring and collective::sharded_update, with the replicas as threads of this test
+// over the in-process transport and over loopback TCP: the collectives' sums and copies, the
+// sharded update against one process on the concatenated batch, and the errors that name the
+// neighbour and the deadline.
+#include <dsgd/collective/ring.hpp>
+#include <dsgd/collective/sharded_update.hpp>
+#include <dsgd/optim/adam.hpp>
+#include <dsgd/optim/momentum.hpp>
+#include <dsgd/optim/per_variable.hpp>
+#include <dsgd/transport/inproc.hpp>
+
+#include <support/error_checks.hpp>
+#include <support/inproc_cluster.hpp>
+#include <support/run_tasks.hpp>
+
+#include <boost/test/unit_test.hpp>
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <vector>
+
+namespace {
+
+using namespace dsgd;
+using test::both_transports;
+using test::test_net;
+
+transport::tcp_options connection(std::size_t chunk_bytes = std::size_t{1} << 20) {
+  transport::tcp_options o;
+  o.token = "collective-test-token";
+  o.chunk_bytes = chunk_bytes;
+  o.log = [](std::string_view) {};
+  return o;
+}
+
+collective::ring_options quick_deadlines(std::chrono::milliseconds connect = std::chrono::seconds(30),
+                                         std::chrono::milliseconds step = std::chrono::seconds(30)) {
+  return {.connect_timeout = connect, .step_timeout = step};
+}
+
+// Runs body(ring) on every rank of a ring of @p n workers over @p net, each on a thread.
+template <class T>
+void on_ring(const test_net<T>& net, std::size_t n, const std::function<void(collective::ring<T>&)>& body,
+             transport::tcp_options conn = connection(), collective::ring_options opts = quick_deadlines()) {
+  auto members = collective::ring_members(net.spec(0, n));
+  std::vector<std::function<void()>> tasks;
+  for (std::size_t r = 0; r < n; ++r)
+    tasks.push_back([&, r] {
+      collective::ring<T> ring(members, r, conn, opts, net.transport());
+      ring.connect();
+      try {
+        body(ring);
+      } catch (const std::exception& e) {
+        BOOST_TEST_MESSAGE("rank " << r << ": " << e.what());
+        throw;
+      }
+    });
+  test::run_tasks(tasks);
+}
+
+// An integer-valued element of rank r's buffer: sums of them are exact in float.
+float value_of(std::size_t rank, std::size_t i, std::uint64_t round) {
+  return static_cast<float>((rank * 7 + i * 3 + round) % 101) - 50.f;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(segments_cut_a_buffer_into_nearly_equal_parts) {
+  for (std::size_t n : {0, 1, 2, 5, 1003, 4096})
+    for (std::size_t parts : {1, 2, 3, 4, 5}) {
+      std::size_t at = 0;
+      for (std::size_t k = 0; k < parts; ++k) {
+        auto s = collective::segment_of(k, n, parts);
+        BOOST_TEST(s.begin == at);
+        BOOST_TEST((s.size() == n / parts || s.size() == n / parts + 1));
+        at = s.end;
+      }
+      BOOST_TEST(at == n);
+    }
+}
+
+// Every rank's owned segment holds the exact sum after reduce_scatter, every element after
+// all_gather, and broadcast copies the root's buffer; with several chunk sizes (one that cuts
+// floats in two) and buffers smaller than the ring (empty segments).
+BOOST_AUTO_TEST_CASE_TEMPLATE(collectives_sum_and_copy_every_segment, T, both_transports) {
+  test_net<T> net;
+  for (std::size_t n : {1, 2, 3, 5}) {
+    for (std::size_t chunk : {std::size_t{1} << 20, std::size_t{30}}) {
+      BOOST_TEST_CONTEXT("ring of " << n << ", chunks of " << chunk << " bytes") {
+        on_ring<T>(
+            net, n,
+            [&](collective::ring<T>& ring) {
+              for (std::size_t elements : {std::size_t{1003}, std::size_t{2}}) {
+                std::vector<float> data(elements);
+                for (std::uint64_t round = 1; round <= 3; ++round) {
+                  for (std::size_t i = 0; i < elements; ++i) data[i] = value_of(ring.rank(), i, round);
+                  ring.reduce_scatter(data, round);
+                  auto sum = [&](std::size_t i) {
+                    float s = 0;
+                    for (std::size_t r = 0; r < n; ++r) s += value_of(r, i, round);
+                    return s;
+                  };
+                  auto mine = ring.owned(elements);
+                  for (std::size_t i = mine.begin; i < mine.end; ++i) BOOST_REQUIRE(data[i] == sum(i));
+                  ring.all_gather(data, round);
+                  for (std::size_t i = 0; i < elements; ++i) BOOST_REQUIRE(data[i] == sum(i));
+                }
+                const std::size_t root = n - 1;
+                for (std::size_t i = 0; i < elements; ++i) data[i] = value_of(ring.rank(), i, 9);
+                ring.broadcast(data, root, 9);
+                for (std::size_t i = 0; i < elements; ++i) BOOST_REQUIRE(data[i] == value_of(root, i, 9));
+              }
+            },
+            connection(chunk));
+      }
+    }
+  }
+}
+
+namespace {
+
+// Softmax regression, d inputs and k classes, on a fixed random data set: the mean gradient of
+// the cross entropy over examples [first, first + count).
+struct softmax_problem {
+  static constexpr std::size_t d = 12, k = 4;
+  std::vector<float> x;
+  std::vector<int> y;
+
+  explicit softmax_problem(std::size_t examples) : x(examples * d), y(examples) {
+    std::mt19937 gen(7);
+    std::normal_distribution<float> normal;
+    for (auto& v : x) v = normal(gen);
+    for (std::size_t e = 0; e < examples; ++e) y[e] = int(gen() % k);
+  }
+
+  void gradient(const std::vector<float>& w, const std::vector<float>& b, std::size_t first, std::size_t count,
+                std::vector<float>& dw, std::vector<float>& db) const {
+    std::fill(dw.begin(), dw.end(), 0.f);
+    std::fill(db.begin(), db.end(), 0.f);
+    for (std::size_t e = first; e < first + count; ++e) {
+      float logits[k], top = -1e30f, total = 0;
+      for (std::size_t c = 0; c < k; ++c) {
+        logits[c] = b[c];
+        for (std::size_t i = 0; i < d; ++i) logits[c] += x[e * d + i] * w[i * k + c];
+        top = std::max(top, logits[c]);
+      }
+      for (auto& l : logits) total += (l = std::exp(l - top));
+      for (std::size_t c = 0; c < k; ++c) {
+        const float g = (logits[c] / total - (int(c) == y[e] ? 1.f : 0.f)) / float(count);
+        db[c] += g;
+        for (std::size_t i = 0; i < d; ++i) dw[i * k + c] += g * x[e * d + i];
+      }
+    }
+  }
+};
+
+// Trains the problem for @p steps on a ring of @p n replicas, each taking its @p batch of each
+// step's n x batch examples, and in one process on the whole n x batch; checks after every step
+// that the replicas are bit-identical and within 1e-5 of the one process.
+template <class T, class O>
+void train_against_one_process(const test_net<T>& net, std::size_t n, O optimizer) {
+  constexpr std::size_t batch = 8, steps = 25;
+  const softmax_problem data(n * batch * steps);
+  using P = softmax_problem;
+  std::vector<float> w0(P::d * P::k), b0(P::k);
+  std::mt19937 gen(3);
+  std::uniform_real_distribution<float> u(-0.1f, 0.1f);
+  for (auto& v : w0) v = u(gen);
+
+  // One process on the concatenated batches, each variable under its own optimizer.
+  std::vector<std::vector<float>> w_ref(steps + 1), b_ref(steps + 1);
+  {
+    auto w = w0, b = b0;
+    std::vector<float> dw(w.size()), db(b.size());
+    auto ow = optim::for_variable(optimizer, "softmax/w");
+    auto ob = optim::for_variable(optimizer, "softmax/b");
+    auto sw = optim::make_state(ow, device::cpu{}, w.size());
+    auto sb = optim::make_state(ob, device::cpu{}, b.size());
+    w_ref[0] = w, b_ref[0] = b;
+    for (std::size_t s = 0; s < steps; ++s) {
+      data.gradient(w, b, s * n * batch, n * batch, dw, db);
+      ow.apply(device::cpu{}, sw, w.data(), dw.data(), w.size(), 1.f);
+      ob.apply(device::cpu{}, sb, b.data(), db.data(), b.size(), 1.f);
+      w_ref[s + 1] = w, b_ref[s + 1] = b;
+    }
+  }
+
+  std::vector<std::vector<std::vector<float>>> seen(n);  // per replica, per step: w then b
+  on_ring<T>(net, n, [&](collective::ring<T>& ring) {
+    const std::size_t r = ring.rank();
+    // Every replica but the chief starts elsewhere: the broadcast gives them the chief's values.
+    std::vector<float> w = r == 0 ? w0 : std::vector<float>(w0.size(), float(r)), b = b0;
+    std::vector<float> dw(w.size()), db(b.size());
+    std::vector<variable_view> vars{view("softmax/w", {P::d, P::k}, w, dw), view("softmax/b", {P::k}, b, db)};
+    collective::sharded_update<O, T> update(ring, optimizer, vars);
+    update.broadcast_values(vars);
+    for (std::size_t s = 0; s < steps; ++s) {
+      data.gradient(w, b, (s * n + r) * batch, batch, dw, db);
+      update.step(vars, s);
+      auto& mine = seen[r];
+      mine.push_back(w);
+      mine.back().insert(mine.back().end(), b.begin(), b.end());
+    }
+  });
+  double worst = 0;
+  for (std::size_t s = 0; s < steps; ++s) {
+    for (std::size_t r = 1; r < n; ++r)
+      BOOST_REQUIRE_MESSAGE(std::memcmp(seen[r][s].data(), seen[0][s].data(), seen[0][s].size() * sizeof(float)) == 0,
+                            "replica " << r << " differs from the chief after step " << s);
+    for (std::size_t i = 0; i < w_ref[s + 1].size(); ++i)
+      worst = std::max(worst, double(std::abs(seen[0][s][i] - w_ref[s + 1][i])));
+    for (std::size_t i = 0; i < b_ref[s + 1].size(); ++i)
+      worst = std::max(worst, double(std::abs(seen[0][s][w_ref[s + 1].size() + i] - b_ref[s + 1][i])));
+  }
+  BOOST_TEST_MESSAGE(n << " replicas: largest difference from one process " << worst);
+  BOOST_TEST(worst <= 1e-5);
+  // The update moved the values: a comparison of unchanged values would prove nothing.
+  double moved = 0;
+  for (std::size_t i = 0; i < w0.size(); ++i) moved = std::max(moved, double(std::abs(w_ref[steps][i] - w0[i])));
+  BOOST_TEST(moved > 0.01);
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(sharded_update_equals_one_process_on_the_concatenated_batch) {
+  test_net<transport::inproc> net;
+  for (std::size_t n : {3, 4, 5}) {
+    BOOST_TEST_CONTEXT(n << " replicas, momentum") {
+      train_against_one_process<transport::inproc>(net, n, optim::momentum{.learning_rate = 0.1f, .momentum = 0.9f});
+    }
+    BOOST_TEST_CONTEXT(n << " replicas, adam on w and momentum on b") {
+      using O = optim::per_variable<optim::momentum>;
+      O o{.all = {.learning_rate = 0.1f, .momentum = 0.9f},
+          .variables = {{"softmax/w", optim::adam{.learning_rate = 0.01f}}}};
+      train_against_one_process<transport::inproc>(net, n, o);
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(sharded_update_over_tcp) {
+  test_net<transport::asio_tcp> net;
+  train_against_one_process<transport::asio_tcp>(net, 3, optim::momentum{.learning_rate = 0.1f, .momentum = 0.9f});
+}
+
+BOOST_AUTO_TEST_CASE(bad_rings_are_refused_by_name) {
+  auto members = collective::ring_members(test::inproc_cluster(0, 3));
+  transport::inproc net{transport::inproc_hub::create()};
+  using ring = collective::ring<transport::inproc>;
+  BOOST_TEST(test::contains(test::error_of([&] { ring(members, 3, connection(), {}, net); }, errc::invalid_argument),
+                            "rank 3 of a ring of 3 members"));
+  auto twice = members;
+  twice[2].identity = twice[0].identity;
+  BOOST_TEST(test::contains(test::error_of([&] { ring(twice, 0, connection(), {}, net); }, errc::invalid_argument),
+                            "'worker:0' is repeated"));
+  BOOST_TEST(test::contains(
+      test::error_of([&] { ring(members, 0, connection(), {.step_timeout = std::chrono::milliseconds(0)}, net); },
+                     errc::invalid_argument),
+      "ring_options.step_timeout must be positive"));
+}
+
+// A member that never starts: its neighbours fail within the connect deadline, naming it.
+BOOST_AUTO_TEST_CASE(a_missing_member_fails_connect_within_its_deadline) {
+  test_net<transport::inproc> net;
+  auto members = collective::ring_members(net.spec(0, 3));
+  const auto limit = std::chrono::milliseconds(400);
+  std::vector<std::string> errors(2);
+  std::vector<std::function<void()>> tasks;
+  for (std::size_t r = 0; r < 2; ++r)
+    tasks.push_back([&, r] {
+      const auto start = std::chrono::steady_clock::now();
+      errors[r] = test::error_of(
+          [&] {
+            collective::ring<transport::inproc> ring(members, r, connection(), quick_deadlines(limit), net.transport());
+            ring.connect();
+          },
+          errc::timed_out);
+      BOOST_TEST((std::chrono::steady_clock::now() - start < limit + std::chrono::seconds(2)));
+    });
+  test::run_tasks(tasks);
+  // Rank 1 dials worker:2, its successor; rank 0 waits for worker:2, its predecessor.
+  BOOST_TEST(test::contains(errors[1], "could not reach worker:2 (its successor)"));
+  BOOST_TEST(test::contains(errors[0], "worker:2 (its predecessor) did not connect"));
+}
+
+// A member with another token is refused at the handshake, and the error says so. Whichever
+// rank dials first is refused; the other may then find nobody listening (its deadline).
+BOOST_AUTO_TEST_CASE(a_member_with_another_token_is_refused) {
+  test_net<transport::inproc> net;
+  auto members = collective::ring_members(net.spec(0, 2));
+  std::vector<std::string> refused(2);
+  std::vector<std::function<void()>> tasks;
+  for (std::size_t r = 0; r < 2; ++r)
+    tasks.push_back([&, r] {
+      auto conn = connection();
+      if (r == 1) conn.token = "another-token";
+      collective::ring<transport::inproc> ring(members, r, conn, quick_deadlines(std::chrono::milliseconds(1500)),
+                                               net.transport());
+      try {
+        ring.connect();
+        BOOST_ERROR("rank " << r << " connected to a member with another token");
+      } catch (const error& e) {
+        BOOST_TEST_MESSAGE(e.what());
+        BOOST_TEST(
+            (e.code() == make_error_code(errc::handshake_failed) || e.code() == make_error_code(errc::timed_out)));
+        if (e.code() == make_error_code(errc::handshake_failed)) refused[r] = e.what();
+      }
+    });
+  test::run_tasks(tasks);
+  const std::string& named = refused[0].empty() ? refused[1] : refused[0];
+  BOOST_TEST(test::contains(named, refused[0].empty() ? "worker:0 (its successor)" : "worker:1 (its successor)"));
+  BOOST_TEST(test::contains(named, "same cluster token"));
+}
+
+// A replica that stops taking part: the others' collective fails within the step deadline,
+// naming the neighbour they waited for; a replica whose buffer has another size is a named desync.
+BOOST_AUTO_TEST_CASE(a_silent_or_mismatched_member_fails_the_collective_by_name) {
+  test_net<transport::inproc> net;
+  const auto limit = std::chrono::milliseconds(300);
+  std::string late;
+  std::chrono::steady_clock::duration took{};
+  on_ring<transport::inproc>(
+      net, 2,
+      [&](collective::ring<transport::inproc>& ring) {
+        std::vector<float> data(64, 1.f);
+        if (ring.rank() == 1) {
+          std::this_thread::sleep_for(limit * 3);  // never calls reduce_scatter
+          return;
+        }
+        const auto start = std::chrono::steady_clock::now();
+        late = test::error_of([&] { ring.reduce_scatter(data, 4); }, errc::timed_out);
+        took = std::chrono::steady_clock::now() - start;
+        // The ring is closed now: the next collective says why.
+        BOOST_TEST(test::contains(test::error_of([&] { ring.all_gather(data, 5); }, errc::peer_lost),
+                                  "nothing from worker:1"));
+      },
+      connection(), quick_deadlines(std::chrono::seconds(30), limit));
+  BOOST_TEST(test::contains(late, "worker:0 (rank 0 of 2): reduce-scatter at step 4, round 0: nothing from worker:1"));
+  BOOST_TEST((took < limit + std::chrono::seconds(2)));
+
+  std::vector<std::string> errors(2);
+  on_ring<transport::inproc>(net, 2, [&](collective::ring<transport::inproc>& ring) {
+    std::vector<float> data(ring.rank() == 0 ? 100 : 102, 1.f);
+    try {
+      ring.reduce_scatter(data, 1);
+      BOOST_ERROR("a reduce-scatter of 100 and 102 elements completed");
+    } catch (const error& e) {
+      errors[ring.rank()] = e.what();
+    }
+  });
+  BOOST_TEST((test::contains(errors[0], "sent a frame of another collective: message of bytes") ||
+              test::contains(errors[1], "sent a frame of another collective: message of bytes")));
+}

@@ -36,7 +36,7 @@ if [[ -n $seconds && ! $seconds =~ ^[0-9]+$ ]]; then usage; fi
 
 build=${DSGD_FUZZ_BUILD_DIR:-build-fuzz}
 runs=${DSGD_FUZZ_RUNS:-300000}
-targets=${DSGD_FUZZ_TARGETS:-"frame_header handshake control_message cluster_parsers checkpoint compressed_payload compressed_reply request_stream ctr_file"}
+targets=${DSGD_FUZZ_TARGETS:-"frame_header handshake control_message cluster_parsers checkpoint compressed_payload compressed_reply request_stream ctr_file collective_frame"}
 jobs=${DSGD_FUZZ_JOBS:-$(nproc)}
 
 cmake -S . -B "$build" -G Ninja \

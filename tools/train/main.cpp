@@ -14,6 +14,7 @@
 //   dsgd-launch --ps 2 --workers 2 -- dsgd-train --rule sync --epochs 12
 //   dsgd-launch --ps 2 --workers 2 -- dsgd-train --rule sync --logdir /tmp/main_job
 //   tensorboard --logdir /tmp/main_job
+//   dsgd-launch --ps 0 --workers 2 -- dsgd-train --rule allreduce   # no ps: among the workers
 //
 // With --logdir the chief restores the latest checkpoint there, checkpoints every --save-secs
 // seconds and/or --save-steps steps and writes TensorBoard summaries; a ps task that dies and
@@ -21,8 +22,9 @@
 // the options (options.hpp); docs/launching.md shows the ways to start a job.
 //
 // The files: options.hpp and values.hpp the command line, job.hpp what every task derives from
-// it (model, schedule, trainer options), training_loop.hpp a task's work, report.hpp the
-// chief's evaluation lines and CSV.
+// it (model, schedule, trainer options), training_loop.hpp a task's work (collective_loop.hpp
+// under --rule allreduce), report.hpp the chief's evaluation lines and CSV.
+#include "collective_loop.hpp"
 #include "options.hpp"
 #include "training_loop.hpp"
 
@@ -38,9 +40,11 @@
 
 namespace {
 
-// The update rule the options name; local SGD's ps averages as sync does.
+// The update rule the options name; local SGD's ps averages as sync does, and allreduce has no
+// ps (collective_loop.hpp).
 template <class Model>
 int train_with_rule(const dsgd_train::settings& s) {
+  if (s.rule == "allreduce") return dsgd_train::train_allreduce<Model>(s);
   if (s.rule == "sync" || s.rule == "local") return dsgd_train::train<Model, dsgd::update::sync_average>(s);
   if (s.rule == "async") return dsgd_train::train<Model, dsgd::update::async>(s);
   return dsgd_train::train<Model, dsgd::update::bounded_staleness>(s);

@@ -52,7 +52,9 @@ expect_usage_error "--lr nan:" --lr nan
 expect_usage_error "--momentum 1: expected a number in [0" --momentum 1
 expect_usage_error "--decay 0:" --decay 0
 expect_usage_error "--target 1.5:" --target 1.5
-expect_usage_error "--rule sideways: expected sync, async, ssp or local" --rule sideways
+expect_usage_error "--rule sideways: expected sync, async, ssp, local or allreduce" --rule sideways
+expect_usage_error "--logdir: not available under --rule allreduce" --rule allreduce --logdir /tmp/x
+expect_usage_error "--compress: not available under --rule allreduce" --rule allreduce --compress fp16
 expect_usage_error "--local-steps 0: expected a whole number from 1" --local-steps 0
 expect_usage_error "--model cnn: expected mlp or softmax" --model cnn
 expect_usage_error "--hidden 0: expected a whole number from 1" --hidden 0

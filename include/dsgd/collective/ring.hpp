@@ -280,12 +280,11 @@ class ring {
     int pending = 0;
     bool sent = true, received = true;
     error_code send_ec, receive_ec;
-    std::string why;  // what a mismatching frame got wrong
-    detail::expected_frame in;
+    std::string why;      // what a mismatching frame got wrong
+    detail::incoming in;  // the message expected, and how much of it is in
     float* into = nullptr;
     bool add = false;
-    std::uint64_t bytes = 0;  // of the message, in so far
-    std::size_t added = 0;    // floats added from scratch_ so far
+    std::size_t added = 0;  // floats added from scratch_ so far
   };
 
   std::string where(detail::phase kind, std::uint64_t step, std::uint64_t round) const {
@@ -334,10 +333,9 @@ class ring {
 
   void receive(transfer& x, const detail::expected_frame& f, std::span<float> into, bool add) {
     x.received = false;
-    x.in = f;
+    x.in = detail::incoming(f);
     x.into = into.data();
     x.add = add;
-    x.bytes = 0;
     x.added = 0;
     receive_next(x);
   }
@@ -346,7 +344,7 @@ class ring {
     ++x.pending;
     prev_->async_receive(
         [this, &x](const transport::frame_header& h, error_code& ec) -> boost::asio::mutable_buffer {
-          x.why = detail::mismatch(h, x.in, x.bytes);
+          x.why = x.in.accept(h);
           if (!x.why.empty()) {
             ec = make_error_code(errc::bad_frame);
             return {};
@@ -361,13 +359,13 @@ class ring {
             x.received = true;
             return;
           }
-          x.bytes += h.payload_length;
+          const bool whole = x.in.arrived(h);
           if (x.add) {  // add what has come in, a chunk at a time, while the rest arrives
-            const std::size_t upto = static_cast<std::size_t>(x.bytes / sizeof(float));
+            const std::size_t upto = static_cast<std::size_t>(x.in.received() / sizeof(float));
             for (std::size_t e = x.added; e < upto; ++e) x.into[e] += scratch_[e];
             x.added = upto;
           }
-          if (h.last_chunk()) x.received = true;
+          if (whole) x.received = true;
           else receive_next(x);
         });
   }

@@ -16,6 +16,7 @@
 #include <dsgd/transport/concepts.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -41,6 +42,16 @@ namespace dsgd::collective {
 /// the replicas stay bit-identical after every step. Each replica's CPU applies 1/N of the
 /// update, and each replica sends and receives 2 (N - 1) / N of the model per step.
 ///
+/// Where the steps' time went (sharded_update::time_spent), in seconds summed over the steps.
+struct step_times {
+  std::uint64_t steps = 0;
+  double copy_in = 0;         ///< the gradients copied into the buffer
+  double reduce_scatter = 0;  ///< ring::reduce_scatter: sends, receives (waits included), sums
+  double apply = 0;           ///< the optimizer on the owned segment
+  double all_gather = 0;      ///< ring::all_gather
+  double copy_out = 0;        ///< the gathered values copied into the variables
+};
+
 /// @tparam O an Optimizer on the host
 /// @tparam T the ring's Transport
 template <class O, Transport T = transport::asio_tcp>
@@ -98,20 +109,35 @@ class sharded_update {
   ///         or, where the all-gather failed, partly new: restore from a checkpoint)
   void step(variable_views variables, std::uint64_t step) {
     check(variables, "step");
+    auto lap = std::chrono::steady_clock::now();
+    auto account = [&lap](double& into) {
+      const auto now = std::chrono::steady_clock::now();
+      into += std::chrono::duration<double>(now - lap).count();
+      lap = now;
+    };
     for (std::size_t v = 0; v < variables.size(); ++v)
       std::copy(variables[v].gradients.begin(), variables[v].gradients.end(), flat_.begin() + offsets_[v]);
+    account(times_.copy_in);
     ring_->reduce_scatter(flat_, step);
+    account(times_.reduce_scatter);
     const float scale = 1.f / static_cast<float>(ring_->size());
     for (auto& p : pieces_) {
       float* w = variables[p.variable].values.data() + p.offset;
       p.optimizer.apply(device::cpu{}, p.state, w, flat_.data() + p.flat, p.size, scale);
       std::copy(w, w + p.size, flat_.begin() + p.flat);
     }
+    account(times_.apply);
     ring_->all_gather(flat_, step);
+    account(times_.all_gather);
     const segment mine = owned();
     scatter_values(variables, {0, mine.begin});
     scatter_values(variables, {mine.end, flat_.size()});
+    account(times_.copy_out);
+    ++times_.steps;
   }
+
+  /// @returns where the steps' time went so far.
+  const step_times& time_spent() const noexcept { return times_; }
 
   /// Calls @p f(variable, offset, optimizer, state) for each piece of a variable whose slots
   /// this replica holds: @p offset elements into the variable, state's size of them.
@@ -164,6 +190,7 @@ class sharded_update {
   std::vector<std::size_t> offsets_, sizes_;  // each variable's place in the buffer
   std::vector<float> flat_;                   // gradients, then sums, then values
   std::vector<piece> pieces_;                 // the variables' parts of the owned segment
+  step_times times_;
 };
 
 }  // namespace dsgd::collective

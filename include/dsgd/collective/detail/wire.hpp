@@ -70,6 +70,30 @@ inline std::string mismatch(const transport::frame_header& h, const expected_fra
   return {};
 }
 
+/// A receiver's progress through one expected message, frame by frame: what the ring's
+/// receive loop runs, so that every frame is checked before its payload is read.
+class incoming {
+ public:
+  explicit incoming(const expected_frame& e = {}) : want_(e) {}
+
+  /// @returns "" when @p h is the next frame of the message, its payload going to bytes
+  /// [h.chunk_offset, h.chunk_offset + h.payload_length) of it, all within expected().bytes;
+  /// else what is wrong with it (mismatch()).
+  std::string accept(const transport::frame_header& h) const { return mismatch(h, want_, received_); }
+  /// Records that accepted frame @p h's payload arrived. @returns whether the message is whole.
+  bool arrived(const transport::frame_header& h) noexcept {
+    received_ += h.payload_length;
+    return h.last_chunk();
+  }
+  /// @returns the message's bytes in so far.
+  std::uint64_t received() const noexcept { return received_; }
+  const expected_frame& expected() const noexcept { return want_; }
+
+ private:
+  expected_frame want_;
+  std::uint64_t received_ = 0;
+};
+
 /// @returns the phase's name, for errors.
 inline const char* name_of(phase p) {
   switch (p) {

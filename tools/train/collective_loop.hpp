@@ -1,0 +1,138 @@
+// SPDX-FileCopyrightText: Copyright (c) 2026 The dsgd authors
+// SPDX-License-Identifier: Apache-2.0
+//
+// --rule allreduce: the workers train synchronously among themselves, with no ps. They form a
+// ring at their cluster-spec addresses (collective::ring, authenticated with the cluster token),
+// the chief's initial values are broadcast, and each step is one collective::sharded_update:
+// gradients reduce-scattered, each worker applying the momentum update to the part it reduced,
+// values all-gathered. The chief evaluates each epoch as the ps rules' chief does and prints the
+// same lines. ps tasks of such a job have nothing to do and exit.
+#pragma once
+
+#include "job.hpp"
+#include "options.hpp"
+#include "report.hpp"
+
+#include <dsgd/cluster/cores.hpp>
+#include <dsgd/cluster/replicas.hpp>
+#include <dsgd/collective/ring.hpp>
+#include <dsgd/collective/sharded_update.hpp>
+#include <dsgd/data/fashion_mnist.hpp>
+#include <dsgd/model/blas.hpp>
+#include <dsgd/model/train.hpp>
+#include <dsgd/tensor/view.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+namespace dsgd_train {
+
+/// Runs this process's task of the job with @p Model under --rule allreduce.
+/// @returns the exit status: 1 when the chief ends below --target
+template <class Model>
+int train_allreduce(const settings& s) {
+  using clock = std::chrono::steady_clock;
+  auto role = resolve_role(s);
+  if (const auto line = role_line(s, role); !line.empty()) std::printf("%s\n", line.c_str());
+  if (const auto share = dsgd::cluster::share_cores(role.cluster, role.task, [](std::string_view line) {
+        std::printf("%.*s\n", static_cast<int>(line.size()), line.data());
+      }))
+    dsgd::model::set_blas_threads(share->threads);
+  if (role.task.job == "ps") {
+    std::printf("%s: --rule allreduce trains among the workers; a ps task has nothing to do\n",
+                role.task.to_string().c_str());
+    return 0;
+  }
+  const std::size_t replicas = dsgd::cluster::replicas::count(role.cluster);
+  const std::size_t replica = dsgd::cluster::replicas::index_of(role.cluster, role.task);
+  const bool chief = replica == 0;
+  const schedule plan = make_schedule(s, replicas, true);
+
+  dsgd::transport::tcp_options connection;
+  connection.token = cluster_token();
+  const auto startup = std::chrono::milliseconds(static_cast<long long>(s.startup_timeout_s * 1000));
+  dsgd::collective::ring<> ring(dsgd::collective::ring_members(role.cluster), replica, connection,
+                                {.connect_timeout = startup, .step_timeout = std::chrono::seconds(120)});
+  ring.connect();
+
+  const double slowdown = slowdown_for(s, role.task);
+  const auto train_set = dsgd::data::fashion_mnist::load(dsgd::data::fashion_mnist::split::train);
+  const auto test_set = dsgd::data::fashion_mnist::load(dsgd::data::fashion_mnist::split::test);
+  csv_log csv(chief ? s.csv : "");
+  Model net = make_model<Model>(s);
+  auto vars = dsgd::views(net.parameters(), net.gradients(), net.names());
+  dsgd::collective::sharded_update<optimizer> update(ring, plan.ps, vars);
+  update.broadcast_values(vars);  // every worker starts from the chief's values
+  dsgd::model::shuffled_batches batches(
+      train_set, {.batch = s.batch, .seed = 1000 + replica + 100 * s.seed, .shard = replica, .shards = replicas});
+  if (slowdown > 1) std::printf("straggler: every step sleeps %.1fx its compute time\n", slowdown - 1);
+  if (chief) std::printf("matrix products: %s\n", dsgd::model::blas_description().c_str());
+  std::fflush(stdout);
+
+  const auto start = clock::now();
+  auto since_start = [&] { return std::chrono::duration<double>(clock::now() - start).count(); };
+  std::uint64_t step = 0;
+  std::size_t next_eval = 1, interval_steps = 0, interval_examples = 0;
+  double interval_loss = 0, accuracy = 0;
+  auto interval_start = clock::now();
+  while (step < plan.last_step) {
+    const auto b = batches.next();
+    const auto compute_start = clock::now();
+    const float loss = net.forward_backward(b.images, b.labels, b.size);
+    if (slowdown > 1) std::this_thread::sleep_for((clock::now() - compute_start) * (slowdown - 1));
+    update.step(vars, step);
+    ++step;
+    ++interval_steps;
+    interval_examples += b.size;
+    interval_loss += static_cast<double>(loss) * static_cast<double>(b.size);
+    const double mean_loss = interval_loss / static_cast<double>(interval_examples);
+    if (chief && s.log_steps > 0 && step % s.log_steps == 0)
+      std::printf("step %llu  loss %.4f\n", static_cast<unsigned long long>(step), static_cast<double>(loss));
+    if (chief) {
+      if (step < next_eval * plan.steps_per_epoch && step < plan.last_step) continue;
+      const std::size_t epoch = std::min<std::size_t>(step / plan.steps_per_epoch, s.epochs);
+      const auto eval_start = clock::now();
+      accuracy = net.accuracy(test_set);
+      const double eval_seconds = std::chrono::duration<double>(clock::now() - eval_start).count();
+      const evaluation e{epoch, since_start(), step, mean_loss, accuracy, eval_seconds};
+      print(e, e.seconds > 0 ? static_cast<double>(e.step) / e.seconds : 0.0, plan.examples_per_step);
+      csv.write(s, replicas, plan.examples_per_step, e);
+      next_eval = epoch + 1;
+    } else {
+      if (batches.epochs() < next_eval) continue;
+      const double seconds = std::chrono::duration<double>(clock::now() - interval_start).count();
+      std::printf("pass %2zu over its shard  %7.1f s  loss %.4f  %6.1f steps/s (this worker)  %7.0f examples/s\n",
+                  batches.epochs(), since_start(), mean_loss, interval_steps / seconds, interval_examples / seconds);
+      next_eval = batches.epochs() + 1;
+    }
+    std::fflush(stdout);
+    interval_steps = interval_examples = 0;
+    interval_loss = 0;
+    interval_start = clock::now();
+  }
+  const double seconds = since_start();
+  // Where a step's time went on this worker: its compute is the rest.
+  const auto& t = update.time_spent();
+  const double per = 1000.0 / static_cast<double>(std::max<std::uint64_t>(t.steps, 1));
+  std::printf(
+      "%s step time (ms): %.2f in all; gradients copied in %.2f, reduce-scatter %.2f, update of its %zu of %zu "
+      "elements %.2f, all-gather %.2f, values copied out %.2f\n",
+      role.task.to_string().c_str(), seconds * per, t.copy_in * per, t.reduce_scatter * per, update.owned().size(),
+      update.elements(), t.apply * per, t.all_gather * per, t.copy_out * per);
+  std::printf("%s done: %llu steps in %.1f s (%.1f steps/s), 0 gradients dropped as stale, 0 recoveries\n",
+              role.task.to_string().c_str(), static_cast<unsigned long long>(step), seconds,
+              static_cast<double>(step) / seconds);
+  if (!chief) return 0;
+  std::printf(
+      "final test accuracy %.4f (allreduce, %zu workers, %zu ps, %llu global steps in %.1f s = %.1f steps/s, "
+      "0 gradients dropped as stale)\n",
+      accuracy, replicas, role.cluster.has_job("ps") ? role.cluster.num_tasks("ps") : std::size_t{0},
+      static_cast<unsigned long long>(step), seconds, static_cast<double>(step) / seconds);
+  return accuracy >= s.target ? 0 : 1;
+}
+
+}  // namespace dsgd_train

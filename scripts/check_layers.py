@@ -55,7 +55,7 @@ ALLOWED = {
                "cluster", "tensor", "device", "core"},
     # The worker side's collectives among the replicas themselves (rings over a transport, the
     # sharded update): no ps takes part, so neither the ps side nor the ps protocol is below it.
-    "collective": {"transport", "optim", "tensor", "cluster", "device", "core"},
+    "collective": {"transport", "checkpoint", "optim", "placement", "tensor", "cluster", "device", "core"},
     "train": {"collective", "server", "client", "protocol", "transport", "checkpoint", "update", "embedding",
               "compress", "optim", "placement", "cluster", "tensor", "device", "data", "core"},
     "top": None,  # anything

@@ -47,13 +47,14 @@ def read_run(path):
         else:  # peers.py --csv
             per_epoch = int(r["steps_per_epoch"])
             eval_s = float(r["eval_s"])
-        if r.get("rule") != "local":
-            epochs = int(r["global_step"]) / per_epoch
-        elif r.get("examples_per_step"):
-            # Local SGD's global step averages K local steps of every worker, and its epoch is a
-            # whole number of averages: more than 60000 examples (65536 at K = 64), so count them.
+        if r.get("examples_per_step"):
+            # What a global step trained, whatever the rule and batch: local SGD's averages K
+            # local steps of every worker (an epoch of it is a whole number of averages, more
+            # than 60000 examples: 65536 at K = 64), sync's and allreduce's one batch of each.
             epochs = int(r["global_step"]) * int(r["examples_per_step"]) / TRAIN_EXAMPLES
-        else:  # CSVs before the column: the epoch it names, up to 9% short at K = 64
+        elif r.get("rule") != "local":  # CSVs before the column: batch 64
+            epochs = int(r["global_step"]) / per_epoch
+        else:  # and local SGD's: the epoch it names, up to 9% short at K = 64
             epochs = float(r["epoch"])
         points.append((float(r["wall_s"]), epochs, eval_s, float(r["test_accuracy"])))
     return points

@@ -102,6 +102,7 @@
 
 #include <dsgd/checkpoint/incremental.hpp>
 #include <dsgd/checkpoint/saver.hpp>
+#include <dsgd/checkpoint/state_records.hpp>
 #include <dsgd/checkpoint/table_export.hpp>
 #include <dsgd/checkpoint/table_file.hpp>
 

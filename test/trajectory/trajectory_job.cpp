@@ -9,9 +9,15 @@
 // within 1e-4 of PyTorch's, relative to the largest magnitude of its variable.
 //
 //   trajectory_job DIR [--steps 50] [--hidden 1024,1024] [--batch 128] [--lr 0.05] [--momentum 0.9]
+//                      [--rule sync|allreduce]
+//
+// --rule allreduce: no ps; the two workers average among themselves (collective::ring and
+// collective::sharded_update over loopback TCP), each updating its half of the variables.
 //
 // Prints the worst differences; exits 0 when within the bounds, 1 when not (or on an error), 2
 // on a bad command line.
+#include <dsgd/collective/ring.hpp>
+#include <dsgd/collective/sharded_update.hpp>
 #include <dsgd/data/fashion_mnist.hpp>
 #include <dsgd/model/mlp.hpp>
 #include <dsgd/optim/momentum.hpp>
@@ -28,6 +34,7 @@
 #include <exception>
 #include <fstream>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -46,6 +53,7 @@ struct settings {
   std::size_t batch = 128;  // both workers together
   float lr = 0.05f;
   float momentum = 0.9f;
+  std::string rule = "sync";  // or allreduce: the workers among themselves, no ps
 };
 
 template <class T>
@@ -85,7 +93,8 @@ int run(const settings& s) {
   const auto order = read_all<std::int32_t>(s.dir + "/order.bin", s.steps * s.batch);
   const auto losses_torch = read_all<float>(s.dir + "/losses.bin", s.steps);
 
-  auto spec = dsgd::test::loopback_cluster(1, 2);
+  const bool allreduce = s.rule == "allreduce";
+  auto spec = dsgd::test::loopback_cluster(allreduce ? 0 : 1, 2);
   trainer_type::options o;
   o.connection.token = "trajectory";
   o.optimizer = dsgd::optim::momentum{s.lr, s.momentum, false};
@@ -104,18 +113,33 @@ int run(const settings& s) {
       }
     };
   };
-  std::thread ps(guarded([&] {
-    trainer_type t(spec, {"ps", 0}, o);
-    t.join();
-  }));
+  std::thread ps;
+  if (!allreduce)
+    ps = std::thread(guarded([&] {
+      trainer_type t(spec, {"ps", 0}, o);
+      t.join();
+    }));
   std::vector<std::thread> workers;
   const std::size_t half = s.batch / 2;
   for (int k = 0; k < 2; ++k)
     workers.emplace_back(guarded([&, k] {
-      trainer_type t(spec, {"worker", k}, o);
       dsgd::model::mlp<cpu> net(cpu{}, {.hidden = s.hidden});
       for (std::size_t v = 0; v < init.size(); ++v) net.parameters()[v].assign(init[v]);
-      t.create_variables(net.parameters(), net.names());
+      // Sync: the trainer pushes and pulls through the ps. Allreduce: a ring of the two workers,
+      // each applying momentum to its half of the averaged gradient.
+      std::optional<trainer_type> t;
+      std::optional<dsgd::collective::ring<>> ring;
+      std::optional<dsgd::collective::sharded_update<dsgd::optim::momentum>> update;
+      auto vars = dsgd::views(net.parameters(), net.gradients(), net.names());
+      if (allreduce) {
+        ring.emplace(dsgd::collective::ring_members(spec), std::size_t(k), o.connection);
+        ring->connect();
+        update.emplace(*ring, o.optimizer, vars);
+        update->broadcast_values(vars);
+      } else {
+        t.emplace(spec, dsgd::cluster::task_id{"worker", k}, o);
+        t->create_variables(net.parameters(), net.names());
+      }
       std::vector<float> images(half * 784);
       std::vector<std::int32_t> labels(half);
       for (std::size_t step = 0; step < s.steps; ++step) {
@@ -126,14 +150,15 @@ int run(const settings& s) {
           labels[i] = train.labels[e];
         }
         losses[static_cast<std::size_t>(k)][step] = net.forward_backward(images.data(), labels.data(), half);
-        t.push_pull(net.gradients(), net.parameters());
+        if (allreduce) update->step(vars, step);
+        else t->push_pull(net.gradients(), net.parameters());
       }
       if (k == 0)
         for (const auto& p : net.parameters()) final_dsgd.push_back(p.to_host());
-      t.finish();
+      if (t) t->finish();
     }));
   for (auto& w : workers) w.join();
-  ps.join();
+  if (ps.joinable()) ps.join();
   if (failure) std::rethrow_exception(failure);
 
   double worst_loss = 0;
@@ -181,7 +206,11 @@ int main(int argc, char** argv) {
       else if (a == "--batch") s.batch = std::stoul(v);
       else if (a == "--lr") s.lr = std::stof(v);
       else if (a == "--momentum") s.momentum = std::stof(v);
-      else if (a == "--hidden") {
+      else if (a == "--rule") {
+        if (v != "sync" && v != "allreduce")
+          throw std::invalid_argument("--rule " + v + ": expected sync or allreduce");
+        s.rule = v;
+      } else if (a == "--hidden") {
         s.hidden.clear();
         for (std::size_t at = 0; at <= v.size();) {
           const auto comma = std::min(v.find(',', at), v.size());
@@ -197,7 +226,7 @@ int main(int argc, char** argv) {
   } catch (const std::exception& e) {
     std::fprintf(stderr,
                  "trajectory_job: %s\nusage: trajectory_job DIR [--steps N] [--hidden W,W] [--batch N] [--lr X] "
-                 "[--momentum X]\n",
+                 "[--momentum X] [--rule sync|allreduce]\n",
                  e.what());
     return 2;
   }

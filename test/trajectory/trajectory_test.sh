@@ -5,7 +5,7 @@
 # Same model, same start, same result: PyTorch trains the MLP for a few steps in one process
 # (torch_reference.py, Debian's python3-torch), then dsgd sync with 2 workers starts from the
 # same parameters on the same data order and must follow the same trajectory (trajectory_job).
-#   trajectory_test.sh TRAJECTORY_JOB [--steps N] [--hidden W,W]
+#   trajectory_test.sh TRAJECTORY_JOB [--steps N] [--hidden W,W] [--rule sync|allreduce]
 # Exits 77 (skipped) where python3 has no torch module.
 set -euo pipefail
 job=$1
@@ -22,5 +22,10 @@ if [ "$(uname -m)" = x86_64 ] && [ -z "${OPENBLAS_CORETYPE:-}" ]; then export OP
 # Debian's python3-torch is for Debian's python3: prefer it to another python3 first on PATH.
 py=python3
 /usr/bin/python3 -c "import torch" 2>/dev/null && py=/usr/bin/python3
-"$py" "$here/torch_reference.py" --out "$dir" "$@"
-"$job" "$dir" "$@"
+# --rule R goes to the job alone (PyTorch's reference is one process either way).
+args=() rule=()
+while [ $# -gt 0 ]; do
+  if [ "$1" = --rule ]; then rule=(--rule "$2"); shift 2; else args+=("$1"); shift; fi
+done
+"$py" "$here/torch_reference.py" --out "$dir" "${args[@]}"
+"$job" "$dir" "${args[@]}" "${rule[@]}"

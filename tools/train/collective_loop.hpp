@@ -6,13 +6,18 @@
 // the chief's initial values are broadcast, and each step is one collective::sharded_update:
 // gradients reduce-scattered, each worker applying the momentum update to the part it reduced,
 // values all-gathered. The chief evaluates each epoch as the ps rules' chief does and prints the
-// same lines. ps tasks of such a job have nothing to do and exit.
+// same lines. With --logdir the replicas resume from the latest checkpoint there and write one
+// together every --save-steps steps and at the end (each its own segment's part, the chief
+// committing it), and the chief writes the summaries (loss, learning rate, accuracy). ps tasks
+// of such a job have nothing to do and exit.
 #pragma once
 
 #include "job.hpp"
 #include "options.hpp"
 #include "report.hpp"
 
+#include <dsgd/checkpoint/saver.hpp>
+#include <dsgd/checkpoint/state_records.hpp>
 #include <dsgd/cluster/cores.hpp>
 #include <dsgd/cluster/replicas.hpp>
 #include <dsgd/collective/ring.hpp>
@@ -21,9 +26,12 @@
 #include <dsgd/model/blas.hpp>
 #include <dsgd/model/train.hpp>
 #include <dsgd/tensor/view.hpp>
+#include <dsgd/train/summary_writer.hpp>
 
 #include <chrono>
 #include <cstdio>
+#include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -67,6 +75,34 @@ int train_allreduce(const settings& s) {
   auto vars = dsgd::views(net.parameters(), net.gradients(), net.names());
   dsgd::collective::sharded_update<optimizer> update(ring, plan.ps, vars);
   update.broadcast_values(vars);  // every worker starts from the chief's values
+  // With --logdir: the replicas resume from the checkpoint the chief finds there (each reads
+  // every value and its own segment's optimizer state), and checkpoint together.
+  std::optional<dsgd::checkpoint::saver> saver;
+  std::unique_ptr<dsgd::train::summary_writer> summaries;
+  std::uint64_t step = 0;
+  if (!s.logdir.empty()) {
+    saver.emplace(s.logdir, s.keep);
+    if (chief) summaries = std::make_unique<dsgd::train::summary_writer>(s.logdir);
+    const auto latest = chief ? saver->latest() : std::nullopt;
+    const auto bits = dsgd::checkpoint::counter_bits(latest ? *latest + 1 : 0);  // 0: none
+    std::vector<float> chosen(bits.begin(), bits.end());
+    ring.broadcast(chosen, 0, 0);
+    if (const auto found = dsgd::checkpoint::counter_of(chosen[0], chosen[1]); found > 0) {
+      step = found - 1;
+      update.restore(saver->open(step), vars);
+      if (chief)
+        std::printf("restored checkpoint %llu from %s: resuming at step %llu of %llu\n",
+                    static_cast<unsigned long long>(step), s.logdir.c_str(), static_cast<unsigned long long>(step),
+                    static_cast<unsigned long long>(plan.last_step));
+    }
+    if (chief)
+      std::printf("checkpoints and summaries in %s (tensorboard --logdir %s)\n", s.logdir.c_str(), s.logdir.c_str());
+  }
+  std::optional<std::uint64_t> saved;
+  auto checkpoint = [&] {
+    update.save(*saver, step, vars);
+    saved = step;
+  };
   dsgd::model::shuffled_batches batches(
       train_set, {.batch = s.batch, .seed = 1000 + replica + 100 * s.seed, .shard = replica, .shards = replicas});
   if (slowdown > 1) std::printf("straggler: every step sleeps %.1fx its compute time\n", slowdown - 1);
@@ -75,10 +111,23 @@ int train_allreduce(const settings& s) {
 
   const auto start = clock::now();
   auto since_start = [&] { return std::chrono::duration<double>(clock::now() - start).count(); };
-  std::uint64_t step = 0;
-  std::size_t next_eval = 1, interval_steps = 0, interval_examples = 0;
+  const std::uint64_t first_step = step;
+  std::size_t next_eval = step / plan.steps_per_epoch + 1, interval_steps = 0, interval_examples = 0;
   double interval_loss = 0, accuracy = 0;
   auto interval_start = clock::now();
+  std::optional<std::uint64_t> evaluated_at;
+  auto evaluate = [&](double mean_loss) {
+    const std::size_t epoch = std::min<std::size_t>(step / plan.steps_per_epoch, s.epochs);
+    const auto eval_start = clock::now();
+    accuracy = net.accuracy(test_set);
+    const double eval_seconds = std::chrono::duration<double>(clock::now() - eval_start).count();
+    const evaluation e{epoch, since_start(), step, mean_loss, accuracy, eval_seconds};
+    print(e, e.seconds > 0 ? static_cast<double>(e.step - first_step) / e.seconds : 0.0, plan.examples_per_step);
+    csv.write(s, replicas, plan.examples_per_step, e);
+    if (summaries) summaries->scalar("accuracy", static_cast<float>(accuracy), static_cast<std::int64_t>(step));
+    evaluated_at = step;
+    next_eval = epoch + 1;
+  };
   while (step < plan.last_step) {
     const auto b = batches.next();
     const auto compute_start = clock::now();
@@ -92,16 +141,14 @@ int train_allreduce(const settings& s) {
     const double mean_loss = interval_loss / static_cast<double>(interval_examples);
     if (chief && s.log_steps > 0 && step % s.log_steps == 0)
       std::printf("step %llu  loss %.4f\n", static_cast<unsigned long long>(step), static_cast<double>(loss));
+    if (summaries && step % s.summary_steps == 0) {
+      summaries->scalar("loss", loss, static_cast<std::int64_t>(step));
+      summaries->scalar("learning_rate", plan.ps.learning_rate_at(step), static_cast<std::int64_t>(step));
+    }
+    if (saver && s.save_steps > 0 && step % s.save_steps == 0) checkpoint();
     if (chief) {
       if (step < next_eval * plan.steps_per_epoch && step < plan.last_step) continue;
-      const std::size_t epoch = std::min<std::size_t>(step / plan.steps_per_epoch, s.epochs);
-      const auto eval_start = clock::now();
-      accuracy = net.accuracy(test_set);
-      const double eval_seconds = std::chrono::duration<double>(clock::now() - eval_start).count();
-      const evaluation e{epoch, since_start(), step, mean_loss, accuracy, eval_seconds};
-      print(e, e.seconds > 0 ? static_cast<double>(e.step) / e.seconds : 0.0, plan.examples_per_step);
-      csv.write(s, replicas, plan.examples_per_step, e);
-      next_eval = epoch + 1;
+      evaluate(mean_loss);
     } else {
       if (batches.epochs() < next_eval) continue;
       const double seconds = std::chrono::duration<double>(clock::now() - interval_start).count();
@@ -114,6 +161,12 @@ int train_allreduce(const settings& s) {
     interval_loss = 0;
     interval_start = clock::now();
   }
+  // A job restored at its last step (or past it, under another number of workers) still
+  // reports the accuracy.
+  if (chief && evaluated_at != step)
+    evaluate(interval_examples > 0 ? interval_loss / static_cast<double>(interval_examples) : 0.0);
+  if (saver && saved != step && step > first_step) checkpoint();  // the last step's
+  if (summaries) summaries->flush();
   const double seconds = since_start();
   // Where a step's time went on this worker: its compute is the rest.
   const auto& t = update.time_spent();
@@ -124,14 +177,14 @@ int train_allreduce(const settings& s) {
       role.task.to_string().c_str(), seconds * per, t.copy_in * per, t.reduce_scatter * per, update.owned().size(),
       update.elements(), t.apply * per, t.all_gather * per, t.copy_out * per);
   std::printf("%s done: %llu steps in %.1f s (%.1f steps/s), 0 gradients dropped as stale, 0 recoveries\n",
-              role.task.to_string().c_str(), static_cast<unsigned long long>(step), seconds,
-              static_cast<double>(step) / seconds);
+              role.task.to_string().c_str(), static_cast<unsigned long long>(step - first_step), seconds,
+              static_cast<double>(step - first_step) / seconds);
   if (!chief) return 0;
   std::printf(
       "final test accuracy %.4f (allreduce, %zu workers, %zu ps, %llu global steps in %.1f s = %.1f steps/s, "
       "0 gradients dropped as stale)\n",
       accuracy, replicas, role.cluster.has_job("ps") ? role.cluster.num_tasks("ps") : std::size_t{0},
-      static_cast<unsigned long long>(step), seconds, static_cast<double>(step) / seconds);
+      static_cast<unsigned long long>(step), seconds, static_cast<double>(step - first_step) / seconds);
   return accuracy >= s.target ? 0 : 1;
 }
 

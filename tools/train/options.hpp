@@ -215,9 +215,10 @@ inline std::optional<settings> parse_options(int argc, char** argv) {
   if (s.rule != "sync" && s.rule != "async" && s.rule != "ssp" && s.rule != "local" && s.rule != "allreduce")
     throw usage_error("--rule " + s.rule + ": expected sync, async, ssp, local or allreduce");
   // The collective rule among the workers (tools/train/collective_loop.hpp) has no ps, so what
-  // only a ps does is refused by name; checkpoints under it are not built yet.
+  // only a ps does is refused by name. Its replicas checkpoint together at agreed steps
+  // (--save-steps and the end), never by each one's clock.
   if (s.rule == "allreduce")
-    for (const char* option : {"logdir", "compress", "pull-compress", "listen", "ps-threads"})
+    for (const char* option : {"compress", "pull-compress", "listen", "ps-threads", "save-secs"})
       if (vm.count(option)) throw usage_error(std::string("--") + option + ": not available under --rule allreduce");
   if (s.model != "mlp" && s.model != "softmax") throw usage_error("--model " + s.model + ": expected mlp or softmax");
   if (vm.count("staleness") && s.rule != "ssp")

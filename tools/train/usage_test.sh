@@ -53,7 +53,7 @@ expect_usage_error "--momentum 1: expected a number in [0" --momentum 1
 expect_usage_error "--decay 0:" --decay 0
 expect_usage_error "--target 1.5:" --target 1.5
 expect_usage_error "--rule sideways: expected sync, async, ssp, local or allreduce" --rule sideways
-expect_usage_error "--logdir: not available under --rule allreduce" --rule allreduce --logdir /tmp/x
+expect_usage_error "--save-secs: not available under --rule allreduce" --rule allreduce --logdir /tmp/x --save-secs 5
 expect_usage_error "--compress: not available under --rule allreduce" --rule allreduce --compress fp16
 expect_usage_error "--local-steps 0: expected a whole number from 1" --local-steps 0
 expect_usage_error "--model cnn: expected mlp or softmax" --model cnn

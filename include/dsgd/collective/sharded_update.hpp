@@ -7,10 +7,13 @@
 /// the part it reduced (and keeps only that part's slots), and the values are all-gathered.
 #pragma once
 
+#include <dsgd/checkpoint/saver.hpp>
+#include <dsgd/checkpoint/state_records.hpp>
 #include <dsgd/collective/ring.hpp>
 #include <dsgd/device/cpu.hpp>
 #include <dsgd/error.hpp>
 #include <dsgd/optim/concepts.hpp>
+#include <dsgd/placement/plan.hpp>
 #include <dsgd/tensor/view.hpp>
 #include <dsgd/transport/asio_tcp_policy.hpp>
 #include <dsgd/transport/concepts.hpp>
@@ -19,8 +22,10 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -144,6 +149,122 @@ class sharded_update {
   template <class F>
   void visit_slots(F&& f) {
     for (auto& p : pieces_) f(p.variable, p.offset, std::as_const(p.optimizer), p.state);
+  }
+
+  /// Checkpoint @p step of @p variables in @p saver's directory, made by every replica together
+  /// (each calls it at the same step): each writes the part it owns, its values and its
+  /// optimizer's slots and counters there, as ps task rank() of size() writes its shards
+  /// (data file "ckpt-S.ps-r-of-N"; docs/checkpoints.md); once all have written (a collective
+  /// among them), the chief (rank 0) verifies and commits it. Any job restores it by name and
+  /// element range: this update with another number of replicas, or a ps job. Returns on every
+  /// replica once the chief has committed it.
+  /// @throws dsgd::error naming the directory when a part cannot be written; as ring's
+  ///         collectives; errc::checkpoint_corrupt when the chief's commit failed
+  void save(const checkpoint::saver& saver, std::uint64_t step, variable_views variables) {
+    check(variables, "save");
+    std::vector<checkpoint::shard_data> records;
+    std::vector<std::vector<float>> kept;  // slot copies and counter bits; each keeps its buffer
+    kept.reserve(4 * pieces_.size() + 1);
+    for (auto& p : pieces_) {
+      const auto& v = variables[p.variable];
+      records.push_back({v.name, v.shape, p.offset, v.values.subspan(p.offset, p.size)});
+      if constexpr (checkpointable_state<state_type>) {
+        p.state.visit([&](const char* name, const auto& member) {
+          if constexpr (std::is_same_v<std::decay_t<decltype(member)>, std::uint64_t>) {
+            if (p.offset != 0) return;  // a counter is the variable's: its first element's piece writes it
+            const auto bits = checkpoint::counter_bits(member);
+            records.push_back({checkpoint::state_record(v.name, name), dsgd::shape{2}, 0,
+                               kept.emplace_back(bits.begin(), bits.end())});
+          } else {
+            records.push_back({checkpoint::state_record(v.name, name), v.shape, p.offset,
+                               kept.emplace_back(member.begin(), member.end())});
+          }
+        });
+      }
+    }
+    try {
+      saver.write_shard_file(step, ring_->rank(), ring_->size(), records);
+    } catch (const dsgd::error&) {
+      throw;
+    } catch (const std::exception& e) {
+      throw error(errc::not_found, ring_->identity() + " cannot write its part of checkpoint " + std::to_string(step) +
+                                       " in " + saver.directory().string() + ": " + e.what());
+    }
+    // Every part is written once each replica's flag has gone round: the chief may commit.
+    std::vector<float> written(ring_->size(), 0.f);
+    written[ring_->owned_segment()] = 1.f;
+    ring_->all_gather(written, step);
+    // The chief commits, and says so round the ring: every replica returns once the checkpoint
+    // exists, or throws when the commit failed.
+    std::exception_ptr failed;
+    std::vector<float> committed{1.f};
+    if (ring_->rank() == 0) {
+      try {
+        saver.commit(step, layout(variables));
+      } catch (...) {
+        failed = std::current_exception();
+        committed[0] = 0.f;
+      }
+    }
+    ring_->broadcast(committed, 0, step);
+    if (failed) std::rethrow_exception(failed);
+    if (committed[0] != 1.f)
+      throw error(errc::checkpoint_corrupt, ring_->identity() + ": the chief could not commit checkpoint " +
+                                                std::to_string(step) + " in " + saver.directory().string() +
+                                                " (its error says why)");
+  }
+
+  /// Reads checkpoint @p reader into @p variables (every value, on every replica) and into this
+  /// replica's optimizer slots and counters (those of the segment it owns), whatever number of
+  /// replicas or ps tasks wrote it.
+  /// @throws dsgd::error errc::not_found for a variable, slot or counter the checkpoint lacks
+  ///         (a slot: it was written with another optimizer), errc::shape_mismatch for a
+  ///         variable of another shape, naming both
+  void restore(const checkpoint::checkpoint_reader& reader, variable_views variables) {
+    check(variables, "restore");
+    for (std::size_t v = 0; v < variables.size(); ++v) {
+      const auto& x = variables[v];
+      if (reader.shape_of(x.name) != x.shape)
+        throw error(errc::shape_mismatch, "checkpoint " + std::to_string(reader.step()) + " holds " + x.name +
+                                              reader.shape_of(x.name).to_string() + ", the model " + x.name +
+                                              x.shape.to_string());
+      reader.read_into(x.name, 0, x.values);
+    }
+    for (auto& p : pieces_) {
+      if constexpr (checkpointable_state<state_type>) {
+        const auto& name = variables[p.variable].name;
+        p.state.visit([&](const char* slot, auto& member) {
+          const auto record = checkpoint::state_record(name, slot);
+          if (!reader.contains(record))
+            throw error(errc::not_found, "checkpoint " + std::to_string(reader.step()) + " holds no " + record +
+                                             ", which the optimizer's state of " + name +
+                                             " needs: it was written with another optimizer or schedule");
+          if constexpr (std::is_same_v<std::decay_t<decltype(member)>, std::uint64_t>) {
+            member = checkpoint::read_counter(reader, record);
+          } else {
+            const auto values = reader.read(record, p.offset, p.size);
+            std::copy(values.begin(), values.end(), member.begin());
+          }
+        });
+      }
+    }
+  }
+
+  /// @returns the checkpoints' placement: replica r as ps task r, holding the pieces of the
+  /// variables in the segment it owns.
+  placement::plan layout(variable_views variables) const {
+    std::vector<placement::variable_info> infos;
+    for (const auto& v : variables) infos.push_back({v.name, v.shape});
+    std::vector<placement::shard> shards;
+    const std::size_t n = ring_->size();
+    for (std::size_t r = 0; r < n; ++r) {
+      const segment seg = segment_of((r + 1) % n, flat_.size(), n);
+      for (std::size_t v = 0; v < variables.size(); ++v) {
+        const std::size_t begin = std::max(offsets_[v], seg.begin), end = std::min(offsets_[v] + sizes_[v], seg.end);
+        if (begin < end) shards.push_back({v, r, begin - offsets_[v], end - begin});
+      }
+    }
+    return placement::plan(std::move(infos), n, std::move(shards));
   }
 
  private:

@@ -61,7 +61,9 @@ inline std::string mismatch(const transport::frame_header& h, const expected_fra
   if (h.step != e.step) return differs("step", h.step, e.step);
   if (h.shard != e.round) return differs("round", h.shard, e.round);
   if (h.variable != e.segment) return differs("segment", h.variable, e.segment);
-  if (h.total_length != e.bytes) return differs("message of bytes", h.total_length, e.bytes);
+  if (h.total_length != e.bytes)
+    return "a segment of " + std::to_string(h.total_length) + " bytes where one of " + std::to_string(e.bytes) +
+           " was expected";
   if (h.payload_length > h.total_length || h.chunk_offset > h.total_length - h.payload_length)
     return "chunk at byte " + std::to_string(h.chunk_offset) + " of " + std::to_string(h.payload_length) +
            " bytes lies outside a message of " + std::to_string(h.total_length) + " bytes";

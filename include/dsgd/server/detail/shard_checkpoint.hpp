@@ -27,6 +27,7 @@
 #pragma once
 
 #include <dsgd/checkpoint/saver.hpp>
+#include <dsgd/checkpoint/state_records.hpp>
 #include <dsgd/error.hpp>
 #include <dsgd/optim/concepts.hpp>
 #include <dsgd/protocol/messages.hpp>
@@ -91,8 +92,8 @@ void write_shard_checkpoint(const std::filesystem::path& dir, std::uint64_t step
   auto bits_of = [&](std::span<const std::uint64_t> counts) -> std::span<const float> {
     auto& bits = counter_bits.emplace_back();
     for (auto value : counts) {
-      bits.push_back(std::bit_cast<float>(static_cast<std::uint32_t>(value)));
-      bits.push_back(std::bit_cast<float>(static_cast<std::uint32_t>(value >> 32)));
+      const auto two = checkpoint::counter_bits(value);
+      bits.insert(bits.end(), two.begin(), two.end());
     }
     return bits;
   };
@@ -101,12 +102,14 @@ void write_shard_checkpoint(const std::filesystem::path& dir, std::uint64_t step
     const auto shape = variable_shape(layout);
     const auto offset = shard_offset(layout);
     records.push_back({layout.name, shape, offset, state.values});
-    for (const auto& [slot, values] : state.slots) records.push_back({layout.name + "/" + slot, shape, offset, values});
+    for (const auto& [slot, values] : state.slots)
+      records.push_back({checkpoint::state_record(layout.name, slot), shape, offset, values});
     if (i < pushes.size() && !pushes[i].empty())
       records.push_back({pushes_record(layout), dsgd::shape{pushes[i].size(), 2}, 0, bits_of(pushes[i])});
     if (offset != 0) continue;
     for (const auto& [counter, value] : state.counters)
-      records.push_back({layout.name + "/" + counter, dsgd::shape{2}, 0, bits_of(std::span(&value, 1))});
+      records.push_back(
+          {checkpoint::state_record(layout.name, counter), dsgd::shape{2}, 0, bits_of(std::span(&value, 1))});
   }
   try {
     checkpoint::saver(dir, 0).write_shard_file(step, ps_task, ps_tasks, records);
@@ -138,7 +141,7 @@ State read_shard_checkpoint(const checkpoint::checkpoint_reader& reader, const p
   s.step = reader.step();
   s.values = reader.read(layout.name, offset, elements);
   auto visit = [&](const char* slot, auto& member) {
-    const auto name = layout.name + "/" + slot;
+    const auto name = checkpoint::state_record(layout.name, slot);
     if (!reader.contains(name)) {
       if (reader.format_version() >= 2)
         throw error(errc::not_found, "checkpoint " + std::to_string(reader.step()) + " holds no " + name +
@@ -149,9 +152,7 @@ State read_shard_checkpoint(const checkpoint::checkpoint_reader& reader, const p
       return;
     }
     if constexpr (std::is_same_v<std::decay_t<decltype(member)>, std::uint64_t>) {
-      auto bits = reader.read(name, 0, 2);
-      s.counters.emplace_back(slot, std::uint64_t{std::bit_cast<std::uint32_t>(bits[0])} |
-                                        (std::uint64_t{std::bit_cast<std::uint32_t>(bits[1])} << 32));
+      s.counters.emplace_back(slot, checkpoint::read_counter(reader, name));
     } else {
       s.slots.emplace_back(slot, reader.read(name, offset, elements));
     }
@@ -190,10 +191,7 @@ inline std::vector<std::uint64_t> read_pushes_received(const checkpoint::checkpo
     any = true;
     const auto bits = reader.read(v.name);
     for (std::size_t r = 0; r < replicas; ++r) {
-      const std::uint64_t n = 2 * r + 1 < bits.size()
-                                  ? std::uint64_t{std::bit_cast<std::uint32_t>(bits[2 * r])} |
-                                        (std::uint64_t{std::bit_cast<std::uint32_t>(bits[2 * r + 1])} << 32)
-                                  : 0;
+      const std::uint64_t n = 2 * r + 1 < bits.size() ? checkpoint::counter_of(bits[2 * r], bits[2 * r + 1]) : 0;
       lowest[r] = std::min(lowest[r], n);
     }
   }

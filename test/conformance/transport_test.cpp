@@ -8,6 +8,11 @@
 // a transport that cannot connect, must fail to compile naming the concept.
 #include "user_policy_cluster.hpp"
 
+#include <dsgd/collective/ring.hpp>
+#include <dsgd/collective/sharded_update.hpp>
+#include <dsgd/data/fashion_mnist.hpp>
+#include <dsgd/model/softmax_regression.hpp>
+#include <dsgd/model/train.hpp>
 #include <dsgd/optim/momentum.hpp>
 #include <dsgd/placement/round_robin.hpp>
 #include <dsgd/transport/asio_tcp_policy.hpp>
@@ -18,10 +23,15 @@
 #include <boost/asio/async_result.hpp>
 #include <boost/test/unit_test.hpp>
 
+#include <support/inproc_cluster.hpp>
+#include <support/run_tasks.hpp>
+
 #include <atomic>
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <utility>
+#include <vector>
 
 BOOST_AUTO_TEST_SUITE(conformance_transport_test)
 
@@ -150,6 +160,44 @@ BOOST_AUTO_TEST_CASE(a_user_transport_carries_a_whole_training_run) {
   const std::size_t steps = r.pushes[0] + r.pushes[1];
   BOOST_TEST(counts->sent.load() >= 2 * steps);
   BOOST_TEST(counts->received.load() >= 2 * steps);
+}
+
+// The collective rule needs of a transport only the concept too: two replicas in a ring over the
+// user's transport train softmax regression for an epoch, each applying the update to its half.
+BOOST_AUTO_TEST_CASE(a_user_transport_carries_the_collective_rule) {
+  auto counts = std::make_shared<frame_counts>();
+  auto hub = t::inproc_hub::create();
+  const auto members = dsgd::collective::ring_members(dsgd::test::inproc_cluster(0, 2));
+  const auto train_set = dsgd::data::fashion_mnist::load(dsgd::data::fashion_mnist::split::train);
+  const auto test_set = dsgd::data::fashion_mnist::load(dsgd::data::fashion_mnist::split::test);
+  double accuracy = 0;
+  std::vector<std::size_t> steps(2);
+  std::vector<std::function<void()>> tasks;
+  for (std::size_t k = 0; k < 2; ++k)
+    tasks.push_back([&, k] {
+      dsgd::collective::ring<user_transport> ring(members, k, {.token = "conformance"}, {},
+                                                  user_transport(t::inproc{hub}, counts));
+      ring.connect();
+      dsgd::model::softmax_regression<dsgd::device::cpu> m(dsgd::device::cpu{}, {.seed = 1});
+      auto vars = dsgd::views(m.parameters(), m.gradients(), m.names());
+      dsgd::collective::sharded_update<dsgd::test::decaying_momentum, user_transport> update(
+          ring, dsgd::test::decaying_momentum_over(469), vars);
+      update.broadcast_values(vars);
+      dsgd::model::shuffled_batches batches(train_set, {.batch = 64, .seed = 10 + k, .shard = k, .shards = 2});
+      batches.run_epoch([&](const dsgd::model::batch_view& b) {
+        const float loss = m.forward_backward(b.images, b.labels, b.size);
+        update.step(vars, steps[k]++);
+        return loss;
+      });
+      if (k == 0) accuracy = m.accuracy(test_set);
+    });
+  dsgd::test::run_tasks(tasks);
+  BOOST_TEST_MESSAGE(steps[0] << " steps, test accuracy " << accuracy);
+  BOOST_TEST(accuracy >= 0.80);
+  BOOST_TEST(steps[0] == steps[1]);
+  // Each step is a reduce-scatter and an all-gather, a message each way per replica.
+  BOOST_TEST(counts->sent.load() >= 4 * steps[0]);
+  BOOST_TEST(counts->received.load() >= 4 * steps[0]);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

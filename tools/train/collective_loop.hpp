@@ -109,25 +109,8 @@ int train_allreduce(const settings& s) {
   if (chief) std::printf("matrix products: %s\n", dsgd::model::blas_description().c_str());
   std::fflush(stdout);
 
-  const auto start = clock::now();
-  auto since_start = [&] { return std::chrono::duration<double>(clock::now() - start).count(); };
   const std::uint64_t first_step = step;
-  std::size_t next_eval = step / plan.steps_per_epoch + 1, interval_steps = 0, interval_examples = 0;
-  double interval_loss = 0, accuracy = 0;
-  auto interval_start = clock::now();
-  std::optional<std::uint64_t> evaluated_at;
-  auto evaluate = [&](double mean_loss) {
-    const std::size_t epoch = std::min<std::size_t>(step / plan.steps_per_epoch, s.epochs);
-    const auto eval_start = clock::now();
-    accuracy = net.accuracy(test_set);
-    const double eval_seconds = std::chrono::duration<double>(clock::now() - eval_start).count();
-    const evaluation e{epoch, since_start(), step, mean_loss, accuracy, eval_seconds};
-    print(e, e.seconds > 0 ? static_cast<double>(e.step - first_step) / e.seconds : 0.0, plan.examples_per_step);
-    csv.write(s, replicas, plan.examples_per_step, e);
-    if (summaries) summaries->scalar("accuracy", static_cast<float>(accuracy), static_cast<std::int64_t>(step));
-    evaluated_at = step;
-    next_eval = epoch + 1;
-  };
+  progress report(s, plan, replicas, chief, net, test_set, csv, summaries.get(), first_step);
   while (step < plan.last_step) {
     const auto b = batches.next();
     const auto compute_start = clock::now();
@@ -135,10 +118,6 @@ int train_allreduce(const settings& s) {
     if (slowdown > 1) std::this_thread::sleep_for((clock::now() - compute_start) * (slowdown - 1));
     update.step(vars, step);
     ++step;
-    ++interval_steps;
-    interval_examples += b.size;
-    interval_loss += static_cast<double>(loss) * static_cast<double>(b.size);
-    const double mean_loss = interval_loss / static_cast<double>(interval_examples);
     if (chief && s.log_steps > 0 && step % s.log_steps == 0)
       std::printf("step %llu  loss %.4f\n", static_cast<unsigned long long>(step), static_cast<double>(loss));
     if (summaries && step % s.summary_steps == 0) {
@@ -146,28 +125,12 @@ int train_allreduce(const settings& s) {
       summaries->scalar("learning_rate", plan.ps.learning_rate_at(step), static_cast<std::int64_t>(step));
     }
     if (saver && s.save_steps > 0 && step % s.save_steps == 0) checkpoint();
-    if (chief) {
-      if (step < next_eval * plan.steps_per_epoch && step < plan.last_step) continue;
-      evaluate(mean_loss);
-    } else {
-      if (batches.epochs() < next_eval) continue;
-      const double seconds = std::chrono::duration<double>(clock::now() - interval_start).count();
-      std::printf("pass %2zu over its shard  %7.1f s  loss %.4f  %6.1f steps/s (this worker)  %7.0f examples/s\n",
-                  batches.epochs(), since_start(), mean_loss, interval_steps / seconds, interval_examples / seconds);
-      next_eval = batches.epochs() + 1;
-    }
-    std::fflush(stdout);
-    interval_steps = interval_examples = 0;
-    interval_loss = 0;
-    interval_start = clock::now();
+    report.step(step, b.size, loss, batches.epochs());
   }
-  // A job restored at its last step (or past it, under another number of workers) still
-  // reports the accuracy.
-  if (chief && evaluated_at != step)
-    evaluate(interval_examples > 0 ? interval_loss / static_cast<double>(interval_examples) : 0.0);
+  report.finish(step);
   if (saver && saved != step && step > first_step) checkpoint();  // the last step's
   if (summaries) summaries->flush();
-  const double seconds = since_start();
+  const double seconds = report.since_start();
   // Where a step's time went on this worker: its compute is the rest.
   const auto& t = update.time_spent();
   const double per = 1000.0 / static_cast<double>(std::max<std::uint64_t>(t.steps, 1));
@@ -183,9 +146,9 @@ int train_allreduce(const settings& s) {
   std::printf(
       "final test accuracy %.4f (allreduce, %zu workers, %zu ps, %llu global steps in %.1f s = %.1f steps/s, "
       "0 gradients dropped as stale)\n",
-      accuracy, replicas, role.cluster.has_job("ps") ? role.cluster.num_tasks("ps") : std::size_t{0},
+      report.accuracy(), replicas, role.cluster.has_job("ps") ? role.cluster.num_tasks("ps") : std::size_t{0},
       static_cast<unsigned long long>(step), seconds, static_cast<double>(step - first_step) / seconds);
-  return accuracy >= s.target ? 0 : 1;
+  return report.accuracy() >= s.target ? 0 : 1;
 }
 
 }  // namespace dsgd_train

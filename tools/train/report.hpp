@@ -1,18 +1,24 @@
 // SPDX-FileCopyrightText: Copyright (c) 2026 The dsgd authors
 // SPDX-License-Identifier: Apache-2.0
 //
-// The chief's record of its evaluations: the line each one prints and, with --csv, the line it
-// appends to a file (bench/straggler, bench/solo_limit and bench/compare read both).
+// What a worker reports as it trains: the chief's evaluations (the line each one prints and,
+// with --csv, the line it appends to a file: bench/straggler, bench/solo_limit and bench/compare
+// read both) and the other workers' passes over their shard.
 #pragma once
 
+#include "job.hpp"
 #include "options.hpp"
 
 #include <dsgd/error.hpp>
+#include <dsgd/train/summary_writer.hpp>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <string>
 
 namespace dsgd_train {
@@ -67,6 +73,95 @@ class csv_log {
 
  private:
   std::FILE* file_ = nullptr;
+};
+
+/// What a worker reports as it trains, under any rule: the chief evaluates the test accuracy
+/// each time the global step crosses an epoch (its line, --csv and the "accuracy" summary); the
+/// other workers print each pass over their shard. Both count the loss and examples since their
+/// last report.
+template <class Model, class TestSet>
+class progress {
+ public:
+  using clock = std::chrono::steady_clock;
+
+  /// Reports of a run that starts at global step @p first_step (a restored one's).
+  progress(const settings& s, const schedule& plan, std::size_t workers, bool chief, Model& net,
+           const TestSet& test_set, csv_log& csv, dsgd::train::summary_writer* summaries, std::uint64_t first_step)
+      : s_(&s),
+        plan_(&plan),
+        workers_(workers),
+        chief_(chief),
+        net_(&net),
+        test_set_(&test_set),
+        csv_(&csv),
+        summaries_(summaries),
+        first_step_(first_step),
+        next_(first_step / plan.steps_per_epoch + 1) {}
+
+  /// @returns the seconds since the first step.
+  double since_start() const { return std::chrono::duration<double>(clock::now() - start_).count(); }
+  /// @returns the chief's last test accuracy (0 before the first evaluation).
+  double accuracy() const noexcept { return accuracy_; }
+
+  /// Counts a step's batch of @p examples at @p loss; the global step is now @p step and this
+  /// worker has made @p passes passes over its shard. Reports when one is due.
+  void step(std::uint64_t step, std::size_t examples, float loss, std::size_t passes) {
+    ++steps_;
+    examples_ += examples;
+    loss_ += static_cast<double>(loss) * static_cast<double>(examples);
+    if (chief_) {
+      if (step < next_ * plan_->steps_per_epoch) return;
+      evaluate(step);
+    } else {
+      if (passes < next_) return;
+      const double seconds = std::chrono::duration<double>(clock::now() - interval_start_).count();
+      std::printf("pass %2zu over its shard  %7.1f s  loss %.4f  %6.1f steps/s (this worker)  %7.0f examples/s\n",
+                  passes, since_start(), mean_loss(), steps_ / seconds, examples_ / seconds);
+      next_ = passes + 1;
+    }
+    std::fflush(stdout);
+    steps_ = examples_ = 0;
+    loss_ = 0;
+    interval_start_ = clock::now();
+  }
+
+  /// At the end, global step @p step: the chief evaluates unless it just did (a job restored at
+  /// its last step, or stopped between epochs, still reports the accuracy).
+  void finish(std::uint64_t step) {
+    if (chief_ && evaluated_at_ != step) evaluate(step);
+  }
+
+ private:
+  double mean_loss() const { return examples_ > 0 ? loss_ / static_cast<double>(examples_) : 0.0; }
+
+  void evaluate(std::uint64_t step) {
+    const std::size_t epoch = std::min<std::size_t>(step / plan_->steps_per_epoch, s_->epochs);
+    const auto eval_start = clock::now();
+    accuracy_ = net_->accuracy(*test_set_);
+    const double eval_seconds = std::chrono::duration<double>(clock::now() - eval_start).count();
+    const evaluation e{epoch, since_start(), step, mean_loss(), accuracy_, eval_seconds};
+    print(e, e.seconds > 0 ? static_cast<double>(e.step - first_step_) / e.seconds : 0.0, plan_->examples_per_step);
+    csv_->write(*s_, workers_, plan_->examples_per_step, e);
+    if (summaries_) summaries_->scalar("accuracy", static_cast<float>(accuracy_), static_cast<std::int64_t>(e.step));
+    evaluated_at_ = e.step;
+    next_ = epoch + 1;
+  }
+
+  const settings* s_;
+  const schedule* plan_;
+  std::size_t workers_;
+  bool chief_;
+  Model* net_;
+  const TestSet* test_set_;
+  csv_log* csv_;
+  dsgd::train::summary_writer* summaries_;
+  std::uint64_t first_step_;
+  std::size_t next_;  // the chief: the epoch to evaluate at next; the others: the pass to report
+  clock::time_point start_ = clock::now(), interval_start_ = start_;
+  std::size_t steps_ = 0, examples_ = 0;  // since the last report
+  double loss_ = 0;                       // summed over those examples
+  double accuracy_ = 0;
+  std::optional<std::uint64_t> evaluated_at_;
 };
 
 }  // namespace dsgd_train

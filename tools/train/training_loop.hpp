@@ -118,25 +118,8 @@ int train(const settings& s) {
   std::optional<dsgd::train::local_sgd<optimizer, cpu>> local_sgd;
   if (s.rule == "local") local_sgd.emplace(cpu{}, plan.worker, plan.k, net.parameters());
   const std::uint64_t first_step = session.step();
-  const auto start = clock::now();
-  auto since_start = [&] { return std::chrono::duration<double>(clock::now() - start).count(); };
-  std::size_t dropped = 0, local_steps = 0, interval_steps = 0, interval_examples = 0;
-  std::size_t next_eval = first_step / plan.steps_per_epoch + 1;
-  double interval_loss = 0, accuracy = 0;
-  std::optional<std::uint64_t> evaluated_at;
-  auto interval_start = clock::now();
-  auto evaluate = [&](double mean_loss) {
-    const std::size_t epoch = std::min<std::size_t>(session.step() / plan.steps_per_epoch, s.epochs);
-    const auto eval_start = clock::now();
-    accuracy = net.accuracy(test_set);
-    const double eval_seconds = std::chrono::duration<double>(clock::now() - eval_start).count();
-    const evaluation e{epoch, since_start(), session.step(), mean_loss, accuracy, eval_seconds};
-    print(e, e.seconds > 0 ? (e.step - first_step) / e.seconds : 0.0, plan.examples_per_step);
-    csv.write(s, t.replicas(), plan.examples_per_step, e);
-    if (summaries) summaries->scalar("accuracy", static_cast<float>(accuracy), static_cast<std::int64_t>(e.step));
-    evaluated_at = e.step;
-    next_eval = epoch + 1;
-  };
+  progress report(s, plan, t.replicas(), t.is_chief(), net, test_set, csv, summaries.get(), first_step);
+  std::size_t dropped = 0, local_steps = 0;
   // Every worker runs until the global step reaches the last step of the last epoch (TF's
   // StopAtStepHook on the global step), so a straggler stops with the others instead of
   // working through its own epochs after they have finished.
@@ -153,30 +136,10 @@ int train(const settings& s) {
       if (local_sgd) local_sgd->restart_from(net.parameters());
     }
     ++local_steps;
-    ++interval_steps;
-    interval_examples += b.size;
-    interval_loss += static_cast<double>(loss) * static_cast<double>(b.size);
-    const double mean_loss = interval_loss / static_cast<double>(interval_examples);
-    if (t.is_chief()) {
-      if (session.step() < next_eval * plan.steps_per_epoch) continue;
-      evaluate(mean_loss);
-    } else {
-      // Other workers report their own passes over their shard.
-      if (batches.epochs() < next_eval) continue;
-      const double seconds = std::chrono::duration<double>(clock::now() - interval_start).count();
-      std::printf("pass %2zu over its shard  %7.1f s  loss %.4f  %6.1f steps/s (this worker)  %7.0f examples/s\n",
-                  batches.epochs(), since_start(), mean_loss, interval_steps / seconds, interval_examples / seconds);
-      next_eval = batches.epochs() + 1;
-    }
-    std::fflush(stdout);
-    interval_steps = interval_examples = 0;
-    interval_loss = 0;
-    interval_start = clock::now();
+    report.step(session.step(), b.size, loss, batches.epochs());
   }
-  // A job restored at its last step (or stopped between epochs) still reports the accuracy.
-  if (t.is_chief() && evaluated_at != session.step())
-    evaluate(interval_examples > 0 ? interval_loss / static_cast<double>(interval_examples) : 0.0);
-  const double seconds = since_start();
+  report.finish(session.step());
+  const double seconds = report.since_start();
   // The chief's last checkpoint, the hooks' end, and (chief) the cluster's shutdown.
   session.close();
   std::printf(
@@ -190,9 +153,9 @@ int train(const settings& s) {
   std::printf(
       "final test accuracy %.4f (%s%s, %zu workers, %zu ps, %llu global steps in %.1f s = %.1f steps/s, "
       "%zu gradients dropped as stale)\n",
-      accuracy, s.rule.c_str(), setting.c_str(), t.replicas(), t.cluster().num_tasks("ps"),
+      report.accuracy(), s.rule.c_str(), setting.c_str(), t.replicas(), t.cluster().num_tasks("ps"),
       static_cast<unsigned long long>(session.step()), seconds, (session.step() - first_step) / seconds, dropped);
-  return accuracy >= s.target ? 0 : 1;
+  return report.accuracy() >= s.target ? 0 : 1;
 }
 
 }  // namespace dsgd_train

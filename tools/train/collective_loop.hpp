@@ -44,12 +44,7 @@ namespace dsgd_train {
 template <class Model>
 int train_allreduce(const settings& s) {
   using clock = std::chrono::steady_clock;
-  auto role = resolve_role(s);
-  if (const auto line = role_line(s, role); !line.empty()) std::printf("%s\n", line.c_str());
-  if (const auto share = dsgd::cluster::share_cores(role.cluster, role.task, [](std::string_view line) {
-        std::printf("%.*s\n", static_cast<int>(line.size()), line.data());
-      }))
-    dsgd::model::set_blas_threads(share->threads);
+  auto role = start_task(s);
   if (role.task.job == "ps") {
     std::printf("%s: --rule allreduce trains among the workers; a ps task has nothing to do\n",
                 role.task.to_string().c_str());

@@ -9,10 +9,12 @@
 
 #include "options.hpp"
 
+#include <dsgd/cluster/cores.hpp>
 #include <dsgd/cluster/environment.hpp>
 #include <dsgd/cluster/token.hpp>
 #include <dsgd/data/fashion_mnist.hpp>
 #include <dsgd/error.hpp>
+#include <dsgd/model/blas.hpp>
 #include <dsgd/model/mlp.hpp>
 #include <dsgd/model/softmax_regression.hpp>
 #include <dsgd/optim/exponential_decay.hpp>
@@ -107,6 +109,20 @@ inline std::string role_line(const settings& s, const dsgd::cluster::role& r) {
   if (!s.hosts_variable.empty()) origin += ", hosts from DSGD_HOSTS";
   return r.task.to_string() + ": role from " + std::string(dsgd::cluster::to_string(r.source)) + " (" + origin +
          "), at " + r.cluster.address(r.task).to_string();
+}
+
+/// This process's task (resolve_role()), its role line printed, and its share of the host's
+/// cores taken: tasks that share this host's cores (under mpirun, mpiexec or srun; dsgd-launch
+/// sets OMP_NUM_THREADS itself) take one share each, OpenMP and BLAS alike, unless
+/// OMP_NUM_THREADS says otherwise.
+inline dsgd::cluster::role start_task(const settings& s) {
+  auto role = resolve_role(s);
+  if (const auto line = role_line(s, role); !line.empty()) std::printf("%s\n", line.c_str());
+  if (const auto share = dsgd::cluster::share_cores(role.cluster, role.task, [](std::string_view line) {
+        std::printf("%.*s\n", static_cast<int>(line.size()), line.data());
+      }))
+    dsgd::model::set_blas_threads(share->threads);
+  return role;
 }
 
 /// The cluster's secret: DSGD_CLUSTER_TOKEN (dsgd-launch draws one for a single-host job),

@@ -64,14 +64,7 @@ template <class Model, class Rule>
 int train(const settings& s) {
   using trainer = dsgd::trainer<cpu, dsgd::placement::greedy_by_bytes, Rule, optimizer>;
   using clock = std::chrono::steady_clock;
-  auto role = resolve_role(s);
-  if (const auto line = role_line(s, role); !line.empty()) std::printf("%s\n", line.c_str());
-  // Tasks that share this host's cores (under mpirun, mpiexec or srun; dsgd-launch sets OMP_NUM_THREADS
-  // itself) take one share each, OpenMP and BLAS alike, unless OMP_NUM_THREADS says otherwise.
-  if (const auto share = dsgd::cluster::share_cores(role.cluster, role.task, [](std::string_view line) {
-        std::printf("%.*s\n", static_cast<int>(line.size()), line.data());
-      }))
-    dsgd::model::set_blas_threads(share->threads);
+  auto role = start_task(s);
   constexpr bool sync = std::is_same_v<Rule, dsgd::update::sync_average>;
   const schedule plan = make_schedule(s, dsgd::cluster::replicas::count(role.cluster), sync);
   std::unique_ptr<dsgd::train::summary_writer> membership;

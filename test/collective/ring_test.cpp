@@ -420,10 +420,11 @@ BOOST_AUTO_TEST_CASE(a_silent_or_mismatched_member_fails_the_collective_by_name)
         took = std::chrono::steady_clock::now() - start;
         // The ring is closed now: the next collective says why.
         BOOST_TEST(test::contains(test::error_of([&] { ring.all_gather(data, 5); }, errc::peer_lost),
-                                  "nothing from worker:1"));
+                                  "nothing arrived from worker:1"));
       },
       connection(), quick_deadlines(std::chrono::seconds(30), limit));
-  BOOST_TEST(test::contains(late, "worker:0 (rank 0 of 2): reduce-scatter at step 4, round 0: nothing from worker:1"));
+  BOOST_TEST(
+      test::contains(late, "worker:0 (rank 0 of 2): reduce-scatter at step 4, round 0: nothing arrived from worker:1"));
   BOOST_TEST((took < limit + std::chrono::seconds(2)));
 
   std::vector<std::string> errors(2);

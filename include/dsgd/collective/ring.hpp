@@ -180,33 +180,38 @@ class ring {
     dialing.frame_timeout = opts_.step_timeout;
     auto backoff = std::chrono::milliseconds(10);
     while (!next_) {
+      // The attempt's state outlives this frame: at the deadline connect() throws without
+      // waiting for an attempt in flight, so the deadline is the bound; no attempt outlasts it.
       struct attempt {
         bool done = false;
         error_code ec;
         std::shared_ptr<connection_type> conn;
-      } a;
-      transport_.async_connect(ioc_.get_executor(), next.address, dialing,
-                               [&a](error_code ec, std::shared_ptr<connection_type> c) {
-                                 a = {true, ec, std::move(c)};
+      };
+      auto a = std::make_shared<attempt>();
+      auto once = dialing;
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      once.handshake_timeout = std::max(std::chrono::milliseconds(1), std::min(once.handshake_timeout, left));
+      transport_.async_connect(ioc_.get_executor(), next.address, once,
+                               [a](error_code ec, std::shared_ptr<connection_type> c) {
+                                 *a = {true, ec, std::move(c)};
                                });
-      if (!run_until([&a] { return a.done; }, deadline)) {
-        drain([&a] { return a.done; });
+      if (!run_until([&a] { return a->done; }, deadline))
         fail_connect(errc::timed_out, "could not reach " + next.identity + " (its successor) at " +
                                           next.address.to_string() + " within " +
                                           std::to_string(opts_.connect_timeout.count()) + " ms");
-      }
-      if (!a.ec) {
-        next_ = std::move(a.conn);
+      if (!a->ec) {
+        next_ = std::move(a->conn);
         break;
       }
-      if (a.ec == make_error_code(errc::handshake_failed))
+      if (a->ec == make_error_code(errc::handshake_failed))
         fail_connect(errc::handshake_failed, next.identity + " (its successor) at " + next.address.to_string() +
-                                                 " refused the handshake (" + a.ec.message() +
+                                                 " refused the handshake (" + a->ec.message() +
                                                  "): every member needs the same cluster token");
       if (std::chrono::steady_clock::now() + backoff >= deadline)
         fail_connect(errc::timed_out, "could not reach " + next.identity + " (its successor) at " +
                                           next.address.to_string() + " within " +
-                                          std::to_string(opts_.connect_timeout.count()) + " ms: " + a.ec.message());
+                                          std::to_string(opts_.connect_timeout.count()) + " ms: " + a->ec.message());
       ioc_.run_for(backoff);  // the listener keeps accepting meanwhile
       backoff = std::min(backoff * 2, std::chrono::milliseconds(500));
     }
@@ -380,9 +385,9 @@ class ring {
     errc code = errc::peer_lost;
     if (!in_time) {
       code = errc::timed_out;
-      what +=
-          (!x.received ? "nothing from " + prev + " (its predecessor)" : "no send to " + next + " (its successor)") +
-          " completed within " + std::to_string(opts_.step_timeout.count()) + " ms";
+      what += (!x.received ? "nothing arrived from " + prev + " (its predecessor)"
+                           : "the send to " + next + " (its successor) did not complete") +
+              " within " + std::to_string(opts_.step_timeout.count()) + " ms (ring_options::step_timeout)";
     } else if (x.receive_ec == make_error_code(errc::bad_frame) && !x.why.empty()) {
       code = errc::bad_frame;
       what += prev + " (its predecessor) sent a frame of another collective: " + x.why +

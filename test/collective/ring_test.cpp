@@ -29,6 +29,9 @@
 #include <functional>
 #include <optional>
 #include <random>
+#include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 BOOST_AUTO_TEST_SUITE(collective_ring_test)
@@ -62,14 +65,25 @@ void on_ring(const test_net<T>& net, std::size_t n, const std::function<void(col
     tasks.push_back([&, r] {
       collective::ring<T> ring(members, r, conn, opts, net.transport());
       ring.connect();
-      try {
-        body(ring);
-      } catch (const std::exception& e) {
-        BOOST_TEST_MESSAGE("rank " << r << ": " << e.what());
-        throw;
-      }
+      body(ring);
     });
   test::run_tasks(tasks);
+}
+
+// What a rank's thread saw go wrong, checked on the test's thread afterwards (Boost.Test's
+// checks are not for other threads): "" when nothing did.
+using findings = std::vector<std::string>;
+
+// Runs @p f on a rank's thread: @returns the dsgd::error it threw (its code and message), or no
+// code when it returned.
+template <class F>
+std::pair<std::optional<error_code>, std::string> outcome_of(F&& f) {
+  try {
+    f();
+    return {std::nullopt, {}};
+  } catch (const error& e) {
+    return {e.code(), e.what()};
+  }
 }
 
 // An integer-valued element of rank r's buffer: sums of them are exact in float.
@@ -101,9 +115,14 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(collectives_sum_and_copy_every_segment, T, both_tr
   for (std::size_t n : {1, 2, 3, 5}) {
     for (std::size_t chunk : {std::size_t{1} << 20, std::size_t{30}}) {
       BOOST_TEST_CONTEXT("ring of " << n << ", chunks of " << chunk << " bytes") {
+        findings wrong(n);
         on_ring<T>(
             net, n,
             [&](collective::ring<T>& ring) {
+              auto& mistakes = wrong[ring.rank()];
+              auto expect = [&](bool ok, const char* what, std::size_t i) {
+                if (!ok && mistakes.empty()) mistakes = std::string(what) + " wrong at element " + std::to_string(i);
+              };
               for (std::size_t elements : {std::size_t{1003}, std::size_t{2}}) {
                 std::vector<float> data(elements);
                 for (std::uint64_t round = 1; round <= 3; ++round) {
@@ -115,17 +134,18 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(collectives_sum_and_copy_every_segment, T, both_tr
                     return s;
                   };
                   auto mine = ring.owned(elements);
-                  for (std::size_t i = mine.begin; i < mine.end; ++i) BOOST_REQUIRE(data[i] == sum(i));
+                  for (std::size_t i = mine.begin; i < mine.end; ++i) expect(data[i] == sum(i), "reduce-scatter", i);
                   ring.all_gather(data, round);
-                  for (std::size_t i = 0; i < elements; ++i) BOOST_REQUIRE(data[i] == sum(i));
+                  for (std::size_t i = 0; i < elements; ++i) expect(data[i] == sum(i), "all-gather", i);
                 }
                 const std::size_t root = n - 1;
                 for (std::size_t i = 0; i < elements; ++i) data[i] = value_of(ring.rank(), i, 9);
                 ring.broadcast(data, root, 9);
-                for (std::size_t i = 0; i < elements; ++i) BOOST_REQUIRE(data[i] == value_of(root, i, 9));
+                for (std::size_t i = 0; i < elements; ++i) expect(data[i] == value_of(root, i, 9), "broadcast", i);
               }
             },
             connection(chunk));
+        for (std::size_t r = 0; r < n; ++r) BOOST_TEST(wrong[r] == "", "rank " << r << ": " << wrong[r]);
       }
     }
   }
@@ -319,16 +339,19 @@ BOOST_AUTO_TEST_CASE(checkpoints_resume_bit_for_bit_and_with_another_number_of_r
   BOOST_TEST(worst <= 1e-5);
   // A checkpoint of another optimizer is refused, naming the slot it lacks.
   test::temp_dir plain("dsgd_collective_ckpt_plain_");
+  std::vector<std::pair<std::optional<error_code>, std::string>> refused(2);
   on_ring<transport::inproc>(net, 2, [&](collective::ring<transport::inproc>& ring) {
     std::vector<float> w(8, 1.f), dw(8, 0.f);
     std::vector<variable_view> vars{view("softmax/w", {8}, w, dw)};
     collective::sharded_update<optim::sgd, transport::inproc> sgd(ring, {}, vars);
     sgd.save(checkpoint::saver(plain.path), 1, vars);
     collective::sharded_update<optim::momentum, transport::inproc> momentum(ring, {}, vars);
-    BOOST_TEST(test::contains(
-        test::error_of([&] { momentum.restore(checkpoint::saver(plain.path).open(1), vars); }, errc::not_found),
-        "holds no softmax/w/velocity"));
+    refused[ring.rank()] = outcome_of([&] { momentum.restore(checkpoint::saver(plain.path).open(1), vars); });
   });
+  for (const auto& [code, what] : refused) {
+    BOOST_TEST((code == make_error_code(errc::not_found)), what);
+    BOOST_TEST(test::contains(what, "holds no softmax/w/velocity"));
+  }
 }
 
 BOOST_AUTO_TEST_CASE(bad_rings_are_refused_by_name) {
@@ -352,23 +375,26 @@ BOOST_AUTO_TEST_CASE(a_missing_member_fails_connect_within_its_deadline) {
   test_net<transport::inproc> net;
   auto members = collective::ring_members(net.spec(0, 3));
   const auto limit = std::chrono::milliseconds(400);
-  std::vector<std::string> errors(2);
+  std::vector<std::pair<std::optional<error_code>, std::string>> errors(2);
+  std::vector<std::chrono::steady_clock::duration> took(2);
   std::vector<std::function<void()>> tasks;
   for (std::size_t r = 0; r < 2; ++r)
     tasks.push_back([&, r] {
       const auto start = std::chrono::steady_clock::now();
-      errors[r] = test::error_of(
-          [&] {
-            collective::ring<transport::inproc> ring(members, r, connection(), quick_deadlines(limit), net.transport());
-            ring.connect();
-          },
-          errc::timed_out);
-      BOOST_TEST((std::chrono::steady_clock::now() - start < limit + std::chrono::seconds(2)));
+      errors[r] = outcome_of([&] {
+        collective::ring<transport::inproc> ring(members, r, connection(), quick_deadlines(limit), net.transport());
+        ring.connect();
+      });
+      took[r] = std::chrono::steady_clock::now() - start;
     });
   test::run_tasks(tasks);
+  for (std::size_t r = 0; r < 2; ++r) {
+    BOOST_TEST((errors[r].first == make_error_code(errc::timed_out)), errors[r].second);
+    BOOST_TEST((took[r] < limit + std::chrono::seconds(2)));
+  }
   // Rank 1 dials worker:2, its successor; rank 0 waits for worker:2, its predecessor.
-  BOOST_TEST(test::contains(errors[1], "could not reach worker:2 (its successor)"));
-  BOOST_TEST(test::contains(errors[0], "worker:2 (its predecessor) did not connect"));
+  BOOST_TEST(test::contains(errors[1].second, "could not reach worker:2 (its successor)"));
+  BOOST_TEST(test::contains(errors[0].second, "worker:2 (its predecessor) did not connect"));
 }
 
 // A member with another token is refused at the handshake, and the error says so. Whichever
@@ -376,7 +402,7 @@ BOOST_AUTO_TEST_CASE(a_missing_member_fails_connect_within_its_deadline) {
 BOOST_AUTO_TEST_CASE(a_member_with_another_token_is_refused) {
   test_net<transport::inproc> net;
   auto members = collective::ring_members(net.spec(0, 2));
-  std::vector<std::string> refused(2);
+  std::vector<std::pair<std::optional<error_code>, std::string>> outcomes(2);
   std::vector<std::function<void()>> tasks;
   for (std::size_t r = 0; r < 2; ++r)
     tasks.push_back([&, r] {
@@ -384,17 +410,16 @@ BOOST_AUTO_TEST_CASE(a_member_with_another_token_is_refused) {
       if (r == 1) conn.token = "another-token";
       collective::ring<transport::inproc> ring(members, r, conn, quick_deadlines(std::chrono::milliseconds(1500)),
                                                net.transport());
-      try {
-        ring.connect();
-        BOOST_ERROR("rank " << r << " connected to a member with another token");
-      } catch (const error& e) {
-        BOOST_TEST_MESSAGE(e.what());
-        BOOST_TEST(
-            (e.code() == make_error_code(errc::handshake_failed) || e.code() == make_error_code(errc::timed_out)));
-        if (e.code() == make_error_code(errc::handshake_failed)) refused[r] = e.what();
-      }
+      outcomes[r] = outcome_of([&] { ring.connect(); });
     });
   test::run_tasks(tasks);
+  std::vector<std::string> refused(2);
+  for (std::size_t r = 0; r < 2; ++r) {
+    const auto& [code, what] = outcomes[r];
+    BOOST_TEST((code == make_error_code(errc::handshake_failed) || code == make_error_code(errc::timed_out)),
+               "rank " << r << ": " << (code ? what : "connected to a member with another token"));
+    if (code == make_error_code(errc::handshake_failed)) refused[r] = what;
+  }
   const std::string& named = refused[0].empty() ? refused[1] : refused[0];
   BOOST_TEST(test::contains(named, refused[0].empty() ? "worker:0 (its successor)" : "worker:1 (its successor)"));
   BOOST_TEST(test::contains(named, "same cluster token"));
@@ -405,7 +430,7 @@ BOOST_AUTO_TEST_CASE(a_member_with_another_token_is_refused) {
 BOOST_AUTO_TEST_CASE(a_silent_or_mismatched_member_fails_the_collective_by_name) {
   test_net<transport::inproc> net;
   const auto limit = std::chrono::milliseconds(300);
-  std::string late;
+  std::pair<std::optional<error_code>, std::string> late, after;
   std::chrono::steady_clock::duration took{};
   on_ring<transport::inproc>(
       net, 2,
@@ -416,29 +441,28 @@ BOOST_AUTO_TEST_CASE(a_silent_or_mismatched_member_fails_the_collective_by_name)
           return;
         }
         const auto start = std::chrono::steady_clock::now();
-        late = test::error_of([&] { ring.reduce_scatter(data, 4); }, errc::timed_out);
+        late = outcome_of([&] { ring.reduce_scatter(data, 4); });
         took = std::chrono::steady_clock::now() - start;
-        // The ring is closed now: the next collective says why.
-        BOOST_TEST(test::contains(test::error_of([&] { ring.all_gather(data, 5); }, errc::peer_lost),
-                                  "nothing arrived from worker:1"));
+        after = outcome_of([&] { ring.all_gather(data, 5); });  // the ring is closed now
       },
       connection(), quick_deadlines(std::chrono::seconds(30), limit));
-  BOOST_TEST(
-      test::contains(late, "worker:0 (rank 0 of 2): reduce-scatter at step 4, round 0: nothing arrived from worker:1"));
+  BOOST_TEST((late.first == make_error_code(errc::timed_out)), late.second);
+  BOOST_TEST(test::contains(
+      late.second, "worker:0 (rank 0 of 2): reduce-scatter at step 4, round 0: nothing arrived from worker:1"));
   BOOST_TEST((took < limit + std::chrono::seconds(2)));
+  // The next collective says why the ring is closed.
+  BOOST_TEST((after.first == make_error_code(errc::peer_lost)), after.second);
+  BOOST_TEST(test::contains(after.second, "nothing arrived from worker:1"));
 
-  std::vector<std::string> errors(2);
+  std::vector<std::pair<std::optional<error_code>, std::string>> errors(2);
   on_ring<transport::inproc>(net, 2, [&](collective::ring<transport::inproc>& ring) {
     std::vector<float> data(ring.rank() == 0 ? 100 : 102, 1.f);
-    try {
-      ring.reduce_scatter(data, 1);
-      BOOST_ERROR("a reduce-scatter of 100 and 102 elements completed");
-    } catch (const error& e) {
-      errors[ring.rank()] = e.what();
-    }
+    errors[ring.rank()] = outcome_of([&] { ring.reduce_scatter(data, 1); });
   });
-  BOOST_TEST((test::contains(errors[0], "sent a frame of another collective: a segment of") ||
-              test::contains(errors[1], "sent a frame of another collective: a segment of")));
+  for (const auto& [code, what] : errors)
+    BOOST_TEST(code.has_value(), "a reduce-scatter of 100 and 102 elements completed");
+  BOOST_TEST((test::contains(errors[0].second, "sent a frame of another collective: a segment of") ||
+              test::contains(errors[1].second, "sent a frame of another collective: a segment of")));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -24,7 +24,6 @@
 #include <cstdint>
 #include <exception>
 #include <string>
-#include <string_view>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -69,8 +68,7 @@ class sharded_update {
   /// @p ring (connected), with @p optimizer.
   /// @throws dsgd::error(errc::invalid_argument) for no variables or a view whose values and
   ///         gradients differ in size
-  sharded_update(ring<T>& ring, O optimizer, variable_views variables)
-      : ring_(&ring), optimizer_(std::move(optimizer)) {
+  sharded_update(ring<T>& ring, O optimizer, variable_views variables) : ring_(&ring) {
     if (variables.empty()) throw error(errc::invalid_argument, "collective::sharded_update: no variables");
     std::size_t total = 0;
     for (std::size_t v = 0; v < variables.size(); ++v) {
@@ -84,14 +82,11 @@ class sharded_update {
       total += x.values.size();
     }
     flat_.resize(total);
-    const segment mine = ring.owned(total);
-    for (std::size_t v = 0; v < variables.size(); ++v) {
-      const std::size_t begin = std::max(offsets_[v], mine.begin), end = std::min(offsets_[v] + sizes_[v], mine.end);
-      if (begin >= end) continue;
-      auto o = optim::for_variable(optimizer_, variables[v].name);
+    for_each_piece(ring.owned(total), [&](std::size_t v, std::size_t begin, std::size_t end) {
+      auto o = optim::for_variable(optimizer, variables[v].name);
       auto s = optim::make_state(o, device::cpu{}, end - begin);
       pieces_.push_back({v, begin - offsets_[v], begin, end - begin, std::move(o), std::move(s)});
-    }
+    });
   }
 
   /// @returns the elements of all variables together.
@@ -113,7 +108,7 @@ class sharded_update {
   /// @throws dsgd::error as ring::reduce_scatter (the ring is then closed, the values unchanged
   ///         or, where the all-gather failed, partly new: restore from a checkpoint)
   void step(variable_views variables, std::uint64_t step) {
-    check(variables, "step");
+    check(variables, "step", true);
     auto lap = std::chrono::steady_clock::now();
     auto account = [&lap](double& into) {
       const auto now = std::chrono::steady_clock::now();
@@ -257,13 +252,10 @@ class sharded_update {
     for (const auto& v : variables) infos.push_back({v.name, v.shape});
     std::vector<placement::shard> shards;
     const std::size_t n = ring_->size();
-    for (std::size_t r = 0; r < n; ++r) {
-      const segment seg = segment_of((r + 1) % n, flat_.size(), n);
-      for (std::size_t v = 0; v < variables.size(); ++v) {
-        const std::size_t begin = std::max(offsets_[v], seg.begin), end = std::min(offsets_[v] + sizes_[v], seg.end);
-        if (begin < end) shards.push_back({v, r, begin - offsets_[v], end - begin});
-      }
-    }
+    for (std::size_t r = 0; r < n; ++r)
+      for_each_piece(segment_of((r + 1) % n, flat_.size(), n), [&](std::size_t v, std::size_t begin, std::size_t end) {
+        shards.push_back({v, r, begin - offsets_[v], end - begin});
+      });
     return placement::plan(std::move(infos), n, std::move(shards));
   }
 
@@ -277,14 +269,23 @@ class sharded_update {
     state_type state;      // the optimizer's slots of these elements
   };
 
-  void check(variable_views variables, const char* call) const {
+  // Calls f(variable, begin, end) for each variable's part [begin, end) of buffer elements @p range.
+  template <class F>
+  void for_each_piece(segment range, F&& f) const {
+    for (std::size_t v = 0; v < offsets_.size(); ++v) {
+      const std::size_t begin = std::max(offsets_[v], range.begin), end = std::min(offsets_[v] + sizes_[v], range.end);
+      if (begin < end) f(v, begin, end);
+    }
+  }
+
+  // Checks @p variables against the plan: their count and sizes, and with @p gradients theirs.
+  void check(variable_views variables, const char* call, bool gradients = false) const {
     if (variables.size() != sizes_.size())
       throw error(errc::invalid_argument, std::string("collective::sharded_update::") + call + ": " +
                                               std::to_string(variables.size()) + " variables where " +
                                               std::to_string(sizes_.size()) + " were planned");
     for (std::size_t v = 0; v < variables.size(); ++v)
-      if (variables[v].values.size() != sizes_[v] ||
-          (std::string_view(call) == "step" && variables[v].gradients.size() != sizes_[v]))
+      if (variables[v].values.size() != sizes_[v] || (gradients && variables[v].gradients.size() != sizes_[v]))
         throw error(errc::shape_mismatch, std::string("collective::sharded_update::") + call + ": " +
                                               dsgd::detail::view_name(variables[v], v) + " has " +
                                               std::to_string(variables[v].values.size()) + " values and " +
@@ -299,15 +300,12 @@ class sharded_update {
 
   // Copies elements [range.begin, range.end) of the buffer into the variables they belong to.
   void scatter_values(variable_views variables, segment range) {
-    for (std::size_t v = 0; v < variables.size(); ++v) {
-      const std::size_t begin = std::max(offsets_[v], range.begin), end = std::min(offsets_[v] + sizes_[v], range.end);
-      if (begin < end)
-        std::copy(flat_.begin() + begin, flat_.begin() + end, variables[v].values.begin() + (begin - offsets_[v]));
-    }
+    for_each_piece(range, [&](std::size_t v, std::size_t begin, std::size_t end) {
+      std::copy(flat_.begin() + begin, flat_.begin() + end, variables[v].values.begin() + (begin - offsets_[v]));
+    });
   }
 
   ring<T>* ring_;
-  O optimizer_;
   std::vector<std::size_t> offsets_, sizes_;  // each variable's place in the buffer
   std::vector<float> flat_;                   // gradients, then sums, then values
   std::vector<piece> pieces_;                 // the variables' parts of the owned segment
